@@ -1,0 +1,41 @@
+/*
+ * bgloop.h - the shared skeleton of the background processes (refresher,
+ * flusher): a blocking libpq connection kept alive with backoff, a wait
+ * that wakes on a timer, a notification or a stop signal, and a stop flag
+ * set by SIGTERM/SIGINT/SIGQUIT.
+ */
+#ifndef ENSIGN_BGLOOP_H
+#define ENSIGN_BGLOOP_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+struct bgloop {
+    const char *conninfo;
+    const char *listen_channel; /* NULL: no LISTEN */
+    PGconn *conn;               /* NULL while disconnected */
+    int backoff_ms;
+    long long retry_at_ms;
+};
+
+/* Installs the stop-signal handlers (they only set a flag). */
+void bgloop_install_signals(void);
+
+/* True once a stop signal arrived. */
+bool bgloop_stopping(void);
+
+/* Connects (and LISTENs) if due; returns true when connected. */
+bool bgloop_ensure_connected(struct bgloop *loop);
+
+/* Drops the connection after a failure; the next connect backs off. */
+void bgloop_disconnect(struct bgloop *loop);
+
+/*
+ * Sleeps up to timeout_ms, waking early on a NOTIFY or a stop signal.
+ * Returns the number of notifications consumed.
+ */
+int bgloop_wait(struct bgloop *loop, int timeout_ms);
+
+long long bgloop_now_ms(void);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * config.h - the configuration file: one table of keys drives the parser,
+ * `ensignd -t`, the annotated etc/ensign.conf and ensign.conf(5).
+ *
+ * Owns struct config (every setting, parsed and bounded) and the key table.
+ * The file format is `key = value` lines, `#` comments, optional "..."
+ * quoting. Unknown keys and bad values are errors naming FILE:LINE.
+ * Called by ensignd (master, at start and on SIGHUP) and ensignctl.
+ */
+#ifndef ENSIGN_CONFIG_H
+#define ENSIGN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/ensign/ensign.conf"
+
+enum config_type {
+    CONFIG_STRING,   /* any string */
+    CONFIG_INT,      /* integer within [min, max] */
+    CONFIG_LISTEN,   /* host:port, [v6]:port, *:port */
+    CONFIG_WORKERS,  /* "auto" or integer within [min, max] */
+    CONFIG_LOGLEVEL, /* debug | info | warn | error */
+    CONFIG_OPENCLOSED /* open | closed */
+};
+
+struct config_key {
+    const char *name;
+    enum config_type type;
+    const char *default_value; /* as written in the file */
+    long long min, max;        /* bounds for CONFIG_INT and CONFIG_WORKERS */
+    bool reloadable;           /* applied on SIGHUP without a restart */
+    const char *help;          /* one sentence, used by etc/ensign.conf and the man page */
+};
+
+struct config {
+    char *path; /* the file this was read from */
+
+    /* listen */
+    char *listen;        /* as written */
+    char *listen_host;   /* NULL or "" means every address ("*") */
+    int listen_port;
+
+    char *database;
+    int workers; /* resolved: "auto" becomes the CPU count */
+    char *state_dir;
+    int refresh_interval_ms;
+    int usage_flush_interval_ms;
+    int ratelimit_evaluation;
+    int ratelimit_management;
+    int ratelimit_waitlist;
+    long long max_body_bytes;
+    int max_header_bytes;
+    char *cors_allow_origins;
+    int log_level; /* enum log_level */
+    char *user;
+    int statement_timeout_ms;
+    int shutdown_timeout_ms;
+    int usage_slots;
+    int ratelimit_slots;
+    bool waitlist_open;
+};
+
+/* The key table, in documentation order. */
+const struct config_key *config_keys(size_t *count);
+
+/* Fills *cfg with every default. Caller owns and calls config_free. */
+void config_set_defaults(struct config *cfg);
+
+/*
+ * Reads PATH into *cfg (defaults first, then the file). On error returns -1
+ * and writes "PATH:LINE: message" (or "PATH: message" when the file cannot
+ * be opened) into err; *cfg is then freed and must not be used.
+ */
+int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
+
+void config_free(struct config *cfg);
+
+#endif

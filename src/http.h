@@ -1,0 +1,100 @@
+/*
+ * http.h - one request's life in a worker: reading it, answering it.
+ *
+ * Owns struct http_request (the parsed method, path, query, surface and
+ * route parameters of one evhttp request) and every way of answering:
+ * JSON bodies, the surface's error body, 405 with Allow, CORS headers on
+ * /ofrep. Every response is JSON with a JSON content type. A handler must
+ * answer exactly once, now or later (after an asynchronous query); the
+ * answer releases the http_request. If the client went away meanwhile,
+ * the answer is dropped quietly.
+ */
+#ifndef ENSIGN_HTTP_H
+#define ENSIGN_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <json-c/json.h>
+
+#include "envelope.h"
+#include "router.h"
+
+struct evhttp_request;
+struct worker;
+
+struct http_request {
+    struct evhttp_request *req;
+    struct worker *worker;
+    unsigned method; /* enum http_method */
+    enum http_surface surface;
+    const char *path;  /* path part of the URI, still percent-encoded */
+    const char *query; /* query string or NULL */
+    struct route_match match;
+    bool answered;
+};
+
+/* Route parameter value (decoded), or NULL. */
+const char *http_param(const struct http_request *r, const char *name);
+
+/* Request header value or NULL (case-insensitive name). */
+const char *http_header(const struct http_request *r, const char *name);
+
+/* Decoded value of query parameter name, copied into out; false if absent. */
+bool http_query_param(const struct http_request *r, const char *name, char *out, size_t outlen);
+
+/*
+ * The request body as a NUL-terminated string (pointer valid until the
+ * answer), or NULL when there is no body. len receives its length.
+ */
+const char *http_body(struct http_request *r, size_t *len);
+
+/*
+ * Parses the body as JSON. Returns the object (caller owns) or NULL after
+ * answering 400 itself (unparseable body, or JSON nesting deeper than
+ * HTTP_JSON_MAX_DEPTH). An empty body answers 400 too unless allow_empty,
+ * in which case *out is NULL and true is returned.
+ */
+#define HTTP_JSON_MAX_DEPTH 64
+bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_object **out);
+
+/* The bearer credential of the Authorization header (scheme case-insensitive), or NULL. */
+const char *http_bearer(const struct http_request *r);
+
+/* Adds a response header. */
+void http_add_header(struct http_request *r, const char *name, const char *value);
+
+/* Answers status with body (ownership of body passes; NULL sends no body). */
+void http_send_json(struct http_request *r, int status, struct json_object *body);
+
+/* Answers status with an already serialized JSON text (copied). */
+void http_send_json_text(struct http_request *r, int status, const char *json_text);
+
+/* Answers with the surface's error body. For /ofrep, errorCode GENERAL
+ * (or AUTHENTICATION_ERROR for 401, FLAG_NOT_FOUND for 404). */
+void http_send_error(struct http_request *r, int status, const char *message);
+
+/* 422 with per-field messages; ownership of errors passes. */
+void http_send_validation_error(struct http_request *r, const char *message,
+                                struct json_object *errors);
+
+/* /ofrep error body with an explicit code; key may be NULL. */
+void http_send_eval_error(struct http_request *r, int status, const char *key,
+                          const char *error_code, const char *details);
+
+/* 405 with an Allow header listing methods. */
+void http_send_method_not_allowed(struct http_request *r, unsigned methods);
+
+/* 304 with no body. */
+void http_send_not_modified(struct http_request *r);
+
+/* true once an answer was sent (or the client is gone). */
+bool http_answered(const struct http_request *r);
+
+/* The evhttp generic callback: arg is the struct worker. */
+void http_dispatch(struct evhttp_request *req, void *arg);
+
+/* Tells the HTTP layer which worker this process runs (for limits used
+ * when libevent itself rejects a request). */
+void http_bind_worker(struct worker *w);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * listener.c - binding the listening sockets (see listener.h).
+ *
+ * "*" binds the IPv6 wildcard with IPV6_V6ONLY off (both families), or
+ * the IPv4 wildcard where IPv6 is unavailable. Because SO_REUSEPORT would
+ * let a second ensignd join our port silently, the master first probes the
+ * address with a plain socket: "port in use" is a startup error.
+ */
+#include "listener.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define LISTEN_BACKLOG 511
+
+static int open_socket(const struct config *cfg, bool reuseport, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    char port[8];
+    snprintf(port, sizeof port, "%d", cfg->listen_port);
+    const char *host = cfg->listen_host;
+    bool wildcard = host == NULL || host[0] == '\0';
+    hints.ai_family = wildcard ? AF_INET6 : AF_UNSPEC;
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(wildcard ? NULL : host, port, &hints, &res);
+    if (rc != 0 && wildcard) {
+        hints.ai_family = AF_INET;
+        rc = getaddrinfo(NULL, port, &hints, &res);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "listen %s: %s", cfg->listen, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1, zero = 0;
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (reuseport)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        if (res->ai_family == AF_INET6 && wildcard)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    }
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
+        listen(fd, LISTEN_BACKLOG) != 0) {
+        snprintf(err, errlen, "listen %s: %s", cfg->listen, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+int listener_check_free(const struct config *cfg, char *err, size_t errlen)
+{
+    int fd = open_socket(cfg, false, err, errlen);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+int listener_grow(struct listener_set *set, const struct config *cfg, size_t want, char *err,
+                  size_t errlen)
+{
+    if (want > LISTENER_MAX)
+        want = LISTENER_MAX;
+    while (set->count < want) {
+        int fd = open_socket(cfg, true, err, errlen);
+        if (fd < 0)
+            return -1;
+        set->fds[set->count++] = fd;
+    }
+    return 0;
+}
+
+void listener_close_all(struct listener_set *set)
+{
+    for (size_t i = 0; i < set->count; i++)
+        close(set->fds[i]);
+    set->count = 0;
+}

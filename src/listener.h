@@ -1,0 +1,32 @@
+/*
+ * listener.h - the listening sockets the master binds for its workers.
+ *
+ * One SO_REUSEPORT socket per worker slot, all on the configured address,
+ * so the kernel balances connections across workers. The master holds
+ * every socket open for its lifetime: replacing a worker never closes a
+ * socket, so no queued connection is refused.
+ */
+#ifndef ENSIGN_LISTENER_H
+#define ENSIGN_LISTENER_H
+
+#include <stddef.h>
+
+struct config;
+
+#define LISTENER_MAX 256
+
+struct listener_set {
+    int fds[LISTENER_MAX];
+    size_t count;
+};
+
+/* Fails with a message when the address is taken by anyone else. */
+int listener_check_free(const struct config *cfg, char *err, size_t errlen);
+
+/* Binds sockets until set->count == want (keeps existing ones). */
+int listener_grow(struct listener_set *set, const struct config *cfg, size_t want, char *err,
+                  size_t errlen);
+
+void listener_close_all(struct listener_set *set);
+
+#endif

@@ -1,0 +1,466 @@
+/*
+ * master.c - the master process: binds, maps, forks and supervises.
+ *
+ * The master never talks to the database and never serves a request. It
+ * keeps every signal blocked and waits for them with sigtimedwait(2), so
+ * signal handling is ordinary sequential code (no handlers at all).
+ *
+ *  - SIGCHLD: reap; a child of the current generation that died is
+ *    restarted at once, or with backoff (100 ms doubling to 5 s) when it
+ *    keeps dying within a second of starting; one that exited with
+ *    EXIT_FATAL_CONFIG is not restarted.
+ *  - SIGHUP: re-read the configuration; on success start a new generation
+ *    of children, then ask the old generation to drain (SIGTERM). The
+ *    listening sockets stay open throughout.
+ *  - SIGTERM, SIGINT, SIGQUIT: ask every child to drain, wait (at most
+ *    shutdown_timeout_ms, then SIGKILL), exit 0.
+ */
+#include "master.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "flusher.h"
+#include "listener.h"
+#include "log.h"
+#include "proctitle.h"
+#include "refresher.h"
+#include "sdnotify.h"
+#include "shm.h"
+#include "worker.h"
+
+#define MAX_CHILDREN 256
+#define QUICK_DEATH_MS 1000
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+
+enum child_role { ROLE_WORKER, ROLE_REFRESHER, ROLE_FLUSHER };
+
+struct child {
+    bool used;
+    pid_t pid; /* 0 while waiting to be respawned */
+    enum child_role role;
+    int slot;
+    unsigned generation;
+    long long started_ms;
+    long long respawn_at_ms;
+    unsigned quick_deaths;
+};
+
+struct master {
+    const char *config_path;
+    struct config cfg;
+    struct shm_region shm;
+    struct listener_set sockets;
+    struct child children[MAX_CHILDREN];
+    unsigned generation;
+    bool stopping;
+    bool fatal;
+    long long kill_at_ms;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *role_name(const struct child *c, char *buf, size_t len)
+{
+    if (c->role == ROLE_WORKER)
+        snprintf(buf, len, "worker %d", c->slot);
+    else
+        snprintf(buf, len, "%s", c->role == ROLE_REFRESHER ? "refresher" : "flusher");
+    return buf;
+}
+
+/* ---- running a child ---- */
+
+static size_t sockets_for_slot(const struct master *m, int slot, int *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < m->sockets.count; i++)
+        if ((int)(i % (size_t)m->cfg.workers) == slot)
+            out[n++] = m->sockets.fds[i];
+    return n;
+}
+
+static int run_child(struct master *m, const struct child *c)
+{
+    int own[LISTENER_MAX];
+    size_t nown = c->role == ROLE_WORKER ? sockets_for_slot(m, c->slot, own) : 0;
+    for (size_t i = 0; i < m->sockets.count; i++) {
+        bool mine = false;
+        for (size_t j = 0; j < nown; j++)
+            mine = mine || own[j] == m->sockets.fds[i];
+        if (!mine)
+            close(m->sockets.fds[i]);
+    }
+    switch (c->role) {
+    case ROLE_WORKER:
+        return worker_main(c->slot, &m->cfg, &m->shm, own, nown);
+    case ROLE_REFRESHER:
+        return refresher_main(&m->cfg, &m->shm);
+    case ROLE_FLUSHER:
+        return flusher_main(&m->cfg, &m->shm);
+    }
+    return EXIT_FAILURE;
+}
+
+static void spawn(struct master *m, struct child *c)
+{
+    char name[32];
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_error("fork %s: %s", role_name(c, name, sizeof name), strerror(errno));
+        c->respawn_at_ms = now_ms() + BACKOFF_MAX_MS;
+        return;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int status = run_child(m, c);
+        config_free(&m->cfg);
+        proctitle_free();
+        exit(status);
+    }
+    c->pid = pid;
+    c->started_ms = now_ms();
+    log_info("%s started (pid %ld)", role_name(c, name, sizeof name), (long)pid);
+}
+
+static void add_child(struct master *m, enum child_role role, int slot)
+{
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &m->children[i];
+        if (c->used)
+            continue;
+        *c = (struct child){.used = true, .role = role, .slot = slot, .generation = m->generation};
+        spawn(m, c);
+        return;
+    }
+    log_error("too many child processes");
+}
+
+static void start_generation(struct master *m)
+{
+    for (int slot = 0; slot < m->cfg.workers; slot++)
+        add_child(m, ROLE_WORKER, slot);
+    add_child(m, ROLE_REFRESHER, 0);
+    add_child(m, ROLE_FLUSHER, 0);
+}
+
+static void signal_children(struct master *m, int sig, bool only_old)
+{
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &m->children[i];
+        if (!c->used || c->pid <= 0 || (only_old && c->generation == m->generation))
+            continue;
+        kill(c->pid, sig);
+    }
+}
+
+/* ---- reaping and respawning ---- */
+
+static void describe_exit(const struct child *c, int status)
+{
+    char name[32];
+    role_name(c, name, sizeof name);
+    if (WIFEXITED(status))
+        log_msg(WEXITSTATUS(status) == 0 ? LOG_LEVEL_INFO : LOG_LEVEL_WARN,
+                "%s (pid %ld) exited with status %d", name, (long)c->pid, WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        log_warn("%s (pid %ld) killed by signal %d", name, (long)c->pid, WTERMSIG(status));
+}
+
+static void schedule_respawn(struct master *m, struct child *c, int status)
+{
+    char name[32];
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_FATAL_CONFIG) {
+        log_error("%s hit a fatal configuration error; not restarting it",
+                  role_name(c, name, sizeof name));
+        c->used = false;
+        m->fatal = true;
+        return;
+    }
+    long long now = now_ms();
+    if (now - c->started_ms < QUICK_DEATH_MS)
+        c->quick_deaths++;
+    else
+        c->quick_deaths = 0;
+    long long delay = 0;
+    if (c->quick_deaths > 0) {
+        delay = (long long)BACKOFF_FIRST_MS << (c->quick_deaths > 6 ? 6 : c->quick_deaths - 1);
+        delay = delay > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay;
+    }
+    c->pid = 0;
+    c->respawn_at_ms = now + delay;
+    if (m->shm.header != NULL)
+        atomic_fetch_add(&m->shm.header->worker_restarts, 1);
+    log_info("restarting %s in %lld ms", role_name(c, name, sizeof name), delay);
+}
+
+static void reap(struct master *m)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (size_t i = 0; i < MAX_CHILDREN; i++) {
+            struct child *c = &m->children[i];
+            if (!c->used || c->pid != pid)
+                continue;
+            describe_exit(c, status);
+            if (m->stopping || c->generation != m->generation)
+                c->used = false;
+            else
+                schedule_respawn(m, c, status);
+            break;
+        }
+    }
+}
+
+/* Respawns due children; returns ms until the next one is due (or -1). */
+static long long respawn_due(struct master *m)
+{
+    long long now = now_ms(), next = -1;
+    for (size_t i = 0; i < MAX_CHILDREN && !m->stopping; i++) {
+        struct child *c = &m->children[i];
+        if (!c->used || c->pid != 0)
+            continue;
+        if (c->respawn_at_ms <= now)
+            spawn(m, c);
+        long long wait = c->pid == 0 ? c->respawn_at_ms - now : -1;
+        if (wait >= 0 && (next < 0 || wait < next))
+            next = wait;
+    }
+    return next;
+}
+
+static size_t live_children(const struct master *m, bool workers_only)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &m->children[i];
+        if (c->used && (!workers_only || c->role == ROLE_WORKER))
+            n++;
+    }
+    return n;
+}
+
+/* ---- reload and stop ---- */
+
+static void keep_fixed_settings(struct config *fresh, struct config *old)
+{
+    /* Settings that size shared memory or were applied before the first
+     * fork cannot change without a restart. */
+    char *tmp;
+    if (strcmp(fresh->state_dir, old->state_dir) != 0 || strcmp(fresh->user, old->user) != 0 ||
+        fresh->usage_slots != old->usage_slots || fresh->ratelimit_slots != old->ratelimit_slots)
+        log_warn("state_dir, user, usage_slots and ratelimit_slots change only on restart");
+    tmp = fresh->state_dir, fresh->state_dir = old->state_dir, old->state_dir = tmp;
+    tmp = fresh->user, fresh->user = old->user, old->user = tmp;
+    fresh->usage_slots = old->usage_slots;
+    fresh->ratelimit_slots = old->ratelimit_slots;
+}
+
+static int rebind_if_needed(struct master *m, struct config *fresh)
+{
+    char err[256];
+    if (strcmp(fresh->listen, m->cfg.listen) == 0)
+        return listener_grow(&m->sockets, fresh, (size_t)fresh->workers, err, sizeof err) == 0
+                   ? 0
+                   : (log_error("reload: %s", err), -1);
+    struct listener_set fresh_sockets = {.count = 0};
+    if (listener_check_free(fresh, err, sizeof err) != 0 ||
+        listener_grow(&fresh_sockets, fresh, (size_t)fresh->workers, err, sizeof err) != 0) {
+        listener_close_all(&fresh_sockets);
+        log_error("reload: %s", err);
+        return -1;
+    }
+    /* Old workers hold their own copies until they have drained. */
+    listener_close_all(&m->sockets);
+    m->sockets = fresh_sockets;
+    return 0;
+}
+
+static void reload(struct master *m)
+{
+    char err[512];
+    struct config fresh;
+    sdnotify_send("RELOADING=1");
+    log_info("reloading %s", m->config_path);
+    if (config_load(m->config_path, &fresh, err, sizeof err) != 0) {
+        log_error("reload failed, keeping the running configuration: %s", err);
+        sdnotify_send("READY=1");
+        return;
+    }
+    keep_fixed_settings(&fresh, &m->cfg);
+    if (rebind_if_needed(m, &fresh) != 0) {
+        config_free(&fresh);
+        sdnotify_send("READY=1");
+        return;
+    }
+    config_free(&m->cfg);
+    m->cfg = fresh;
+    log_set_level((enum log_level)m->cfg.log_level);
+    m->generation++;
+    start_generation(m);
+    signal_children(m, SIGTERM, true);
+    sdnotify_send("READY=1");
+}
+
+static void begin_stop(struct master *m, int sig)
+{
+    if (m->stopping)
+        return;
+    log_info("received signal %d, stopping", sig);
+    sdnotify_send("STOPPING=1");
+    m->stopping = true;
+    m->kill_at_ms = now_ms() + m->cfg.shutdown_timeout_ms + 1000;
+    for (size_t i = 0; i < MAX_CHILDREN; i++)
+        if (m->children[i].used && m->children[i].pid == 0)
+            m->children[i].used = false; /* never respawned */
+    signal_children(m, SIGTERM, false);
+    listener_close_all(&m->sockets);
+}
+
+/* ---- start-up ---- */
+
+static int prepare_state_dir(const struct config *cfg)
+{
+    if (mkdir(cfg->state_dir, 0750) != 0 && errno != EEXIST) {
+        log_error("cannot create state_dir %s: %s", cfg->state_dir, strerror(errno));
+        return -1;
+    }
+    if (access(cfg->state_dir, W_OK | X_OK) != 0) {
+        log_error("state_dir %s is not writable: %s", cfg->state_dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int drop_privileges(const struct config *cfg)
+{
+    if (geteuid() != 0)
+        return 0;
+    if (cfg->user == NULL || cfg->user[0] == '\0') {
+        log_warn("running as root; set `user` in the configuration to drop privileges");
+        return 0;
+    }
+    struct passwd *pw = getpwnam(cfg->user);
+    if (pw == NULL) {
+        log_error("user %s does not exist", cfg->user);
+        return -1;
+    }
+    if (chown(cfg->state_dir, pw->pw_uid, pw->pw_gid) != 0 ||
+        initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
+        setuid(pw->pw_uid) != 0) {
+        log_error("cannot switch to user %s: %s", cfg->user, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int start_up(struct master *m)
+{
+    char err[256];
+    if (listener_check_free(&m->cfg, err, sizeof err) != 0 ||
+        listener_grow(&m->sockets, &m->cfg, (size_t)m->cfg.workers, err, sizeof err) != 0) {
+        log_error("%s", err);
+        return -1;
+    }
+    if (shm_create(&m->cfg, &m->shm) != 0) {
+        log_error("cannot map shared memory: %s", strerror(errno));
+        return -1;
+    }
+    if (prepare_state_dir(&m->cfg) != 0 || drop_privileges(&m->cfg) != 0)
+        return -1;
+    return 0;
+}
+
+static void wait_for_signal(struct master *m, const sigset_t *set, long long timeout_ms)
+{
+    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+    siginfo_t info;
+    int sig = sigtimedwait(set, &info, &ts);
+    switch (sig) {
+    case SIGCHLD:
+        break;
+    case SIGHUP:
+        if (!m->stopping)
+            reload(m);
+        break;
+    case SIGTERM:
+    case SIGINT:
+    case SIGQUIT:
+        begin_stop(m, sig);
+        break;
+    default:
+        break;
+    }
+}
+
+static void supervise(struct master *m, const sigset_t *set)
+{
+    for (;;) {
+        reap(m);
+        if (m->fatal && live_children(m, true) == 0 && !m->stopping) {
+            log_error("no worker can run; stopping");
+            begin_stop(m, SIGTERM);
+        }
+        long long next = respawn_due(m);
+        if (m->stopping && live_children(m, false) == 0)
+            return;
+        if (m->stopping && now_ms() >= m->kill_at_ms) {
+            log_warn("children did not stop in time; killing them");
+            signal_children(m, SIGKILL, false);
+            m->kill_at_ms = now_ms() + 1000;
+        }
+        wait_for_signal(m, set, next >= 0 && next < 1000 ? next : 1000);
+    }
+}
+
+int master_run(const char *config_path, struct config *cfg)
+{
+    static struct master m; /* static: children find it reachable at exit */
+    m.config_path = config_path;
+    m.cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg);
+    log_set_role("master");
+    proctitle_set("ensignd: master");
+
+    sigset_t set;
+    sigemptyset(&set);
+    int blocked[] = {SIGCHLD, SIGHUP, SIGTERM, SIGINT, SIGQUIT};
+    for (size_t i = 0; i < sizeof blocked / sizeof blocked[0]; i++)
+        sigaddset(&set, blocked[i]);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int status = EXIT_FAILURE;
+    if (start_up(&m) == 0) {
+        log_info("listening on %s with %d workers", m.cfg.listen, m.cfg.workers);
+        start_generation(&m);
+        sdnotify_send("READY=1");
+        supervise(&m, &set);
+        status = m.fatal ? EXIT_FAILURE : EXIT_SUCCESS;
+        log_info("stopped");
+    }
+    listener_close_all(&m.sockets);
+    shm_destroy(&m.shm);
+    config_free(&m.cfg);
+    return status;
+}

@@ -1,0 +1,87 @@
+/*
+ * router.h - the route table and path matching.
+ *
+ * A route is (method, pattern, handler, summary). Patterns are absolute
+ * paths whose segments are literals or {name} parameters; a parameter
+ * matches one non-empty segment, percent-decoded. The table (routes.c) is
+ * the single source of truth: the worker dispatches from it and
+ * /openapi.json is generated from it. Matching is a pure function, no
+ * allocation: parameter values are copied into the caller's route_match.
+ */
+#ifndef ENSIGN_ROUTER_H
+#define ENSIGN_ROUTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_request;
+typedef void (*route_handler)(struct http_request *r);
+
+/* Methods as a bit set, independent of libevent's numbering. */
+enum http_method {
+    METHOD_GET = 1 << 0,
+    METHOD_HEAD = 1 << 1,
+    METHOD_POST = 1 << 2,
+    METHOD_PUT = 1 << 3,
+    METHOD_PATCH = 1 << 4,
+    METHOD_DELETE = 1 << 5,
+    METHOD_OPTIONS = 1 << 6,
+    METHOD_OTHER = 1 << 7
+};
+
+/* Which credential a route takes; documented in the OpenAPI output. */
+enum route_auth {
+    ROUTE_AUTH_NONE,
+    ROUTE_AUTH_ACCESS_TOKEN, /* Authorization: Bearer svc_oat_... */
+    ROUTE_AUTH_TOKEN_OR_COOKIE,
+    ROUTE_AUTH_SDK_KEY /* Authorization: Bearer svc_sdk_... or X-API-Key */
+};
+
+struct route {
+    unsigned method; /* one enum http_method bit */
+    const char *pattern;
+    route_handler handler;
+    const char *summary;
+    enum route_auth auth;
+    const char *request_schema;  /* JSON Schema text of the body, or NULL */
+    const char *response_schema; /* JSON Schema text of the success body, or NULL */
+    int success_status;          /* 200 or 201; 0 means 200 */
+};
+
+#define ROUTE_MAX_PARAMS 8
+#define ROUTE_PARAM_BYTES 1024
+
+struct route_param {
+    const char *name; /* points into the pattern, not NUL-terminated */
+    size_t name_len;
+    const char *value; /* NUL-terminated, in route_match.buf */
+};
+
+enum route_result { ROUTE_FOUND, ROUTE_NOT_FOUND, ROUTE_METHOD_NOT_ALLOWED };
+
+struct route_match {
+    const struct route *route;
+    size_t nparams;
+    struct route_param params[ROUTE_MAX_PARAMS];
+    unsigned allowed; /* on ROUTE_METHOD_NOT_ALLOWED: bit set of methods the path has */
+    char buf[ROUTE_PARAM_BYTES];
+};
+
+/*
+ * Matches method and path (the path part of the URI, no query, still
+ * percent-encoded) against the table. HEAD matches GET routes. A run of
+ * leading slashes counts as one ("//ofrep/..." is "/ofrep/...").
+ */
+enum route_result router_match(const struct route *routes, size_t count, unsigned method,
+                               const char *path, struct route_match *out);
+
+/* The decoded value of parameter name, or NULL. */
+const char *route_param(const struct route_match *m, const char *name);
+
+/* Writes "GET, HEAD, POST" style text for a method bit set. */
+void router_allow_header(unsigned methods, char *out, size_t outlen);
+
+/* "GET" for METHOD_GET and so on; "OTHER" for unknown. */
+const char *router_method_name(unsigned method);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * shm.c - creation of the shared-memory region.
+ *
+ * The master calls shm_create once, before forking: an anonymous
+ * MAP_SHARED mapping inherited by every child, so it survives any child's
+ * death. Each user of the region contributes a size function and an init
+ * function (the table below); the region never grows. The master does not
+ * read the region after creating it.
+ */
+#include "shm.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "config.h"
+
+struct shm_user {
+    const char *name;
+    size_t (*size)(const struct config *cfg);
+    void (*init)(void *area, size_t size, const struct config *cfg);
+};
+
+static size_t header_size(const struct config *cfg)
+{
+    (void)cfg;
+    return sizeof(struct shm_header);
+}
+
+static void header_init(void *area, size_t size, const struct config *cfg)
+{
+    (void)cfg;
+    struct shm_header *h = area;
+    memset(h, 0, size);
+    h->magic = SHM_MAGIC;
+    h->version = 1;
+    atomic_init(&h->snapshot_generation, 0);
+    atomic_init(&h->requests_served, 0);
+    atomic_init(&h->worker_restarts, 0);
+}
+
+/* Later users (rate-limit buckets, usage counters) add their rows here. */
+static const struct shm_user shm_users[] = {
+    {"header", header_size, header_init},
+};
+
+#define SHM_ALIGN 64
+
+static size_t align_up(size_t n)
+{
+    return (n + SHM_ALIGN - 1) & ~(size_t)(SHM_ALIGN - 1);
+}
+
+size_t shm_size(const struct config *cfg)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof shm_users / sizeof shm_users[0]; i++)
+        total += align_up(shm_users[i].size(cfg));
+    return total;
+}
+
+int shm_create(const struct config *cfg, struct shm_region *out)
+{
+    size_t size = shm_size(cfg);
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return -1;
+    size_t offset = 0;
+    for (size_t i = 0; i < sizeof shm_users / sizeof shm_users[0]; i++) {
+        size_t area = shm_users[i].size(cfg);
+        shm_users[i].init((char *)base + offset, area, cfg);
+        offset += align_up(area);
+    }
+    out->base = base;
+    out->size = size;
+    out->header = base;
+    out->header->total_size = size;
+    return 0;
+}
+
+void shm_destroy(struct shm_region *shm)
+{
+    if (shm->base != NULL)
+        munmap(shm->base, shm->size);
+    shm->base = NULL;
+    shm->header = NULL;
+    shm->size = 0;
+}

@@ -1,0 +1,45 @@
+/*
+ * shm.h - the one shared-memory region of an ensignd instance.
+ *
+ * The master maps it (anonymous MAP_SHARED) before forking, so it outlives
+ * every child; it never reads it afterwards. Layout: a header (magic,
+ * snapshot generation, process counters), then one area per user, each
+ * sized by that user's size function and prepared by its init function
+ * (later: rate-limit buckets, usage counters). Fixed size from the
+ * configuration: nothing is allocated after start.
+ */
+#ifndef ENSIGN_SHM_H
+#define ENSIGN_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+
+#define SHM_MAGIC 0x454e5347u /* "ENSG" */
+
+struct shm_header {
+    uint32_t magic;
+    uint32_t version;
+    size_t total_size;
+    _Atomic uint64_t snapshot_generation; /* published by the refresher */
+    _Atomic uint64_t requests_served;     /* all workers, all routes */
+    _Atomic uint64_t worker_restarts;     /* counted by the master */
+};
+
+struct shm_region {
+    struct shm_header *header;
+    void *base;
+    size_t size;
+};
+
+/* Size of the whole region for cfg (header plus every user's area). */
+size_t shm_size(const struct config *cfg);
+
+/* Maps and initialises the region; returns 0 or -1 (errno set). */
+int shm_create(const struct config *cfg, struct shm_region *out);
+
+void shm_destroy(struct shm_region *shm);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * worker.c - a worker process: one libevent loop serving HTTP.
+ *
+ * The master hands each worker the listening sockets of its slot (one
+ * SO_REUSEPORT socket per slot; the master keeps them open, so a worker's
+ * death or replacement never closes a socket or drops its accept queue).
+ * The worker answers every route of the route table, keeps its own
+ * asynchronous PostgreSQL connection for management routes, and on
+ * SIGTERM/SIGINT/SIGQUIT drains: it stops accepting, lets in-flight
+ * requests finish (answers then carry "Connection: close"), and exits 0,
+ * or after shutdown_timeout_ms at the latest.
+ */
+#include "worker.h"
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "config.h"
+#include "db.h"
+#include "http.h"
+#include "log.h"
+#include "proctitle.h"
+#include "routes.h"
+
+#define WORKER_MAX_SOCKETS 256
+#define DRAIN_POLL_MS 20
+
+struct worker_runtime {
+    struct worker w;
+    struct evhttp_bound_socket *bound[WORKER_MAX_SOCKETS];
+    size_t nbound;
+    struct event *signals[3];
+    struct event *drain_timer;
+    struct timespec drain_deadline;
+};
+
+static long elapsed_ms_until(const struct timespec *deadline)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (deadline->tv_sec - now.tv_sec) * 1000L + (deadline->tv_nsec - now.tv_nsec) / 1000000L;
+}
+
+static void drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct worker_runtime *rt = arg;
+    if (rt->w.in_flight == 0) {
+        event_base_loopexit(rt->w.base, NULL);
+        return;
+    }
+    if (elapsed_ms_until(&rt->drain_deadline) <= 0) {
+        log_warn("drain timeout with %lu requests in flight", rt->w.in_flight);
+        event_base_loopexit(rt->w.base, NULL);
+    }
+}
+
+static void start_drain(struct worker_runtime *rt)
+{
+    if (rt->w.draining)
+        return;
+    rt->w.draining = true;
+    for (size_t i = 0; i < rt->nbound; i++)
+        evhttp_del_accept_socket(rt->w.http, rt->bound[i]);
+    rt->nbound = 0;
+    clock_gettime(CLOCK_MONOTONIC, &rt->drain_deadline);
+    rt->drain_deadline.tv_sec += rt->w.cfg->shutdown_timeout_ms / 1000;
+    rt->drain_deadline.tv_nsec += (long)(rt->w.cfg->shutdown_timeout_ms % 1000) * 1000000L;
+    log_debug("draining, %lu requests in flight", rt->w.in_flight);
+    struct timeval every = {0, DRAIN_POLL_MS * 1000};
+    rt->drain_timer = event_new(rt->w.base, -1, EV_PERSIST, drain_check, rt);
+    event_add(rt->drain_timer, &every);
+}
+
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    start_drain(arg);
+}
+
+static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
+{
+    struct worker *w = &rt->w;
+    w->http = evhttp_new(w->base);
+    if (w->http == NULL)
+        return -1;
+    evhttp_set_max_body_size(w->http, (ev_ssize_t)w->cfg->max_body_bytes);
+    evhttp_set_max_headers_size(w->http, (ev_ssize_t)w->cfg->max_header_bytes);
+    evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    evhttp_set_timeout(w->http, 60);
+    evhttp_set_gencb(w->http, http_dispatch, w);
+    for (size_t i = 0; i < nfds && rt->nbound < WORKER_MAX_SOCKETS; i++) {
+        rt->bound[rt->nbound] = evhttp_accept_socket_with_handle(w->http, fds[i]);
+        if (rt->bound[rt->nbound] == NULL)
+            return -1;
+        rt->nbound++;
+    }
+    return 0;
+}
+
+static void setup_signals(struct worker_runtime *rt)
+{
+    static const int stop_signals[3] = {SIGTERM, SIGINT, SIGQUIT};
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN); /* reloads are the master's business */
+    for (size_t i = 0; i < 3; i++) {
+        rt->signals[i] = evsignal_new(rt->w.base, stop_signals[i], on_stop_signal, rt);
+        evsignal_add(rt->signals[i], NULL);
+    }
+}
+
+static void teardown(struct worker_runtime *rt)
+{
+    for (size_t i = 0; i < 3; i++)
+        if (rt->signals[i] != NULL)
+            event_free(rt->signals[i]);
+    if (rt->drain_timer != NULL)
+        event_free(rt->drain_timer);
+    if (rt->w.http != NULL)
+        evhttp_free(rt->w.http);
+    if (rt->w.db != NULL)
+        db_close(rt->w.db);
+    free(rt->w.openapi_json);
+    if (rt->w.base != NULL)
+        event_base_free(rt->w.base);
+}
+
+int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
+                size_t nfds)
+{
+    char role[32];
+    snprintf(role, sizeof role, "worker %d", index);
+    log_set_role(role);
+    proctitle_set("ensignd: worker %d", index);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+
+    struct worker_runtime *rt = calloc(1, sizeof *rt);
+    if (rt == NULL)
+        return EXIT_FAILURE;
+    rt->w.index = index;
+    rt->w.cfg = cfg;
+    rt->w.shm = shm;
+    rt->w.routes = routes_table(&rt->w.route_count);
+    rt->w.base = event_base_new();
+    int status = EXIT_FAILURE;
+    if (rt->w.base != NULL && setup_http(rt, fds, nfds) == 0) {
+        http_bind_worker(&rt->w);
+        setup_signals(rt);
+        rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
+        log_debug("serving on %zu sockets", nfds);
+        event_base_dispatch(rt->w.base);
+        status = EXIT_SUCCESS;
+    } else {
+        log_error("cannot set up the HTTP server");
+    }
+    http_bind_worker(NULL);
+    teardown(rt);
+    free(rt);
+    return status;
+}

@@ -1,0 +1,20 @@
+/*
+ * check_main.c - the unit-test runner: every module's suite in one binary,
+ * listed in TESTS. Suites link the core library, never libpq.
+ */
+#include <stdlib.h>
+
+#include "suites.h"
+
+int main(void)
+{
+    SRunner *runner = srunner_create(suite_config());
+    srunner_add_suite(runner, suite_router());
+    srunner_add_suite(runner, suite_envelope());
+    srunner_add_suite(runner, suite_token());
+    srunner_add_suite(runner, suite_openapi());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,15 @@
+/*
+ * suites.h - one Check suite per module; check_main.c runs them all.
+ */
+#ifndef ENSIGN_TEST_SUITES_H
+#define ENSIGN_TEST_SUITES_H
+
+#include <check.h>
+
+Suite *suite_config(void);
+Suite *suite_router(void);
+Suite *suite_envelope(void);
+Suite *suite_token(void);
+Suite *suite_openapi(void);
+
+#endif
