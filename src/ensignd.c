@@ -71,6 +71,5 @@ int main(int argc, char **argv)
         log_set_level((enum log_level)cfg.log_level);
         status = master_run(path_copy, &cfg);
     }
-    proctitle_free();
     return status;
 }

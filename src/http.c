@@ -215,7 +215,7 @@ void http_send_json_text(struct http_request *r, int status, const char *json_te
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = evbuffer_new();
     if (buf != NULL)
-        evbuffer_add_reference(buf, json_text, strlen(json_text), NULL, NULL);
+        evbuffer_add(buf, json_text, strlen(json_text));
     evhttp_send_reply(r->req, status, envelope_reason_phrase(status), buf);
     if (buf != NULL)
         evbuffer_free(buf);

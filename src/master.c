@@ -134,8 +134,7 @@ static void spawn(struct master *m, struct child *c)
         sigprocmask(SIG_SETMASK, &none, NULL);
         int status = run_child(m, c);
         config_free(&m->cfg);
-        proctitle_free();
-        exit(status);
+            exit(status);
     }
     c->pid = pid;
     c->started_ms = now_ms();

@@ -18,6 +18,8 @@ extern char **environ;
 
 static char *title_area;
 static size_t title_size;
+/* The copied environment stays reachable through environ for the
+ * process lifetime (libraries read it at exit). */
 static char **copied_environ;
 
 void proctitle_init(int argc, char **argv)
@@ -55,14 +57,4 @@ void proctitle_set(const char *fmt, ...)
         return;
     memset(title_area, 0, title_size);
     snprintf(title_area, title_size - 1, "%s", title);
-}
-
-void proctitle_free(void)
-{
-    if (copied_environ == NULL)
-        return;
-    for (size_t i = 0; copied_environ[i] != NULL; i++)
-        free(copied_environ[i]);
-    free(copied_environ);
-    copied_environ = NULL;
 }

@@ -10,7 +10,5 @@
 
 void proctitle_init(int argc, char **argv);
 void proctitle_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Frees the copied environment (at exit, for leak checkers). */
-void proctitle_free(void);
 
 #endif

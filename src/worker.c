@@ -28,6 +28,10 @@
 
 #define WORKER_MAX_SOCKETS 256
 #define DRAIN_POLL_MS 20
+/* A connection accepted just before the drain may not have sent its
+ * request yet; evhttp does not count connections, so wait this long for
+ * such requests before leaving. */
+#define DRAIN_GRACE_MS 200
 
 struct worker_runtime {
     struct worker w;
@@ -36,6 +40,7 @@ struct worker_runtime {
     struct event *signals[3];
     struct event *drain_timer;
     struct timespec drain_deadline;
+    struct timespec grace_end;
 };
 
 static long elapsed_ms_until(const struct timespec *deadline)
@@ -50,7 +55,7 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct worker_runtime *rt = arg;
-    if (rt->w.in_flight == 0) {
+    if (rt->w.in_flight == 0 && elapsed_ms_until(&rt->grace_end) <= 0) {
         event_base_loopexit(rt->w.base, NULL);
         return;
     }
@@ -69,6 +74,8 @@ static void start_drain(struct worker_runtime *rt)
         evhttp_del_accept_socket(rt->w.http, rt->bound[i]);
     rt->nbound = 0;
     clock_gettime(CLOCK_MONOTONIC, &rt->drain_deadline);
+    rt->grace_end = rt->drain_deadline;
+    rt->grace_end.tv_nsec += DRAIN_GRACE_MS * 1000000L;
     rt->drain_deadline.tv_sec += rt->w.cfg->shutdown_timeout_ms / 1000;
     rt->drain_deadline.tv_nsec += (long)(rt->w.cfg->shutdown_timeout_ms % 1000) * 1000000L;
     log_debug("draining, %lu requests in flight", rt->w.in_flight);
