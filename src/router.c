@@ -1,0 +1,193 @@
+/*
+ * router.c - matching a method and path against the route table.
+ *
+ * Owns the matching rules: a path is split on '/', a run of leading
+ * slashes counts as one, a trailing slash is a segment of its own (so
+ * "/v1/healthz/" is not "/v1/healthz"). Literal segments compare exactly;
+ * a {name} segment takes one non-empty segment, percent-decoded into the
+ * caller's route_match buffer (a decoded NUL, or a value that does not fit,
+ * makes the route not match). Matching is pure: no allocation, no globals.
+ * Called by http.c for every request; routes.c owns the table.
+ */
+#include "router.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Method bits in the order the Allow header lists them, with their names. */
+static const struct {
+    unsigned bit;
+    const char *name;
+} method_names[] = {
+    {METHOD_GET, "GET"},         {METHOD_HEAD, "HEAD"},   {METHOD_POST, "POST"},
+    {METHOD_PUT, "PUT"},         {METHOD_PATCH, "PATCH"}, {METHOD_DELETE, "DELETE"},
+    {METHOD_OPTIONS, "OPTIONS"},
+};
+
+#define METHOD_COUNT (sizeof method_names / sizeof method_names[0])
+
+/* The text after a run of leading slashes, or NULL when text is not absolute. */
+static const char *skip_leading_slashes(const char *text)
+{
+    if (text == NULL || text[0] != '/')
+        return NULL;
+    while (*text == '/')
+        text++;
+    return text;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/*
+ * Decodes in[0..len) into out (room bytes, NUL included). A '%' not
+ * followed by two hex digits stays as it is. Returns the decoded length,
+ * or -1 when it does not fit or decodes to a NUL byte.
+ */
+static long percent_decode(const char *in, size_t len, char *out, size_t room)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++, n++) {
+        if (n + 1 >= room)
+            return -1;
+        char c = in[i];
+        int hi = c == '%' && i + 2 < len ? hex_value(in[i + 1]) : -1;
+        int lo = hi >= 0 ? hex_value(in[i + 2]) : -1;
+        if (lo >= 0) {
+            c = (char)(hi * 16 + lo);
+            i += 2;
+            if (c == '\0')
+                return -1;
+        }
+        out[n] = c;
+    }
+    out[n] = '\0';
+    return (long)n;
+}
+
+/* Records the decoded segment as the value of parameter name. */
+static bool capture_param(const char *name, size_t name_len, const char *seg, size_t seg_len,
+                          struct route_match *out, size_t *used)
+{
+    if (seg_len == 0 || out->nparams >= ROUTE_MAX_PARAMS || *used >= ROUTE_PARAM_BYTES)
+        return false;
+    char *value = out->buf + *used;
+    long n = percent_decode(seg, seg_len, value, ROUTE_PARAM_BYTES - *used);
+    if (n < 0)
+        return false;
+    struct route_param *param = &out->params[out->nparams++];
+    param->name = name;
+    param->name_len = name_len;
+    param->value = value;
+    *used += (size_t)n + 1;
+    return true;
+}
+
+static bool match_segment(const char *pat, size_t pat_len, const char *seg, size_t seg_len,
+                          struct route_match *out, size_t *used)
+{
+    if (pat_len >= 2 && pat[0] == '{' && pat[pat_len - 1] == '}')
+        return capture_param(pat + 1, pat_len - 2, seg, seg_len, out, used);
+    return pat_len == seg_len && memcmp(pat, seg, pat_len) == 0;
+}
+
+/* Matches pattern against path (already past its leading slashes). */
+static bool match_pattern(const char *pattern, const char *path, struct route_match *out)
+{
+    const char *pat = skip_leading_slashes(pattern);
+    size_t used = 0;
+    out->nparams = 0;
+    if (pat == NULL)
+        return false;
+    for (;;) {
+        size_t pat_len = strcspn(pat, "/");
+        size_t seg_len = strcspn(path, "/");
+        if (!match_segment(pat, pat_len, path, seg_len, out, &used))
+            return false;
+        pat += pat_len;
+        path += seg_len;
+        if (*pat == '\0' || *path == '\0')
+            return *pat == *path;
+        pat++;
+        path++;
+    }
+}
+
+static bool method_accepts(unsigned route_method, unsigned method)
+{
+    if (method == METHOD_OTHER || method == 0)
+        return false;
+    return route_method == method || (method == METHOD_HEAD && route_method == METHOD_GET);
+}
+
+enum route_result router_match(const struct route *routes, size_t count, unsigned method,
+                               const char *path, struct route_match *out)
+{
+    const char *rest = skip_leading_slashes(path);
+    unsigned allowed = 0;
+    out->route = NULL;
+    out->nparams = 0;
+    out->allowed = 0;
+    for (size_t i = 0; rest != NULL && i < count; i++) {
+        if (!match_pattern(routes[i].pattern, rest, out))
+            continue;
+        if (method_accepts(routes[i].method, method)) {
+            out->route = &routes[i];
+            return ROUTE_FOUND;
+        }
+        allowed |= routes[i].method;
+    }
+    out->nparams = 0;
+    if (allowed == 0)
+        return ROUTE_NOT_FOUND;
+    if (allowed & METHOD_GET)
+        allowed |= METHOD_HEAD;
+    out->allowed = allowed;
+    return ROUTE_METHOD_NOT_ALLOWED;
+}
+
+const char *route_param(const struct route_match *m, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < m->nparams; i++) {
+        const struct route_param *p = &m->params[i];
+        if (p->name_len == len && memcmp(p->name, name, len) == 0)
+            return p->value;
+    }
+    return NULL;
+}
+
+void router_allow_header(unsigned methods, char *out, size_t outlen)
+{
+    size_t used = 0;
+    if (outlen == 0)
+        return;
+    out[0] = '\0';
+    for (size_t i = 0; i < METHOD_COUNT; i++) {
+        if (!(methods & method_names[i].bit))
+            continue;
+        const char *sep = used > 0 ? ", " : "";
+        size_t need = strlen(sep) + strlen(method_names[i].name);
+        if (used + need >= outlen)
+            return; /* stop at a whole name: the text stays a valid list */
+        snprintf(out + used, outlen - used, "%s%s", sep, method_names[i].name);
+        used += need;
+    }
+}
+
+const char *router_method_name(unsigned method)
+{
+    for (size_t i = 0; i < METHOD_COUNT; i++)
+        if (method_names[i].bit == method)
+            return method_names[i].name;
+    return "OTHER";
+}
