@@ -1,0 +1,205 @@
+/*
+ * auth.c - access-token authentication for management routes, token
+ * scopes, and the answer to a failed database query.
+ *
+ * Owns the token lookup statement. A bearer credential is checked for the
+ * svc_oat_ shape before any query (an SDK key or garbage never reaches the
+ * database), then its SHA-256 digest is looked up in one statement that
+ * also touches last_used_at. To keep busy tokens from rewriting their row
+ * (and queueing on its lock) on every request, last_used_at is written only
+ * when it is unset or more than a minute old: listings show it to the
+ * minute.
+ *
+ * Invariants: the plaintext token is never logged or stored; a request that
+ * does not authenticate is answered here and its callback never runs; the
+ * callback runs with the identity on the stack, valid only during the call.
+ *
+ * Called by management handlers through auth_access_token.
+ */
+#include "auth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "http.h"
+#include "log.h"
+#include "token.h"
+#include "worker.h"
+
+/*
+ * $1: token digest. Rows: id, kind, user_id, org_id, scopes, full_access.
+ * A personal token of a deleted (or missing) user does not match.
+ */
+static const char TOKEN_LOOKUP_SQL[] =
+    "WITH token AS ("
+    "  SELECT t.id, t.kind, t.user_id, t.org_id, t.scopes, t.full_access, t.last_used_at"
+    "    FROM access_tokens t"
+    "    LEFT JOIN users u ON u.id = t.user_id"
+    "   WHERE t.token_digest = $1"
+    "     AND t.revoked_at IS NULL"
+    "     AND (t.expires_at IS NULL OR t.expires_at > now())"
+    "     AND (t.kind = 'organization' OR (u.id IS NOT NULL AND NOT u.deleted))"
+    "), touched AS ("
+    "  UPDATE access_tokens a SET last_used_at = now()"
+    "    FROM token"
+    "   WHERE a.id = token.id"
+    "     AND (token.last_used_at IS NULL"
+    "          OR token.last_used_at < now() - interval '1 minute')"
+    ")"
+    " SELECT id, kind, user_id, org_id, scopes, full_access FROM token";
+
+enum { COL_ID, COL_KIND, COL_USER_ID, COL_ORG_ID, COL_SCOPES, COL_FULL_ACCESS };
+
+static const char *const scope_names[] = {"flags", "orgs",   "projects",     "members",
+                                          "audit", "tokens", "notifications"};
+
+struct auth_request {
+    struct http_request *r;
+    auth_cb cb;
+    void *arg;
+};
+
+/* ---- scopes ---- */
+
+unsigned auth_scope_from_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof scope_names / sizeof scope_names[0]; i++) {
+        if (strcmp(name, scope_names[i]) == 0)
+            return 1u << i;
+    }
+    return 0;
+}
+
+int auth_scopes_parse(const struct json_object *scopes, unsigned *read_mask, unsigned *write_mask,
+                      const char **bad_key)
+{
+    *read_mask = 0;
+    *write_mask = 0;
+    *bad_key = NULL;
+    if (!json_object_is_type(scopes, json_type_object))
+        return -1;
+    int rc = 0;
+    json_object_object_foreach((struct json_object *)scopes, key, value)
+    {
+        unsigned bit = auth_scope_from_name(key);
+        const char *level =
+            json_object_is_type(value, json_type_string) ? json_object_get_string(value) : "";
+        bool write = strcmp(level, "write") == 0;
+        if (bit == 0 || (!write && strcmp(level, "read") != 0)) {
+            if (rc == 0)
+                *bad_key = key;
+            rc = -1;
+            continue;
+        }
+        *read_mask |= bit;
+        if (write)
+            *write_mask |= bit;
+    }
+    return rc;
+}
+
+bool auth_scope_allows(const struct identity *who, unsigned scope, bool write)
+{
+    if (who->full_access)
+        return true;
+    return ((write ? who->write_mask : who->read_mask) & scope) == scope && scope != 0;
+}
+
+/* ---- answers ---- */
+
+void auth_send_unauthorized(struct http_request *r, const char *message)
+{
+    http_add_header(r, "WWW-Authenticate", "Bearer");
+    http_send_error(r, 401, message);
+}
+
+void auth_send_db_failure(struct http_request *r, const PGresult *res, const char *error)
+{
+    const char *why = error ? error : res ? PQresultErrorMessage(res) : "no result";
+    int why_len = (int)strcspn(why, "\n"); /* one log line */
+    if (db_unavailable(res)) {
+        log_debug("%s %s: database unavailable: %.*s", router_method_name(r->method), r->path,
+                  why_len, why);
+        http_add_header(r, "Retry-After", "1");
+        http_send_error(r, 503, "database unavailable, try again shortly");
+        return;
+    }
+    log_error("%s %s: query failed: SQLSTATE %s: %.*s", router_method_name(r->method), r->path,
+              db_sqlstate(res), why_len, why);
+    http_send_error(r, 500, "internal error");
+}
+
+/* ---- lookup ---- */
+
+static void copy_field(char *out, size_t outlen, const PGresult *res, int col)
+{
+    snprintf(out, outlen, "%s", PQgetisnull(res, 0, col) ? "" : PQgetvalue(res, 0, col));
+}
+
+static void identity_from_row(struct identity *who, const PGresult *res)
+{
+    memset(who, 0, sizeof *who);
+    bool org = strcmp(PQgetvalue(res, 0, COL_KIND), "organization") == 0;
+    who->kind = org ? IDENTITY_ORG : IDENTITY_USER;
+    copy_field(who->token_id, sizeof who->token_id, res, COL_ID);
+    if (org)
+        copy_field(who->org_id, sizeof who->org_id, res, COL_ORG_ID);
+    else
+        copy_field(who->user_id, sizeof who->user_id, res, COL_USER_ID);
+    who->full_access = strcmp(PQgetvalue(res, 0, COL_FULL_ACCESS), "t") == 0;
+    struct json_object *scopes = json_tokener_parse(PQgetvalue(res, 0, COL_SCOPES));
+    const char *bad_key;
+    if (auth_scopes_parse(scopes, &who->read_mask, &who->write_mask, &bad_key) != 0)
+        log_warn("access token %s: ignoring invalid scope %s", who->token_id,
+                 bad_key ? bad_key : "object");
+    json_object_put(scopes);
+}
+
+static void on_token_row(PGresult *res, const char *error, void *arg)
+{
+    struct auth_request ar = *(struct auth_request *)arg;
+    free(arg);
+    if (!db_result_ok(res)) {
+        auth_send_db_failure(ar.r, res, error);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        auth_send_unauthorized(ar.r, "invalid access token");
+        return;
+    }
+    struct identity who;
+    identity_from_row(&who, res);
+    ar.cb(ar.r, &who, ar.arg);
+}
+
+void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
+{
+    const char *token = http_bearer(r);
+    if (token == NULL) {
+        auth_send_unauthorized(r, "missing access token");
+        return;
+    }
+    if (token_well_formed(token, TOKEN_PREFIX_SDK)) {
+        auth_send_unauthorized(r, "invalid access token: an SDK key is not accepted here");
+        return;
+    }
+    if (!token_well_formed(token, TOKEN_PREFIX_ACCESS)) {
+        auth_send_unauthorized(r, "invalid access token");
+        return;
+    }
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    token_digest_hex(token, strlen(token), digest);
+    struct auth_request *ar = malloc(sizeof *ar);
+    if (ar == NULL) {
+        auth_send_db_failure(r, NULL, "out of memory");
+        return;
+    }
+    *ar = (struct auth_request){r, cb, arg};
+    const char *params[] = {digest};
+    if (db_query(r->worker->db, TOKEN_LOOKUP_SQL, 1, params, on_token_row, ar) != 0) {
+        free(ar);
+        auth_send_db_failure(r, NULL, "no database connection");
+    }
+}

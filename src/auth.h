@@ -1,0 +1,90 @@
+/*
+ * auth.h - who is calling: access-token authentication for management
+ * routes, token scopes, and the answer when the database cannot tell.
+ *
+ * An access token (svc_oat_ + 43 base62) is looked up by the SHA-256 digest
+ * of its whole plaintext in one database round trip, which also records
+ * last_used_at. A personal token acts as its user, an organization token as
+ * its organization with role admin (decisions.md section 5). Scopes are the
+ * names of decisions.md section 5, each "read" or "write" (write implies
+ * read); full access grants every scope.
+ *
+ * Called by management handlers (me.c and every /v1 and second-document
+ * resource). Not linked into the core library.
+ */
+#ifndef ENSIGN_AUTH_H
+#define ENSIGN_AUTH_H
+
+#include <stdbool.h>
+#include <json-c/json.h>
+#include <libpq-fe.h>
+
+struct http_request;
+
+enum identity_kind { IDENTITY_USER, IDENTITY_ORG };
+
+/* Scope bits; names "flags", "orgs", "projects", "members", "audit",
+ * "tokens", "notifications". */
+enum auth_scope {
+    AUTH_SCOPE_FLAGS = 1u << 0,
+    AUTH_SCOPE_ORGS = 1u << 1,
+    AUTH_SCOPE_PROJECTS = 1u << 2,
+    AUTH_SCOPE_MEMBERS = 1u << 3,
+    AUTH_SCOPE_AUDIT = 1u << 4,
+    AUTH_SCOPE_TOKENS = 1u << 5,
+    AUTH_SCOPE_NOTIFICATIONS = 1u << 6
+};
+#define AUTH_SCOPE_ALL 0x7fu
+
+#define AUTH_UUID_LEN 36
+
+struct identity {
+    enum identity_kind kind;
+    char token_id[AUTH_UUID_LEN + 1];
+    char user_id[AUTH_UUID_LEN + 1]; /* "" for an organization token */
+    char org_id[AUTH_UUID_LEN + 1];  /* "" for a personal token */
+    bool full_access;
+    unsigned read_mask;  /* enum auth_scope bits; every write bit is set here too */
+    unsigned write_mask; /* enum auth_scope bits */
+};
+
+/* Runs once the caller is known; who is valid only during the call. */
+typedef void (*auth_cb)(struct http_request *r, const struct identity *who, void *arg);
+
+/*
+ * Authenticates the Authorization: Bearer access token of r. On success
+ * calls cb (from the event loop, after one database round trip). Otherwise
+ * answers r itself and never calls cb: 401 for a missing, malformed,
+ * unknown, revoked or expired token, an SDK key, or a token of a deleted
+ * user; 503 with Retry-After when the database is unavailable; 500 when the
+ * query fails otherwise.
+ */
+void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
+
+/* True when who may use scope (one enum auth_scope bit) for reading or writing. */
+bool auth_scope_allows(const struct identity *who, unsigned scope, bool write);
+
+/* The bit of a scope name, or 0 for an unknown name. */
+unsigned auth_scope_from_name(const char *name);
+
+/*
+ * Reads a scopes object ({"flags": "write", "audit": "read"}) into masks.
+ * Returns 0, or -1 when scopes is not an object or has an unknown name or a
+ * value other than "read"/"write" (*bad_key then names it, or is NULL for
+ * a non-object); the masks hold the valid entries either way.
+ */
+int auth_scopes_parse(const struct json_object *scopes, unsigned *read_mask, unsigned *write_mask,
+                      const char **bad_key);
+
+/* Answers 401 with WWW-Authenticate: Bearer and the surface's error body. */
+void auth_send_unauthorized(struct http_request *r, const char *message);
+
+/*
+ * Answers a failed database query: 503 "database unavailable" with
+ * Retry-After when db_unavailable(res) (logged at debug level: db.c logs
+ * the outage itself), else 500 (logged as an error). error is
+ * the text the db callback received (may be NULL).
+ */
+void auth_send_db_failure(struct http_request *r, const PGresult *res, const char *error);
+
+#endif
