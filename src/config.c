@@ -539,7 +539,7 @@ struct load_state {
 
 static int load_line(struct load_state *st, char *line, unsigned lineno, char *msg, size_t msglen)
 {
-    char *name, *value;
+    char *name = NULL, *value = NULL;
     line[strcspn(line, "\r\n")] = '\0';
     if (split_line(line, &name, &value, msg, msglen) < 0)
         return -1;

@@ -226,8 +226,6 @@ static const char *default_eval_code(int status)
 {
     if (status == 401)
         return "AUTHENTICATION_ERROR";
-    if (status == 404)
-        return "FLAG_NOT_FOUND";
     return "GENERAL";
 }
 

@@ -70,7 +70,7 @@ void http_send_json(struct http_request *r, int status, struct json_object *body
 void http_send_json_text(struct http_request *r, int status, const char *json_text);
 
 /* Answers with the surface's error body. For /ofrep, errorCode GENERAL
- * (or AUTHENTICATION_ERROR for 401, FLAG_NOT_FOUND for 404). */
+ * (AUTHENTICATION_ERROR for 401); FLAG_NOT_FOUND is the OFREP handlers' own. */
 void http_send_error(struct http_request *r, int status, const char *message);
 
 /* 422 with per-field messages; ownership of errors passes. */
