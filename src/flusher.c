@@ -1,31 +1,210 @@
 /*
  * flusher.c - moves usage counters to PostgreSQL (see flusher.h).
+ *
+ * Every usage_flush_interval_ms, and once more when it is told to stop
+ * (the master stops it only after the last worker has exited), it drains
+ * the usage table (usage_drain takes each count out atomically) and writes
+ * everything in one additive upsert: the drained entries go as six
+ * parallel arrays, unnested, summed per key (a race can leave a key in two
+ * slots) and added to usage_counters. Entries of flags or environments
+ * deleted since they were counted are left out. When the write fails
+ * (database down) every drained entry is put back into the table, so the
+ * next flush carries it: nothing is lost unless the table overflows (then
+ * the drop is counted) or the process dies.
  */
 #include "flusher.h"
 
+#include <inttypes.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "bgloop.h"
 #include "config.h"
+#include "dbsync.h"
 #include "log.h"
 #include "proctitle.h"
+#include "shm.h"
+#include "usage.h"
+
+static const char upsert_sql[] =
+    "INSERT INTO usage_counters (flag_id, environment_id, variant_key, hour, count, last_seen_at)"
+    " SELECT u.flag_id, u.environment_id, u.variant_key, to_timestamp(u.hour * 3600),"
+    " sum(u.count), to_timestamp(max(u.seen))"
+    " FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])"
+    " AS u(flag_id, environment_id, variant_key, hour, count, seen)"
+    " JOIN flags f ON f.id = u.flag_id JOIN environments e ON e.id = u.environment_id"
+    " GROUP BY u.flag_id, u.environment_id, u.variant_key, u.hour"
+    " ON CONFLICT (flag_id, environment_id, variant_key, hour) DO UPDATE"
+    " SET count = usage_counters.count + EXCLUDED.count,"
+    " last_seen_at = greatest(usage_counters.last_seen_at, EXCLUDED.last_seen_at)";
+
+/* The drained entries of one flush. */
+struct batch {
+    struct usage_entry *entries;
+    size_t count, cap;
+    size_t lost; /* entries that did not fit in memory (put back at once) */
+    struct usage_table *table;
+};
+
+static void collect(const struct usage_entry *e, void *arg)
+{
+    struct batch *b = arg;
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        void *grown = realloc(b->entries, cap * sizeof *b->entries);
+        if (grown == NULL) {
+            usage_add_entry(b->table, e); /* keep it for the next flush */
+            b->lost++;
+            return;
+        }
+        b->entries = grown;
+        b->cap = cap;
+    }
+    b->entries[b->count++] = *e;
+}
+
+/* A growable text for one array literal. */
+struct array_text {
+    char *data;
+    size_t len, cap;
+    bool failed;
+};
+
+static void array_add(struct array_text *a, const char *s, size_t n)
+{
+    if (a->failed)
+        return;
+    if (a->len + n + 1 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 1024;
+        while (cap < a->len + n + 1)
+            cap *= 2;
+        char *grown = realloc(a->data, cap);
+        if (grown == NULL) {
+            a->failed = true;
+            return;
+        }
+        a->data = grown;
+        a->cap = cap;
+    }
+    memcpy(a->data + a->len, s, n);
+    a->len += n;
+    a->data[a->len] = '\0';
+}
+
+/* Adds one element (quoted for array literals: only [a-z0-9-] and digits
+ * occur, but quote and escape anyway). */
+static void array_element(struct array_text *a, const char *value, bool first)
+{
+    array_add(a, first ? "{\"" : ",\"", 2);
+    for (const char *p = value; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            array_add(a, "\\", 1);
+        array_add(a, p, 1);
+    }
+    array_add(a, "\"", 1);
+}
+
+enum column { COL_FLAG, COL_ENV, COL_VARIANT, COL_HOUR, COL_COUNT, COL_SEEN, COL_COUNT_ALL };
+
+static void add_entry_columns(struct array_text cols[COL_COUNT_ALL], const struct usage_entry *e,
+                              bool first)
+{
+    char flag_id[37], env_id[37], number[24];
+    usage_uuid_format(e->flag_id, flag_id);
+    usage_uuid_format(e->environment_id, env_id);
+    array_element(&cols[COL_FLAG], flag_id, first);
+    array_element(&cols[COL_ENV], env_id, first);
+    array_element(&cols[COL_VARIANT], e->variant, first);
+    snprintf(number, sizeof number, "%" PRId64, e->hour);
+    array_element(&cols[COL_HOUR], number, first);
+    snprintf(number, sizeof number, "%" PRIu64, e->count);
+    array_element(&cols[COL_COUNT], number, first);
+    snprintf(number, sizeof number, "%" PRId64, e->last_seen);
+    array_element(&cols[COL_SEEN], number, first);
+}
+
+/* Writes the batch in one statement; 0 or -1. */
+static int write_batch(PGconn *conn, const struct batch *b)
+{
+    struct array_text cols[COL_COUNT_ALL];
+    memset(cols, 0, sizeof cols);
+    for (size_t i = 0; i < b->count; i++)
+        add_entry_columns(cols, &b->entries[i], i == 0);
+    const char *values[COL_COUNT_ALL];
+    bool failed = false;
+    for (int c = 0; c < COL_COUNT_ALL; c++) {
+        array_add(&cols[c], "}", 1);
+        failed = failed || cols[c].failed;
+        values[c] = cols[c].data;
+    }
+    int rc = -1;
+    struct dbsync_error error;
+    if (failed)
+        log_error("usage flush: out of memory");
+    else if ((rc = dbsync_command(conn, upsert_sql, COL_COUNT_ALL, values, &error)) != 0)
+        log_warn("usage flush failed, keeping the counts for the next one: %s", error.message);
+    for (int c = 0; c < COL_COUNT_ALL; c++)
+        free(cols[c].data);
+    return rc;
+}
+
+static void put_back(struct usage_table *table, const struct batch *b)
+{
+    for (size_t i = 0; i < b->count; i++)
+        usage_add_entry(table, &b->entries[i]);
+}
+
+static void flush(struct bgloop *loop, struct usage_table *table)
+{
+    struct batch b = {.table = table};
+    usage_drain(table, (int64_t)time(NULL), collect, &b);
+    if (b.count > 0) {
+        bool written = bgloop_ensure_connected(loop) && write_batch(loop->conn, &b) == 0;
+        if (!written) {
+            put_back(table, &b);
+            if (loop->conn != NULL && PQstatus(loop->conn) != CONNECTION_OK)
+                bgloop_disconnect(loop);
+        } else {
+            log_debug("usage flush: %zu counters written", b.count);
+        }
+    }
+    free(b.entries);
+}
+
+static void report_drops(struct usage_table *table, uint64_t *reported)
+{
+    uint64_t dropped = usage_dropped(table);
+    if (dropped == *reported)
+        return;
+    log_warn("usage table full: %" PRIu64 " evaluations not counted so far (raise usage_slots)",
+             dropped);
+    *reported = dropped;
+}
 
 int flusher_main(const struct config *cfg, struct shm_region *shm)
 {
-    (void)shm; /* the usage-counter table arrives with the evaluation issue */
     log_set_role("flusher");
     proctitle_set("ensignd: flusher");
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     bgloop_install_signals();
     struct bgloop loop = {.conninfo = cfg->database, .listen_channel = NULL};
+    long long next_flush = bgloop_now_ms() + cfg->usage_flush_interval_ms;
+    uint64_t drops_reported = 0;
     while (!bgloop_stopping()) {
-        bgloop_ensure_connected(&loop);
-        bgloop_wait(&loop, loop.conn != NULL ? cfg->usage_flush_interval_ms : 100);
-        if (loop.conn != NULL && PQstatus(loop.conn) != CONNECTION_OK)
-            bgloop_disconnect(&loop);
+        long long wait = next_flush - bgloop_now_ms();
+        bgloop_wait(&loop, wait > 0 ? (int)wait : 0);
+        if (bgloop_stopping() || bgloop_now_ms() < next_flush)
+            continue;
+        flush(&loop, shm->usage);
+        report_drops(shm->usage, &drops_reported);
+        next_flush = bgloop_now_ms() + cfg->usage_flush_interval_ms;
     }
+    loop.retry_at_ms = 0; /* the last flush tries to connect whatever the backoff */
+    flush(&loop, shm->usage);
     if (loop.conn != NULL)
         PQfinish(loop.conn);
     return EXIT_SUCCESS;

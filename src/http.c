@@ -210,6 +210,8 @@ void http_send_json(struct http_request *r, int status, struct json_object *body
 void http_send_json_text(struct http_request *r, int status, const char *json_text)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
+    if (r->surface == SURFACE_OFREP)
+        add_cors_headers(r->req, r->worker ? r->worker->cfg : NULL);
     evhttp_add_header(out, "Content-Type", "application/json");
     if (r->worker != NULL && r->worker->draining)
         evhttp_add_header(out, "Connection", "close");
@@ -334,7 +336,10 @@ static void route_request(struct http_request *r)
     }
     char message[160];
     snprintf(message, sizeof message, "no such path: %.120s", r->path);
-    http_send_error(r, 404, message);
+    if (r->surface == SURFACE_OFREP) /* not a flag: decisions.md section 8 */
+        http_send_eval_error(r, 404, NULL, "GENERAL", message);
+    else
+        http_send_error(r, 404, message);
 }
 
 /* Splits the URI into path and query without allocating beyond r. */

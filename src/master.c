@@ -13,7 +13,9 @@
  *    of children, then ask the old generation to drain (SIGTERM). The
  *    listening sockets stay open throughout.
  *  - SIGTERM, SIGINT, SIGQUIT: ask every child to drain, wait (at most
- *    shutdown_timeout_ms, then SIGKILL), exit 0.
+ *    shutdown_timeout_ms, then SIGKILL), exit 0. The flusher is asked
+ *    only once the last worker has exited, so its final flush carries
+ *    every evaluation counted.
  */
 #include "master.h"
 
@@ -66,6 +68,7 @@ struct master {
     struct child children[MAX_CHILDREN];
     unsigned generation;
     bool stopping;
+    bool flusher_stopped; /* SIGTERM sent to the flusher during a stop */
     bool fatal;
     long long kill_at_ms;
 };
@@ -160,6 +163,16 @@ static void start_generation(struct master *m)
         add_child(m, ROLE_WORKER, slot);
     add_child(m, ROLE_REFRESHER, 0);
     add_child(m, ROLE_FLUSHER, 0);
+}
+
+/* Asks every child but the flusher to stop (the flusher waits for the workers). */
+static void stop_all_but_flusher(struct master *m)
+{
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &m->children[i];
+        if (c->used && c->pid > 0 && c->role != ROLE_FLUSHER)
+            kill(c->pid, SIGTERM);
+    }
 }
 
 static void signal_children(struct master *m, int sig, bool only_old)
@@ -332,8 +345,21 @@ static void begin_stop(struct master *m, int sig)
     for (size_t i = 0; i < MAX_CHILDREN; i++)
         if (m->children[i].used && m->children[i].pid == 0)
             m->children[i].used = false; /* never respawned */
-    signal_children(m, SIGTERM, false);
+    stop_all_but_flusher(m);
     listener_close_all(&m->sockets);
+}
+
+/* During a stop, once no worker is left, asks the flusher for its last flush. */
+static void stop_flusher_after_workers(struct master *m)
+{
+    if (!m->stopping || m->flusher_stopped || live_children(m, true) > 0)
+        return;
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &m->children[i];
+        if (c->used && c->pid > 0 && c->role == ROLE_FLUSHER)
+            kill(c->pid, SIGTERM);
+    }
+    m->flusher_stopped = true;
 }
 
 /* ---- start-up ---- */
@@ -421,6 +447,7 @@ static void supervise(struct master *m, const sigset_t *set)
             begin_stop(m, SIGTERM);
         }
         long long next = respawn_due(m);
+        stop_flusher_after_workers(m);
         if (m->stopping && live_children(m, false) == 0)
             return;
         if (m->stopping && now_ms() >= m->kill_at_ms) {

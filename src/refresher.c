@@ -1,50 +1,117 @@
 /*
- * refresher.c - follows the configuration generation (see refresher.h).
+ * refresher.c - follows the configuration generation and keeps the
+ * snapshot file current (see refresher.h).
+ *
+ * At start it publishes the generation of the snapshot file already on
+ * disk (if it is valid), so workers evaluate from it even while the
+ * database is down. Then, whenever it can reach the database: it reads the
+ * generation (on every NOTIFY and at least every refresh_interval_ms), and
+ * when that differs from what it last built (or it has built nothing yet:
+ * the first build after start is unconditional), it reads the whole
+ * configuration (snapshot_source.h), writes the file atomically
+ * (snapshot_build.h: temp file, fsync, rename, fsync of the directory) and
+ * only then publishes the new generation in shared memory. A failed build
+ * leaves the old file and the old generation in place and is retried.
  */
 #include "refresher.h"
 
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 
 #include "bgloop.h"
 #include "config.h"
-#include "dbsync.h"
 #include "log.h"
 #include "proctitle.h"
 #include "shm.h"
+#include "snapshot.h"
+#include "snapshot_build.h"
+#include "snapshot_source.h"
 
-static const char generation_sql[] = "SELECT generation FROM config_generation WHERE id = 1";
+struct refresher {
+    const struct config *cfg;
+    struct shm_region *shm;
+    struct bgloop loop;
+    char path[4096];
+    bool built_once;
+    uint64_t built; /* generation of the last file written */
+};
 
-/* Reads the generation; returns 0 and sets *out, or -1 after a failure. */
-static int read_generation(struct bgloop *loop, uint64_t *out)
+static void publish(struct refresher *rf, uint64_t generation)
 {
-    struct dbsync_error error;
-    PGresult *res = dbsync_exec(loop->conn, generation_sql, 0, NULL, &error);
-    if (res == NULL) {
-        log_warn("cannot read the configuration generation: %s", error.message);
-        if (PQstatus(loop->conn) != CONNECTION_OK)
-            bgloop_disconnect(loop);
-        return -1;
-    }
-    int rc = -1;
-    if (PQntuples(res) == 1) {
-        *out = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-        rc = 0;
-    }
-    PQclear(res);
-    return rc;
+    atomic_store_explicit(&rf->shm->header->snapshot_generation, generation, memory_order_release);
 }
 
-static void publish(struct shm_region *shm, uint64_t generation)
+/* Publishes the generation of a valid file already on disk. */
+static void publish_file_on_disk(struct refresher *rf)
 {
-    uint64_t current = atomic_load(&shm->header->snapshot_generation);
-    if (generation == current)
+    struct snapshot s;
+    char err[256];
+    if (snapshot_open(rf->path, &s, err, sizeof err) != 0) {
+        log_info("no usable snapshot on disk yet (%s)", err);
         return;
-    atomic_store(&shm->header->snapshot_generation, generation);
-    log_info("configuration generation %" PRIu64 " published", generation);
+    }
+    uint64_t generation = snapshot_generation(&s);
+    snapshot_close(&s);
+    publish(rf, generation);
+    log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
+             generation, rf->path);
+}
+
+/* Forgets the connection after a failure that broke it. */
+static void check_connection(struct refresher *rf)
+{
+    if (rf->loop.conn != NULL && PQstatus(rf->loop.conn) != CONNECTION_OK)
+        bgloop_disconnect(&rf->loop);
+}
+
+static long long elapsed_ms(long long since)
+{
+    return bgloop_now_ms() - since;
+}
+
+static void build(struct refresher *rf)
+{
+    char err[512];
+    uint64_t generation;
+    long long started = bgloop_now_ms();
+    struct snapshot_builder *b = snapshot_source_read(rf->loop.conn, &generation, err, sizeof err);
+    if (b == NULL) {
+        log_warn("cannot read the configuration: %s", err);
+        check_connection(rf);
+        return;
+    }
+    long long read_ms = elapsed_ms(started);
+    size_t flags = snapshot_builder_flag_count(b);
+    int rc = snapshot_builder_write(b, rf->path, err, sizeof err);
+    snapshot_builder_free(b);
+    if (rc != 0) {
+        log_error("cannot write the snapshot: %s", err);
+        return;
+    }
+    rf->built = generation;
+    rf->built_once = true;
+    publish(rf, generation);
+    log_info("snapshot generation %" PRIu64 " published (%zu flag configurations; read in %lld ms,"
+             " built and written in %lld ms)",
+             generation, flags, read_ms, elapsed_ms(started) - read_ms);
+}
+
+static void refresh(struct refresher *rf)
+{
+    char err[512];
+    uint64_t generation;
+    if (snapshot_source_generation(rf->loop.conn, &generation, err, sizeof err) != 0) {
+        log_warn("%s", err);
+        check_connection(rf);
+        return;
+    }
+    if (!rf->built_once || generation != rf->built)
+        build(rf);
 }
 
 int refresher_main(const struct config *cfg, struct shm_region *shm)
@@ -53,16 +120,20 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     proctitle_set("ensignd: refresher");
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     bgloop_install_signals();
-    struct bgloop loop = {.conninfo = cfg->database, .listen_channel = REFRESHER_CHANNEL};
+    static struct refresher rf; /* large path buffer; one per process */
+    rf.cfg = cfg;
+    rf.shm = shm;
+    rf.loop = (struct bgloop){.conninfo = cfg->database, .listen_channel = REFRESHER_CHANNEL};
+    snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, REFRESHER_SNAPSHOT_FILE);
+    publish_file_on_disk(&rf);
     while (!bgloop_stopping()) {
-        uint64_t generation;
-        if (bgloop_ensure_connected(&loop) && read_generation(&loop, &generation) == 0)
-            publish(shm, generation);
-        int changes = bgloop_wait(&loop, loop.conn != NULL ? cfg->refresh_interval_ms : 100);
+        if (bgloop_ensure_connected(&rf.loop))
+            refresh(&rf);
+        int changes = bgloop_wait(&rf.loop, rf.loop.conn != NULL ? cfg->refresh_interval_ms : 100);
         if (changes > 0)
             log_debug("%d configuration change notifications", changes);
     }
-    if (loop.conn != NULL)
-        PQfinish(loop.conn);
+    if (rf.loop.conn != NULL)
+        PQfinish(rf.loop.conn);
     return EXIT_SUCCESS;
 }

@@ -13,11 +13,14 @@
 #include <sys/mman.h>
 
 #include "config.h"
+#include "ratelimit.h"
+#include "usage.h"
 
 struct shm_user {
     const char *name;
     size_t (*size)(const struct config *cfg);
     void (*init)(void *area, size_t size, const struct config *cfg);
+    void (*attach)(struct shm_region *region, void *area); /* records where it lives */
 };
 
 static size_t header_size(const struct config *cfg)
@@ -38,9 +41,47 @@ static void header_init(void *area, size_t size, const struct config *cfg)
     atomic_init(&h->worker_restarts, 0);
 }
 
-/* Later users (rate-limit buckets, usage counters) add their rows here. */
+static void header_attach(struct shm_region *region, void *area)
+{
+    region->header = area;
+}
+
+static size_t ratelimit_size(const struct config *cfg)
+{
+    return ratelimit_area_size((size_t)cfg->ratelimit_slots);
+}
+
+static void ratelimit_init(void *area, size_t size, const struct config *cfg)
+{
+    (void)size;
+    ratelimit_area_init(area, (size_t)cfg->ratelimit_slots);
+}
+
+static void ratelimit_attach(struct shm_region *region, void *area)
+{
+    region->ratelimit = area;
+}
+
+static size_t usage_size(const struct config *cfg)
+{
+    return usage_area_size((size_t)cfg->usage_slots);
+}
+
+static void usage_init(void *area, size_t size, const struct config *cfg)
+{
+    (void)size;
+    usage_area_init(area, (size_t)cfg->usage_slots);
+}
+
+static void usage_attach(struct shm_region *region, void *area)
+{
+    region->usage = area;
+}
+
 static const struct shm_user shm_users[] = {
-    {"header", header_size, header_init},
+    {"header", header_size, header_init, header_attach},
+    {"ratelimit", ratelimit_size, ratelimit_init, ratelimit_attach},
+    {"usage", usage_size, usage_init, usage_attach},
 };
 
 #define SHM_ALIGN 64
@@ -68,11 +109,11 @@ int shm_create(const struct config *cfg, struct shm_region *out)
     for (size_t i = 0; i < sizeof shm_users / sizeof shm_users[0]; i++) {
         size_t area = shm_users[i].size(cfg);
         shm_users[i].init((char *)base + offset, area, cfg);
+        shm_users[i].attach(out, (char *)base + offset);
         offset += align_up(area);
     }
     out->base = base;
     out->size = size;
-    out->header = base;
     out->header->total_size = size;
     return 0;
 }
@@ -83,5 +124,7 @@ void shm_destroy(struct shm_region *shm)
         munmap(shm->base, shm->size);
     shm->base = NULL;
     shm->header = NULL;
+    shm->usage = NULL;
+    shm->ratelimit = NULL;
     shm->size = 0;
 }

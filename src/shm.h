@@ -5,7 +5,7 @@
  * every child; it never reads it afterwards. Layout: a header (magic,
  * snapshot generation, process counters), then one area per user, each
  * sized by that user's size function and prepared by its init function
- * (later: rate-limit buckets, usage counters). Fixed size from the
+ * (the rate-limit buckets, the usage counters). Fixed size from the
  * configuration: nothing is allocated after start.
  */
 #ifndef ENSIGN_SHM_H
@@ -28,8 +28,13 @@ struct shm_header {
     _Atomic uint64_t worker_restarts;     /* counted by the master */
 };
 
+struct usage_table;
+struct ratelimit_table;
+
 struct shm_region {
     struct shm_header *header;
+    struct usage_table *usage;         /* evaluation counters (usage.h) */
+    struct ratelimit_table *ratelimit; /* token buckets (ratelimit.h) */
     void *base;
     size_t size;
 };

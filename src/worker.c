@@ -9,22 +9,36 @@
  * SIGTERM/SIGINT/SIGQUIT drains: it stops accepting, lets in-flight
  * requests finish (answers then carry "Connection: close"), and exits 0,
  * or after shutdown_timeout_ms at the latest.
+ *
+ * It also owns its view of the flag snapshot (worker_snapshot: re-mapped
+ * when the refresher publishes a new generation, the old mapping kept if
+ * the new file is bad) and its batch of usage counts, moved to shared
+ * memory every USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
  */
 #include "worker.h"
 
 #include <event2/event.h>
 #include <event2/http.h>
+#include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 
 #include "config.h"
 #include "db.h"
+#include "eval.h"
 #include "http.h"
 #include "log.h"
+#include "ofrep.h"
 #include "proctitle.h"
+#include "refresher.h"
 #include "routes.h"
+#include "shm.h"
+#include "snapshot.h"
+#include "usage_batch.h"
 
 #define WORKER_MAX_SOCKETS 256
 #define DRAIN_POLL_MS 20
@@ -39,9 +53,43 @@ struct worker_runtime {
     size_t nbound;
     struct event *signals[3];
     struct event *drain_timer;
+    struct event *usage_timer;
     struct timespec drain_deadline;
     struct timespec grace_end;
 };
+
+/* Maps the current snapshot file in place of the old one (kept on failure). */
+static void remap_snapshot(struct worker *w, uint64_t published)
+{
+    char path[4096], err[256];
+    snprintf(path, sizeof path, "%s/%s", w->cfg->state_dir, REFRESHER_SNAPSHOT_FILE);
+    struct snapshot fresh;
+    w->snapshot_seen = published;
+    if (snapshot_open(path, &fresh, err, sizeof err) != 0) {
+        log_warn("keeping the current snapshot: %s", err);
+        return;
+    }
+    usage_batch_flush(w->usage_batch, w->shm->usage); /* its entries name the old mapping */
+    if (w->snapshot == NULL && (w->snapshot = calloc(1, sizeof *w->snapshot)) == NULL) {
+        snapshot_close(&fresh);
+        return;
+    }
+    if (w->snapshot->base != NULL)
+        snapshot_close(w->snapshot);
+    *w->snapshot = fresh;
+    log_debug("serving snapshot generation %" PRIu64, snapshot_generation(w->snapshot));
+}
+
+const struct snapshot *worker_snapshot(struct worker *w)
+{
+    if (w->shm == NULL || w->shm->header == NULL)
+        return NULL;
+    uint64_t published =
+        atomic_load_explicit(&w->shm->header->snapshot_generation, memory_order_acquire);
+    if (published != w->snapshot_seen)
+        remap_snapshot(w, published);
+    return w->snapshot != NULL && w->snapshot->base != NULL ? w->snapshot : NULL;
+}
 
 static long elapsed_ms_until(const struct timespec *deadline)
 {
@@ -82,6 +130,22 @@ static void start_drain(struct worker_runtime *rt)
     struct timeval every = {0, DRAIN_POLL_MS * 1000};
     rt->drain_timer = event_new(rt->w.base, -1, EV_PERSIST, drain_check, rt);
     event_add(rt->drain_timer, &every);
+}
+
+static void flush_usage(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct worker *w = arg;
+    usage_batch_flush(w->usage_batch, w->shm != NULL ? w->shm->usage : NULL);
+}
+
+static void start_usage_timer(struct worker_runtime *rt)
+{
+    struct timeval every = {0, USAGE_BATCH_FLUSH_MS * 1000};
+    rt->usage_timer = event_new(rt->w.base, -1, EV_PERSIST, flush_usage, &rt->w);
+    if (rt->usage_timer != NULL)
+        event_add(rt->usage_timer, &every);
 }
 
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
@@ -132,11 +196,20 @@ static void teardown(struct worker_runtime *rt)
             event_free(rt->signals[i]);
     if (rt->drain_timer != NULL)
         event_free(rt->drain_timer);
+    if (rt->usage_timer != NULL)
+        event_free(rt->usage_timer);
+    flush_usage(-1, 0, &rt->w);
+    usage_batch_free(rt->w.usage_batch);
     if (rt->w.http != NULL)
         evhttp_free(rt->w.http);
     if (rt->w.db != NULL)
         db_close(rt->w.db);
     free(rt->w.openapi_json);
+    if (rt->w.snapshot != NULL)
+        snapshot_close(rt->w.snapshot);
+    free(rt->w.snapshot);
+    eval_scratch_free(rt->w.eval_scratch);
+    ofrep_state_free(rt->w.ofrep);
     if (rt->w.base != NULL)
         event_base_free(rt->w.base);
 }
@@ -158,10 +231,14 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
     rt->w.shm = shm;
     rt->w.routes = routes_table(&rt->w.route_count);
     rt->w.base = event_base_new();
+    rt->w.eval_scratch = eval_scratch_new();
+    rt->w.usage_batch = usage_batch_new();
     int status = EXIT_FAILURE;
-    if (rt->w.base != NULL && setup_http(rt, fds, nfds) == 0) {
+    if (rt->w.base != NULL && rt->w.eval_scratch != NULL && rt->w.usage_batch != NULL &&
+        setup_http(rt, fds, nfds) == 0) {
         http_bind_worker(&rt->w);
         setup_signals(rt);
+        start_usage_timer(rt);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
         log_debug("serving on %zu sockets", nfds);
         event_base_dispatch(rt->w.base);

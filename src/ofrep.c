@@ -1,0 +1,518 @@
+/*
+ * ofrep.c - the two OFREP evaluation routes (see ofrep.h).
+ *
+ * Each request runs the same gate (begin_call): a snapshot must be mapped
+ * (503), the SDK key must be one of the snapshot's digests (401), the key's
+ * bucket must have room (429), the body must be JSON (PARSE_ERROR) and its
+ * context valid (INVALID_CONTEXT). Then the single route looks the flag up
+ * (FLAG_NOT_FOUND) and evaluates it; the bulk route first compares
+ * If-None-Match with the context-correct ETag (304 needs no evaluation)
+ * and otherwise evaluates every flag of the environment in key order.
+ * Answers are written as JSON text directly: variant values are stored
+ * pre-serialized in the snapshot.
+ */
+#include "ofrep.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "eval.h"
+#include "http.h"
+#include "ratelimit.h"
+#include "shm.h"
+#include "snapshot.h"
+#include "token.h"
+#include "usage_batch.h"
+#include "worker.h"
+
+#define KEY_MAX 63
+
+const char ofrep_request_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"context\":{\"type\":[\"object\",\"null\"],"
+    "\"properties\":{\"targetingKey\":{\"type\":\"string\"}},"
+    "\"additionalProperties\":true}}}";
+
+#define RESULT_SCHEMA                                                                              \
+    "{\"type\":\"object\",\"required\":[\"key\",\"value\",\"reason\",\"metadata\"],"               \
+    "\"properties\":{\"key\":{\"type\":\"string\"},\"value\":{},"                                  \
+    "\"reason\":{\"type\":\"string\",\"enum\":[\"STATIC\",\"DEFAULT\",\"TARGETING_MATCH\","        \
+    "\"SPLIT\",\"DISABLED\"]},\"variant\":{\"type\":\"string\"},"                                  \
+    "\"metadata\":{\"type\":\"object\",\"properties\":{\"environment\":{\"type\":\"string\"},"     \
+    "\"ruleId\":{\"type\":\"string\"}}}}}"
+
+#define FAILURE_SCHEMA                                                                             \
+    "{\"type\":\"object\",\"required\":[\"key\",\"errorCode\"],\"properties\":{"                   \
+    "\"key\":{\"type\":\"string\"},\"errorCode\":{\"type\":\"string\"},"                           \
+    "\"errorDetails\":{\"type\":\"string\"}}}"
+
+const char ofrep_flag_response_schema[] = RESULT_SCHEMA;
+
+const char ofrep_bulk_response_schema[] =
+    "{\"type\":\"object\",\"required\":[\"flags\"],\"properties\":{"
+    "\"flags\":{\"type\":\"array\",\"items\":{\"oneOf\":[" RESULT_SCHEMA "," FAILURE_SCHEMA "]}},"
+    "\"metadata\":{\"type\":\"object\",\"properties\":{\"environment\":{\"type\":\"string\"}}}}}";
+
+/* ---- a growable text buffer for answers ---- */
+
+struct text {
+    char *data;
+    size_t len, cap;
+    bool failed;
+    char inline_buf[2048];
+};
+
+static void text_init(struct text *t)
+{
+    t->data = t->inline_buf;
+    t->len = 0;
+    t->cap = sizeof t->inline_buf;
+    t->failed = false;
+    t->data[0] = '\0';
+}
+
+static void text_free(struct text *t)
+{
+    if (t->data != t->inline_buf)
+        free(t->data);
+}
+
+static bool text_reserve(struct text *t, size_t more)
+{
+    if (t->failed)
+        return false;
+    if (t->len + more + 1 <= t->cap)
+        return true;
+    size_t cap = t->cap * 2;
+    while (cap < t->len + more + 1)
+        cap *= 2;
+    char *grown = t->data == t->inline_buf ? malloc(cap) : realloc(t->data, cap);
+    if (grown == NULL) {
+        t->failed = true;
+        return false;
+    }
+    if (t->data == t->inline_buf)
+        memcpy(grown, t->inline_buf, t->len + 1);
+    t->data = grown;
+    t->cap = cap;
+    return true;
+}
+
+static void text_add(struct text *t, const char *s, size_t n)
+{
+    if (!text_reserve(t, n))
+        return;
+    memcpy(t->data + t->len, s, n);
+    t->len += n;
+    t->data[t->len] = '\0';
+}
+
+static void text_lit(struct text *t, const char *s)
+{
+    text_add(t, s, strlen(s));
+}
+
+/* Appends s as a JSON string (quoted, escaped). */
+static void text_string(struct text *t, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    text_add(t, "\"", 1);
+    size_t plain = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        text_add(t, s + plain, i - plain);
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        if (c == '"' || c == '\\')
+            text_add(t, (char[2]){'\\', (char)c}, 2);
+        else
+            text_add(t, esc, sizeof esc);
+        plain = i + 1;
+    }
+    text_add(t, s + plain, n - plain);
+    text_add(t, "\"", 1);
+}
+
+static void text_cstring(struct text *t, const char *s)
+{
+    text_string(t, s, strlen(s));
+}
+
+/* ---- per-worker state ---- */
+
+#define DIGEST_CACHE_SLOTS 8
+
+/* A recent SDK key and its digest: most requests of a worker come with one
+ * of a few keys, and a hit saves a SHA-256. */
+struct digest_entry {
+    char key[TOKEN_MAX_LEN];
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+};
+
+struct ofrep_state {
+    struct json_tokener *tok; /* reset before each body */
+    struct digest_entry digests[DIGEST_CACHE_SLOTS];
+};
+
+void ofrep_state_free(struct ofrep_state *state)
+{
+    if (state == NULL)
+        return;
+    json_tokener_free(state->tok);
+    free(state);
+}
+
+static struct ofrep_state *worker_state(struct worker *w)
+{
+    if (w->ofrep != NULL)
+        return w->ofrep;
+    struct ofrep_state *state = calloc(1, sizeof *state);
+    if (state == NULL)
+        return NULL;
+    state->tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
+    if (state->tok == NULL) {
+        free(state);
+        return NULL;
+    }
+    w->ofrep = state;
+    return state;
+}
+
+/* The digest of a well-formed SDK key, from the cache or computed. The
+ * cache slot comes from a hash of the key and the key is compared in
+ * constant time, so timing tells nothing about a near miss. */
+static void sdk_key_digest(struct ofrep_state *state, const char *key,
+                           char digest[TOKEN_DIGEST_HEX_LEN + 1])
+{
+    size_t len = strlen(key);
+    unsigned slot = 0;
+    for (size_t i = 0; i < len; i++)
+        slot = slot * 31 + (unsigned char)key[i];
+    struct digest_entry *e = &state->digests[slot % DIGEST_CACHE_SLOTS];
+    if (token_equal_ct(e->key, key)) {
+        memcpy(digest, e->digest, TOKEN_DIGEST_HEX_LEN + 1);
+        return;
+    }
+    token_digest_hex(key, len, digest);
+    if (len < sizeof e->key) {
+        memcpy(e->key, key, len + 1);
+        memcpy(e->digest, digest, TOKEN_DIGEST_HEX_LEN + 1);
+    }
+}
+
+/* ---- one evaluation call ---- */
+
+struct call {
+    struct http_request *r;
+    struct worker *w;
+    struct ofrep_state *state;
+    const char *key; /* the path key on the single route, else NULL */
+    const struct snapshot *s;
+    const struct snapshot_env *env;
+    struct json_object *body; /* owned */
+    struct eval_context ctx;
+    int64_t now_us;
+};
+
+static void call_end(struct call *c)
+{
+    json_object_put(c->body);
+    c->body = NULL;
+}
+
+static void fail(struct call *c, int status, const char *code, const char *details)
+{
+    if (status == 401)
+        http_add_header(c->r, "WWW-Authenticate", "Bearer");
+    http_send_eval_error(c->r, status, c->key, code, details);
+}
+
+/* The SDK key of the request: Authorization: Bearer, else X-API-Key. */
+static const char *credential(const struct http_request *r)
+{
+    const char *bearer = http_bearer(r);
+    if (bearer != NULL)
+        return bearer;
+    const char *api_key = http_header(r, "X-API-Key");
+    if (api_key != NULL) {
+        while (*api_key == ' ')
+            api_key++;
+        if (*api_key != '\0')
+            return api_key;
+    }
+    return NULL;
+}
+
+/* Sets c->env from the credential; answers 401 and returns false if none. */
+static bool authenticate(struct call *c, char digest[TOKEN_DIGEST_HEX_LEN + 1])
+{
+    const char *presented = credential(c->r);
+    if (presented == NULL) {
+        fail(c, 401, "AUTHENTICATION_ERROR", "an SDK key is required");
+        return false;
+    }
+    if (!token_well_formed(presented, TOKEN_PREFIX_SDK)) {
+        fail(c, 401, "AUTHENTICATION_ERROR",
+             strncmp(presented, TOKEN_PREFIX_ACCESS, strlen(TOKEN_PREFIX_ACCESS)) == 0
+                 ? "access tokens cannot evaluate flags: use an SDK key"
+                 : "malformed SDK key");
+        return false;
+    }
+    sdk_key_digest(c->state, presented, digest);
+    c->env = snapshot_env_by_sdk_digest(c->s, digest);
+    if (c->env == NULL) {
+        fail(c, 401, "AUTHENTICATION_ERROR", "unknown or revoked SDK key");
+        return false;
+    }
+    return true;
+}
+
+static bool within_rate_limit(struct call *c, const char *digest)
+{
+    struct ratelimit_result limit;
+    if (ratelimit_apply(c->r, RATELIMIT_EVALUATION, digest, TOKEN_DIGEST_HEX_LEN, &limit))
+        return true;
+    char message[96];
+    snprintf(message, sizeof message, "rate limit of %u evaluations per minute exceeded",
+             limit.limit);
+    fail(c, 429, "GENERAL", message);
+    return false;
+}
+
+/* Parses the body into c->body (NULL for an empty body); PARSE_ERROR if
+ * it is not JSON or not an object. */
+static bool parse_body(struct call *c)
+{
+    size_t len;
+    const char *text = http_body(c->r, &len);
+    if (text == NULL || len == strspn(text, " \t\r\n"))
+        return true;
+    struct json_tokener *tok = c->state->tok;
+    json_tokener_reset(tok);
+    c->body = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error err = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+    if (!complete || !json_object_is_type(c->body, json_type_object)) {
+        fail(c, 400, "PARSE_ERROR",
+             complete ? "the request body must be a JSON object"
+                      : "the request body is not valid JSON");
+        return false;
+    }
+    return true;
+}
+
+static int64_t wall_clock_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static bool read_context(struct call *c)
+{
+    struct json_object *context = NULL;
+    if (c->body != NULL)
+        json_object_object_get_ex(c->body, "context", &context);
+    if (json_object_is_type(context, json_type_null))
+        context = NULL;
+    const char *detail = NULL;
+    if (eval_context_init(&c->ctx, context, c->now_us, &detail) != EVAL_CONTEXT_OK) {
+        fail(c, 400, "INVALID_CONTEXT", detail != NULL ? detail : "invalid context");
+        return false;
+    }
+    return true;
+}
+
+/* The checks every evaluation passes; false once an error was answered. */
+static bool begin_call(struct call *c)
+{
+    c->state = worker_state(c->w);
+    if (c->state == NULL) {
+        fail(c, 500, "GENERAL", "out of memory");
+        return false;
+    }
+    c->s = worker_snapshot(c->w);
+    if (c->s == NULL) {
+        http_add_header(c->r, "Retry-After", "1");
+        fail(c, 503, "GENERAL", "no flag snapshot is available yet");
+        return false;
+    }
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    c->now_us = wall_clock_us();
+    return authenticate(c, digest) && within_rate_limit(c, digest) && parse_body(c) &&
+           read_context(c);
+}
+
+/* ---- results ---- */
+
+static void count_usage(const struct call *c, const struct snapshot_flag *flag,
+                        const struct eval_result *res)
+{
+    struct usage_table *table = c->w->shm != NULL ? c->w->shm->usage : NULL;
+    usage_batch_count(c->w->usage_batch, table, c->s, (uint32_t)(flag - c->s->flags),
+                      res->variant_index, c->now_us / 1000000);
+}
+
+static void write_result(struct text *t, const struct call *c, const struct snapshot_flag *flag,
+                         const struct eval_result *res)
+{
+    text_lit(t, "{\"key\":");
+    text_string(t, snapshot_string(c->s, flag->key), flag->key.len);
+    text_lit(t, ",\"value\":");
+    text_add(t, res->value_json, res->value_json_len);
+    text_lit(t, ",\"reason\":");
+    text_cstring(t, eval_reason_name(res->reason));
+    text_lit(t, ",\"variant\":");
+    text_string(t, res->variant_key, res->variant_key_len);
+    text_lit(t, ",\"metadata\":{\"environment\":");
+    text_string(t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    if (res->rule_id != NULL) {
+        text_lit(t, ",\"ruleId\":");
+        text_string(t, res->rule_id, res->rule_id_len);
+    }
+    text_lit(t, "}}");
+}
+
+static void write_failure(struct text *t, const struct call *c, const struct snapshot_flag *flag,
+                          const struct eval_result *res)
+{
+    text_lit(t, "{\"key\":");
+    text_string(t, snapshot_string(c->s, flag->key), flag->key.len);
+    text_lit(t, ",\"errorCode\":");
+    text_cstring(t, eval_error_code(res->status));
+    text_lit(t, ",\"errorDetails\":");
+    text_cstring(t, res->error_detail != NULL ? res->error_detail : "evaluation failed");
+    text_lit(t, "}");
+}
+
+static void send_text(struct call *c, int status, struct text *t)
+{
+    if (t->failed)
+        fail(c, 500, "GENERAL", "out of memory");
+    else
+        http_send_json_text(c->r, status, t->data);
+}
+
+/* ---- the single route ---- */
+
+static bool key_pattern_ok(const char *key, size_t len)
+{
+    if (len == 0 || len > KEY_MAX || key[0] == '-' || key[len - 1] == '-')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= '0' && key[i] <= '9') ||
+              key[i] == '-'))
+            return false;
+    return true;
+}
+
+static void evaluate_one(struct call *c)
+{
+    size_t len = strlen(c->key);
+    const struct snapshot_flag *flag =
+        key_pattern_ok(c->key, len) ? snapshot_flag_by_key(c->s, c->env, c->key, len) : NULL;
+    if (flag == NULL) {
+        fail(c, 404, "FLAG_NOT_FOUND", "no flag with this key in the SDK key's environment");
+        return;
+    }
+    struct eval_result res;
+    eval_flag(c->s, flag, &c->ctx, c->w->eval_scratch, &res);
+    if (res.status != EVAL_OK) {
+        fail(c, 400, eval_error_code(res.status),
+             res.error_detail != NULL ? res.error_detail : "evaluation failed");
+        return;
+    }
+    count_usage(c, flag, &res);
+    struct text t;
+    text_init(&t);
+    write_result(&t, c, flag, &res);
+    send_text(c, 200, &t);
+    text_free(&t);
+}
+
+void ofrep_evaluate_flag(struct http_request *r)
+{
+    struct call c = {.r = r, .w = r->worker, .key = http_param(r, "key")};
+    if (c.key == NULL)
+        c.key = "";
+    if (begin_call(&c))
+        evaluate_one(&c);
+    call_end(&c);
+}
+
+/* ---- the bulk route ---- */
+
+/* True when one entity tag of an If-None-Match list equals etag (quoted),
+ * compared weakly: W/ is ignored, and so is "*". */
+static bool etag_listed(const char *header, const char *etag)
+{
+    size_t etag_len = strlen(etag);
+    const char *p = header;
+    while (*p != '\0') {
+        p += strspn(p, " \t,");
+        if (p[0] == 'W' && p[1] == '/')
+            p += 2;
+        size_t n;
+        if (*p == '"') {
+            const char *close = strchr(p + 1, '"');
+            n = close != NULL ? (size_t)(close - p) + 1 : strlen(p);
+        } else {
+            n = strcspn(p, " \t,");
+        }
+        bool quoted_equal = n == etag_len && memcmp(p, etag, n) == 0;
+        bool bare_equal = n + 2 == etag_len && n > 0 && memcmp(p, etag + 1, n) == 0;
+        if (quoted_equal || bare_equal)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+static void evaluate_all(struct call *c, const char *etag)
+{
+    size_t count = 0;
+    const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
+    struct text t;
+    text_init(&t);
+    text_lit(&t, "{\"flags\":[");
+    for (size_t i = 0; i < count; i++) {
+        struct eval_result res;
+        eval_flag(c->s, &flags[i], &c->ctx, c->w->eval_scratch, &res);
+        if (i > 0)
+            text_lit(&t, ",");
+        if (res.status != EVAL_OK) {
+            write_failure(&t, c, &flags[i], &res);
+            continue;
+        }
+        write_result(&t, c, &flags[i], &res);
+        count_usage(c, &flags[i], &res);
+    }
+    text_lit(&t, "],\"metadata\":{\"environment\":");
+    text_string(&t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    text_lit(&t, "}}");
+    http_add_header(c->r, "ETag", etag);
+    send_text(c, 200, &t);
+    text_free(&t);
+}
+
+void ofrep_evaluate_bulk(struct http_request *r)
+{
+    struct call c = {.r = r, .w = r->worker};
+    if (begin_call(&c)) {
+        char etag[EVAL_ETAG_SIZE];
+        eval_bulk_etag(c.s, c.env, c.ctx.attributes, c.now_us, etag);
+        const char *if_none_match = http_header(r, "If-None-Match");
+        if (if_none_match != NULL && etag_listed(if_none_match, etag)) {
+            http_add_header(r, "ETag", etag);
+            http_send_not_modified(r);
+        } else {
+            evaluate_all(&c, etag);
+        }
+    }
+    call_end(&c);
+}

@@ -1,0 +1,42 @@
+/*
+ * ofrep.h - the OpenFeature Remote Evaluation Protocol routes:
+ *
+ *   POST /ofrep/v1/evaluate/flags/{key}   one flag
+ *   POST /ofrep/v1/evaluate/flags         every flag of the key's environment
+ *
+ * Owns the wire contract of evaluation (flags-and-evaluation-api.md
+ * section 4, decisions.md sections 3, 5 and 8): SDK-key authentication
+ * against the digests in the snapshot (Authorization: Bearer, any case of
+ * the scheme, or X-API-Key), the per-key rate limit, the body and context
+ * rules, reasons, metadata, error codes and bodies, bulk ETag and 304, and
+ * counting each successful evaluation (usage_batch.h, then shared memory).
+ *
+ * Invariants: no database access (this file is in the core library, which
+ * does not link libpq); the answer comes only from the worker's mapped
+ * snapshot and shared memory. No snapshot yet (never built) is 503 with
+ * Retry-After. These routes never answer 412, 415 or 422. CORS headers are
+ * added by http.c on every /ofrep answer.
+ *
+ * Called by the worker's router (routes.c table).
+ */
+#ifndef ENSIGN_OFREP_H
+#define ENSIGN_OFREP_H
+
+struct http_request;
+
+struct ofrep_state;
+
+void ofrep_evaluate_flag(struct http_request *r);
+void ofrep_evaluate_bulk(struct http_request *r);
+
+/* Frees a worker's OFREP state (a JSON parser kept between requests and a
+ * few recent SDK-key digests), made on the worker's first evaluation.
+ * NULL is fine. */
+void ofrep_state_free(struct ofrep_state *state);
+
+/* JSON Schemas for /openapi.json. */
+extern const char ofrep_request_schema[];
+extern const char ofrep_flag_response_schema[];
+extern const char ofrep_bulk_response_schema[];
+
+#endif

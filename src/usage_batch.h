@@ -1,0 +1,49 @@
+/*
+ * usage_batch.h - one worker's evaluation counts, gathered in private
+ * memory and moved into the shared usage table (usage.h) in batches.
+ *
+ * Owns a small fixed-size hash map from (flag entry, variant) of one open
+ * snapshot to a count. Counting an evaluation is an increment in this
+ * worker's own memory: no atomics, no shared cache lines, no uuid parsing
+ * on the evaluation path. usage_batch_flush turns each entry into the
+ * usage table's key (flag id, environment id, variant key, hour) and adds
+ * it there; the worker flushes every USAGE_BATCH_FLUSH_MS, before it
+ * unmaps the snapshot the entries refer to, and before it exits, so the
+ * flusher (stopped after the last worker) sees every count.
+ *
+ * Invariants: all entries refer to the one snapshot and the one hour they
+ * were counted in; counting under another snapshot or hour, or into a
+ * half-full map, flushes first. A worker that dies loses at most one
+ * batch interval of counts.
+ *
+ * Called by the OFREP handlers (usage_batch_count) and the worker
+ * (usage_batch_flush on its timer, remap and exit).
+ */
+#ifndef ENSIGN_USAGE_BATCH_H
+#define ENSIGN_USAGE_BATCH_H
+
+#include <stdint.h>
+
+struct snapshot;
+struct usage_table;
+struct usage_batch;
+
+#define USAGE_BATCH_FLUSH_MS 100
+
+/* A new, empty batch (NULL when out of memory). */
+struct usage_batch *usage_batch_new(void);
+
+/* Flushes nothing: call usage_batch_flush first. NULL is fine. */
+void usage_batch_free(struct usage_batch *b);
+
+/*
+ * Counts one evaluation of s->flags[flag] that served s->variants[variant]
+ * at unix time now_s. s must stay mapped until the next flush.
+ */
+void usage_batch_count(struct usage_batch *b, struct usage_table *table, const struct snapshot *s,
+                       uint32_t flag, uint32_t variant, int64_t now_s);
+
+/* Adds every pending count to table and empties the batch. */
+void usage_batch_flush(struct usage_batch *b, struct usage_table *table);
+
+#endif
