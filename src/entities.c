@@ -1,0 +1,370 @@
+/*
+ * entities.c - known entities of an organization and their typed
+ * attributes: /v1/orgs/{org}/entities.
+ *
+ * Owns the entity routes: create (201 {entity}, 409 when the key exists),
+ * list ({entities} ordered by key), read ({entity}), update (any of label,
+ * attributes; attributes replaces the whole set; an empty object changes
+ * nothing and answers the entity as it is) and delete ({ok: true}). An
+ * entity is {id, key, label, attributes: [{key, dataType, labels}],
+ * createdAt, updatedAt} (decisions.md section 4).
+ *
+ * Invariants:
+ *  - At most 100 attributes, keys 1 to 120 characters and unique within
+ *    the entity, dataType string (the default), number or boolean, labels
+ *    null or at most 200 strings of at most 120 characters. Attributes
+ *    keep the order of the request.
+ *  - Each request is one statement building its JSON in PostgreSQL. A
+ *    replacement deletes the attributes that are no longer named and
+ *    upserts the others (keyed by (entity, key)), so the two parts of the
+ *    statement never touch the same row.
+ *  - Rules and segments name entity attributes in their conditions
+ *    (decisions.md section 1), checked when those are written. Changing or
+ *    deleting an entity later is allowed: a condition whose attribute is
+ *    no longer declared is compared as a plain context attribute.
+ *  - Roles (decisions.md section 5): viewer reads, member writes; the
+ *    token needs the flags scope. Writes are rate limited by mgmt.c.
+ *
+ * Called by the worker's dispatch from the route table (routes.c).
+ */
+#include "entities.h"
+
+#include <string.h>
+
+#include "http.h"
+#include "mgmt.h"
+#include "validate.h"
+
+#define ISO_MS(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+#define LABEL_MAX_CHARS 200
+#define ATTRIBUTES_MAX 100
+#define ATTRIBUTE_KEY_MAX_CHARS 120
+#define LABELS_MAX 200
+#define LABEL_TEXT_MAX_CHARS 120
+
+/* The entity e with the attributes JSON expression attributes. */
+#define ENTITY_CREATED_AT ISO_MS("e.created_at")
+#define ENTITY_UPDATED_AT ISO_MS("e.updated_at")
+#define ENTITY_FORM(attributes)                                                                    \
+    "json_build_object('id', e.id, 'key', e.key, 'label', e.label, 'attributes', " attributes      \
+    ", 'createdAt', " ENTITY_CREATED_AT ", 'updatedAt', " ENTITY_UPDATED_AT ")"
+
+/* The attributes of rows a (key, data_type, labels, sort_order), in order. */
+#define ATTRIBUTES_OF(rows)                                                                        \
+    "COALESCE((SELECT json_agg(json_build_object('key', a.key, 'dataType', a.data_type,"           \
+    " 'labels', a.labels) ORDER BY a.sort_order, a.key) FROM " rows "), '[]'::json)"
+
+#define STORED_ATTRIBUTES ATTRIBUTES_OF("entity_attributes a WHERE a.entity_id = e.id")
+
+/* Attribute rows of the normalized JSON array $4 for the entities e. */
+#define ATTRIBUTE_ROWS                                                                             \
+    " SELECT e.id, x.item->>'key', x.item->>'dataType',"                                           \
+    "  CASE WHEN jsonb_typeof(x.item->'labels') = 'array'"                                         \
+    "   THEN ARRAY(SELECT l FROM jsonb_array_elements_text(x.item->'labels')"                      \
+    "              WITH ORDINALITY AS t(l, n) ORDER BY n) END, x.n"                                \
+    " FROM e, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS x(item, n)"
+
+#define STORED_ENTITY ENTITY_FORM(STORED_ATTRIBUTES)
+#define INSERTED_ENTITY ENTITY_FORM(ATTRIBUTES_OF("put a"))
+#define UPDATED_ENTITY                                                                             \
+    ENTITY_FORM("CASE WHEN $4::jsonb IS NULL THEN " STORED_ATTRIBUTES                              \
+                " ELSE " ATTRIBUTES_OF("put a") " END")
+
+/* Inserts the attributes of $4 for the entities e, returning them as put. */
+#define PUT_ATTRIBUTES                                                                             \
+    " put AS (INSERT INTO entity_attributes"                                                       \
+    "           (entity_id, key, data_type, labels, sort_order)" ATTRIBUTE_ROWS
+
+/* $1 org id. */
+static const char LIST_SQL[] =
+    "SELECT 200 AS status,"
+    " json_build_object('entities', COALESCE(json_agg(" STORED_ENTITY " ORDER BY e.key),"
+    " '[]'::json))::text AS body, NULL::text AS message"
+    " FROM entities e WHERE e.org_id = $1";
+
+/* $1 org id, $2 key. */
+static const char GET_SQL[] =
+    "SELECT 200 AS status, json_build_object('entity', " STORED_ENTITY ")::text AS body,"
+    " NULL::text AS message FROM entities e WHERE e.org_id = $1 AND e.key = $2";
+
+/* $1 org id, $2 key, $3 label, $4 normalized attributes. */
+static const char CREATE_SQL[] =
+    "WITH e AS (INSERT INTO entities (org_id, key, label) VALUES ($1, $2, $3)"
+    "           ON CONFLICT (org_id, key) DO NOTHING RETURNING *)," PUT_ATTRIBUTES
+    "         RETURNING key, data_type, labels, sort_order)"
+    " SELECT 201 AS status, json_build_object('entity', " INSERTED_ENTITY ")::text AS body,"
+    " NULL::text AS message FROM e"
+    " UNION ALL SELECT 409, NULL, 'an entity with this key already exists'"
+    " WHERE NOT EXISTS (SELECT 1 FROM e)";
+
+/* $1 org id, $2 key, $3 label or NULL (keep), $4 normalized attributes or
+ * NULL (keep). */
+static const char UPDATE_SQL[] =
+    "WITH e AS (UPDATE entities SET label = COALESCE($3, label), updated_at = now()"
+    "            WHERE org_id = $1 AND key = $2 RETURNING *),"
+    " gone AS (DELETE FROM entity_attributes d USING e"
+    "           WHERE $4::jsonb IS NOT NULL AND d.entity_id = e.id"
+    "             AND d.key NOT IN (SELECT i->>'key'"
+    "                                 FROM jsonb_array_elements($4::jsonb) i))," PUT_ATTRIBUTES
+    "         ON CONFLICT (entity_id, key) DO UPDATE SET data_type = EXCLUDED.data_type,"
+    "           labels = EXCLUDED.labels, sort_order = EXCLUDED.sort_order"
+    "         RETURNING key, data_type, labels, sort_order)"
+    " SELECT 200 AS status, json_build_object('entity', " UPDATED_ENTITY ")::text AS body,"
+    " NULL::text AS message FROM e";
+
+/* $1 org id, $2 key. */
+static const char DELETE_SQL[] =
+    "WITH d AS (DELETE FROM entities WHERE org_id = $1 AND key = $2 RETURNING id)"
+    " SELECT 200 AS status, '{\"ok\": true}' AS body, NULL::text AS message FROM d";
+
+static void answer_entity(PGresult *res, const char *error, void *arg)
+{
+    mgmt_answer(arg, res, error, "entity not found");
+}
+
+static void send_invalid(struct http_request *r, struct validate *v)
+{
+    http_send_validation_error(r, "validation failed", validate_take_errors(v));
+}
+
+/* ---- attributes ---- */
+
+/* "string" when absent; NULL after an error. */
+static const char *checked_data_type(struct validate *v, const struct json_object *item)
+{
+    const char *type = NULL;
+    enum validate_found found = validate_string(v, item, "dataType", 1, 16, 0, &type);
+    if (found == VALIDATE_ABSENT)
+        return "string";
+    if (found != VALIDATE_SET)
+        return NULL;
+    if (strcmp(type, "string") == 0 || strcmp(type, "number") == 0 || strcmp(type, "boolean") == 0)
+        return type;
+    validate_error(v, "dataType", "must be one of string, number, boolean");
+    return NULL;
+}
+
+/* True when an earlier item of attributes has key. */
+static bool key_seen(struct json_object *attributes, size_t before, const char *key)
+{
+    for (size_t i = 0; i < before; i++) {
+        struct json_object *item = json_object_array_get_idx(attributes, i), *other;
+        if (json_object_is_type(item, json_type_object) &&
+            json_object_object_get_ex(item, "key", &other) &&
+            json_object_is_type(other, json_type_string) &&
+            strcmp(json_object_get_string(other), key) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* One attribute at the current path; its normalized form, or NULL. */
+static struct json_object *checked_attribute(struct validate *v, struct json_object *attributes,
+                                             size_t index)
+{
+    static const char *const fields[] = {"key", "dataType", "labels", NULL};
+    struct json_object *item = json_object_array_get_idx(attributes, index);
+    if (!json_object_is_type(item, json_type_object)) {
+        validate_error(v, NULL, "must be an object");
+        return NULL;
+    }
+    validate_only_fields(v, item, fields);
+    const char *key = NULL;
+    struct json_object *labels = NULL;
+    if (validate_string(v, item, "key", 1, ATTRIBUTE_KEY_MAX_CHARS, VALIDATE_REQUIRED, &key) ==
+            VALIDATE_SET &&
+        key_seen(attributes, index, key))
+        validate_error(v, "key", "duplicate attribute key '%s'", key);
+    const char *type = checked_data_type(v, item);
+    if (validate_string_array(v, item, "labels", LABELS_MAX, 0, LABEL_TEXT_MAX_CHARS,
+                              VALIDATE_NULLABLE, &labels) != VALIDATE_SET)
+        labels = NULL;
+    if (!validate_ok(v))
+        return NULL;
+    struct json_object *out = json_object_new_object();
+    json_object_object_add(out, "key", json_object_new_string(key));
+    json_object_object_add(out, "dataType", json_object_new_string(type));
+    json_object_object_add(out, "labels", json_object_get(labels));
+    return out;
+}
+
+/*
+ * The attributes array body.attributes as normalized JSON (every item
+ * {key, dataType, labels}); NULL when absent or invalid (errors recorded).
+ */
+static struct json_object *checked_attributes(struct validate *v, const struct json_object *body)
+{
+    struct json_object *attributes = NULL;
+    if (validate_array(v, body, "attributes", 0, ATTRIBUTES_MAX, 0, &attributes) != VALIDATE_SET)
+        return NULL;
+    struct json_object *normalized = json_object_new_array();
+    size_t mark = validate_push_field(v, "attributes");
+    size_t n = json_object_array_length(attributes);
+    for (size_t i = 0; i < n; i++) {
+        size_t item_mark = validate_push_index(v, i);
+        struct json_object *item = checked_attribute(v, attributes, i);
+        if (item != NULL)
+            json_object_array_add(normalized, item);
+        validate_pop(v, item_mark);
+    }
+    validate_pop(v, mark);
+    if (!validate_ok(v)) {
+        json_object_put(normalized);
+        return NULL;
+    }
+    return normalized;
+}
+
+static const char *json_text(struct json_object *value)
+{
+    return value == NULL ? NULL : json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN);
+}
+
+/* ---- handlers ---- */
+
+static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    static const char *const fields[] = {"key", "label", "attributes", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    const char *key = NULL, *label = NULL;
+    validate_only_fields(&v, body, fields);
+    validate_key(&v, body, "key", VALIDATE_REQUIRED, &key);
+    validate_string(&v, body, "label", 1, LABEL_MAX_CHARS, VALIDATE_REQUIRED, &label);
+    struct json_object *attributes = checked_attributes(&v, body);
+    if (!validate_ok(&v)) {
+        send_invalid(r, &v);
+    } else {
+        const char *params[] = {ctx->org_id, key, label,
+                                attributes == NULL ? "[]" : json_text(attributes)};
+        mgmt_query(r, CREATE_SQL, 4, params, answer_entity, r);
+    }
+    validate_free(&v);
+    json_object_put(attributes);
+    json_object_put(body);
+}
+
+static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    static const char *const fields[] = {"label", "attributes", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    const char *label = NULL;
+    validate_only_fields(&v, body, fields);
+    if (validate_string(&v, body, "label", 1, LABEL_MAX_CHARS, 0, &label) != VALIDATE_SET)
+        label = NULL;
+    struct json_object *attributes = checked_attributes(&v, body);
+    const char *key = mgmt_param(r, "key");
+    if (!validate_ok(&v)) {
+        send_invalid(r, &v);
+    } else if (json_object_object_length(body) == 0) {
+        const char *params[] = {ctx->org_id, key};
+        mgmt_query(r, GET_SQL, 2, params, answer_entity, r);
+    } else {
+        const char *params[] = {ctx->org_id, key, label, json_text(attributes)};
+        mgmt_query(r, UPDATE_SQL, 4, params, answer_entity, r);
+    }
+    validate_free(&v);
+    json_object_put(attributes);
+    json_object_put(body);
+}
+
+static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const char *params[] = {ctx->org_id};
+    mgmt_query(r, LIST_SQL, 1, params, mgmt_answer_cb, r);
+}
+
+static void on_get(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
+    mgmt_query(r, GET_SQL, 2, params, answer_entity, r);
+}
+
+static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
+    mgmt_query(r, DELETE_SQL, 2, params, answer_entity, r);
+}
+
+void entities_create(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
+}
+
+void entities_list(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
+}
+
+void entities_get(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_READ, on_get, NULL);
+}
+
+void entities_update(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
+}
+
+void entities_delete(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
+}
+
+/* ---- schemas ---- */
+
+#define ATTRIBUTE_SCHEMA                                                                           \
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"key\"],"                  \
+    "\"properties\":{\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":120},"             \
+    "\"dataType\":{\"type\":\"string\",\"enum\":[\"string\",\"number\",\"boolean\"],"              \
+    "\"default\":\"string\"},"                                                                     \
+    "\"labels\":{\"type\":[\"array\",\"null\"],\"maxItems\":200,"                                  \
+    "\"items\":{\"type\":\"string\",\"maxLength\":120}}}}"
+
+#define ATTRIBUTES_SCHEMA "{\"type\":\"array\",\"maxItems\":100,\"items\":" ATTRIBUTE_SCHEMA "}"
+
+#define ENTITY_SCHEMA                                                                              \
+    "{\"type\":\"object\",\"additionalProperties\":false,"                                         \
+    "\"required\":[\"id\",\"key\",\"label\",\"attributes\",\"createdAt\",\"updatedAt\"],"          \
+    "\"properties\":{\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"                            \
+    "\"key\":{\"type\":\"string\"},\"label\":{\"type\":\"string\"},"                               \
+    "\"attributes\":{\"type\":\"array\",\"items\":{\"type\":\"object\","                           \
+    "\"additionalProperties\":false,\"required\":[\"key\",\"dataType\",\"labels\"],"               \
+    "\"properties\":{\"key\":{\"type\":\"string\"},"                                               \
+    "\"dataType\":{\"type\":\"string\",\"enum\":[\"string\",\"number\",\"boolean\"]},"             \
+    "\"labels\":{\"type\":[\"array\",\"null\"],\"items\":{\"type\":\"string\"}}}}},"               \
+    "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"                                \
+    "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}}"
+
+const char entities_create_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"key\",\"label\"],"
+    "\"properties\":{\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,"
+    "\"pattern\":\"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$\"},"
+    "\"label\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},"
+    "\"attributes\":" ATTRIBUTES_SCHEMA "}}";
+
+const char entities_update_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"label\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},"
+    "\"attributes\":" ATTRIBUTES_SCHEMA "}}";
+
+const char entities_one_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"entity\"],"
+    "\"properties\":{\"entity\":" ENTITY_SCHEMA "}}";
+
+const char entities_list_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"entities\"],"
+    "\"properties\":{\"entities\":{\"type\":\"array\",\"items\":" ENTITY_SCHEMA "}}}";

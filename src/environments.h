@@ -1,0 +1,13 @@
+/*
+ * environments.h - GET /v1/orgs/{org}/environments and PATCH
+ * /v1/orgs/{org}/flags/{key}/environments/{envKey} (see environments.c).
+ */
+#ifndef ENSIGN_ENVIRONMENTS_H
+#define ENSIGN_ENVIRONMENTS_H
+
+struct http_request;
+
+void environments_list(struct http_request *r);
+void environments_configure(struct http_request *r);
+
+#endif

@@ -1,0 +1,200 @@
+/*
+ * flagctx.c - the context a flag write validates against (see flagctx.h).
+ *
+ * Owns the context statement. Invariants: the callback runs exactly once;
+ * the struct flagctx it receives lives on the stack during the call, its
+ * data object freed right after.
+ *
+ * Called by variants.c, rules.c and environments.c.
+ */
+#include "flagctx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "http.h"
+#include "mgmt.h"
+
+/*
+ * $1 org id, $2 flag key, $3 environment key ("" for none), $4 segment
+ * keys and $5 entity keys (JSON arrays). Rows: none when the flag does not
+ * exist; else id, type, archived, variant_seq, environment id (NULL when
+ * asked for and missing), data.
+ */
+static const char CONTEXT_SQL[] =
+    "SELECT f.id, f.type, f.archived_at IS NOT NULL, f.variant_seq, e.id,"
+    "  json_build_object("
+    "    'variants', COALESCE((SELECT json_agg(v.key ORDER BY v.sort_order, v.created_at, v.id)"
+    "                            FROM variants v WHERE v.flag_id = f.id), '[]'),"
+    "    'retired', to_json(f.retired_variant_keys),"
+    "    'segments', COALESCE((SELECT json_agg(s.key) FROM segments s"
+    "                           WHERE s.org_id = f.org_id AND s.key IN"
+    "                                 (SELECT jsonb_array_elements_text($4::jsonb))), '[]'),"
+    "    'entities', COALESCE((SELECT json_object_agg(en.key,"
+    "                                   COALESCE((SELECT json_agg(a.key)"
+    "                                               FROM entity_attributes a"
+    "                                              WHERE a.entity_id = en.id), '[]'))"
+    "                            FROM entities en"
+    "                           WHERE en.org_id = f.org_id AND en.key IN"
+    "                                 (SELECT jsonb_array_elements_text($5::jsonb))), '{}'))"
+    "  FROM flags f"
+    "  LEFT JOIN environments e ON e.org_id = f.org_id AND e.key = $3"
+    " WHERE f.org_id = $1::uuid AND f.key = $2";
+
+enum { COL_FLAG_ID, COL_TYPE, COL_ARCHIVED, COL_VARIANT_SEQ, COL_ENV_ID, COL_DATA };
+
+struct load {
+    struct http_request *r;
+    bool want_env;
+    flagctx_cb cb;
+    void *arg;
+};
+
+bool flagctx_array_has(const struct json_object *array, const char *s)
+{
+    size_t n = json_object_array_length(array);
+    for (size_t i = 0; i < n; i++) {
+        const char *item = json_object_get_string(json_object_array_get_idx(array, i));
+        if (item && strcmp(item, s) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- the collecting pass ---- */
+
+static void add_unique(struct json_object *array, const char *s)
+{
+    if (!flagctx_array_has(array, s))
+        json_object_array_add(array, json_object_new_string(s));
+}
+
+static bool want_segment(void *arg, const char *key)
+{
+    struct flagctx_wanted *w = arg;
+    add_unique(w->segments, key);
+    return true;
+}
+
+static enum validate_attr_ref want_entity(void *arg, const char *entity, const char *attribute)
+{
+    (void)attribute;
+    struct flagctx_wanted *w = arg;
+    add_unique(w->entities, entity);
+    return VALIDATE_ATTR_DECLARED;
+}
+
+void flagctx_wanted_init(struct flagctx_wanted *w)
+{
+    w->segments = json_object_new_array();
+    w->entities = json_object_new_array();
+    w->refs = (struct validate_refs){w, want_segment, want_entity, NULL};
+}
+
+void flagctx_wanted_free(struct flagctx_wanted *w)
+{
+    json_object_put(w->segments);
+    json_object_put(w->entities);
+    w->segments = w->entities = NULL;
+}
+
+/* ---- the resolving pass ---- */
+
+static struct json_object *data_member(const struct flagctx *fc, const char *name)
+{
+    struct json_object *member = NULL;
+    json_object_object_get_ex(fc->data, name, &member);
+    return member;
+}
+
+static bool has_segment(void *arg, const char *key)
+{
+    return flagctx_array_has(data_member(arg, "segments"), key);
+}
+
+static bool has_variant(void *arg, const char *key)
+{
+    return flagctx_array_has(data_member(arg, "variants"), key);
+}
+
+static enum validate_attr_ref entity_attribute(void *arg, const char *entity, const char *attribute)
+{
+    struct json_object *attributes;
+    if (!json_object_object_get_ex(data_member(arg, "entities"), entity, &attributes))
+        return VALIDATE_ATTR_NOT_ENTITY;
+    return flagctx_array_has(attributes, attribute) ? VALIDATE_ATTR_DECLARED
+                                                    : VALIDATE_ATTR_UNDECLARED;
+}
+
+static void context_from_row(struct flagctx *fc, const PGresult *res)
+{
+    memset(fc, 0, sizeof *fc);
+    snprintf(fc->flag_id, sizeof fc->flag_id, "%s", PQgetvalue(res, 0, COL_FLAG_ID));
+    if (!PQgetisnull(res, 0, COL_ENV_ID))
+        snprintf(fc->env_id, sizeof fc->env_id, "%s", PQgetvalue(res, 0, COL_ENV_ID));
+    int type = validate_flag_type_from_name(PQgetvalue(res, 0, COL_TYPE));
+    fc->type = type < 0 ? FLAG_TYPE_BOOLEAN : (enum validate_flag_type)type;
+    fc->archived = strcmp(PQgetvalue(res, 0, COL_ARCHIVED), "t") == 0;
+    fc->variant_seq = atoll(PQgetvalue(res, 0, COL_VARIANT_SEQ));
+    fc->data = json_tokener_parse(PQgetvalue(res, 0, COL_DATA));
+    fc->refs = (struct validate_refs){fc, has_segment, entity_attribute, has_variant};
+}
+
+/* Answers r when the row does not give a usable context; true otherwise. */
+static bool usable(const struct load *ld, const PGresult *res, const char *error)
+{
+    if (!db_result_ok(res)) {
+        mgmt_send_failure(ld->r, res, error);
+        return false;
+    }
+    if (PQntuples(res) != 1) {
+        http_send_error(ld->r, 404, "flag not found");
+        return false;
+    }
+    if (ld->want_env && PQgetisnull(res, 0, COL_ENV_ID)) {
+        http_send_error(ld->r, 404, "environment not found");
+        return false;
+    }
+    return true;
+}
+
+static void on_context(PGresult *res, const char *error, void *arg)
+{
+    struct load ld = *(struct load *)arg;
+    free(arg);
+    if (!usable(&ld, res, error)) {
+        ld.cb(ld.r, NULL, ld.arg);
+        return;
+    }
+    struct flagctx fc;
+    context_from_row(&fc, res);
+    if (fc.data == NULL) {
+        mgmt_send_failure(ld.r, res, "unparseable flag context");
+        ld.cb(ld.r, NULL, ld.arg);
+        return;
+    }
+    ld.cb(ld.r, &fc, ld.arg);
+    json_object_put(fc.data);
+}
+
+void flagctx_load(struct http_request *r, const char *org_id, const char *flag_key,
+                  const char *env_key, const struct flagctx_wanted *wanted, flagctx_cb cb,
+                  void *arg)
+{
+    struct load *ld = malloc(sizeof *ld);
+    if (ld == NULL) {
+        http_send_error(r, 500, "out of memory");
+        cb(r, NULL, arg);
+        return;
+    }
+    *ld = (struct load){r, env_key != NULL, cb, arg};
+    const char *params[] = {org_id, flag_key, env_key ? env_key : "",
+                            wanted ? json_object_to_json_string(wanted->segments) : "[]",
+                            wanted ? json_object_to_json_string(wanted->entities) : "[]"};
+    if (mgmt_query(r, CONTEXT_SQL, 5, params, on_context, ld) != 0) {
+        free(ld);
+        cb(r, NULL, arg);
+    }
+}

@@ -1,0 +1,83 @@
+/*
+ * flagctx.h - what a write to one flag must know before it can validate:
+ * the flag (id, type, archived), optionally one of its environments, its
+ * variant keys (live and retired), and the segments and entity attributes
+ * the request refers to. One query, before the write statement.
+ *
+ * Writes validate in two passes: first the request's shape, collecting the
+ * segment and entity keys it names (flagctx_wanted, a struct validate_refs
+ * that accepts everything); then, with the loaded context, the references
+ * (flagctx_refs). That keeps validation in validate.c and the read small:
+ * only the named segments and entities are fetched.
+ *
+ * Called by variants.c, rules.c and environments.c.
+ */
+#ifndef ENSIGN_FLAGCTX_H
+#define ENSIGN_FLAGCTX_H
+
+#include <stdbool.h>
+#include <json-c/json.h>
+
+#include "auth.h"
+#include "validate.h"
+
+struct http_request;
+
+/* The keys a request refers to, collected by the first validation pass. */
+struct flagctx_wanted {
+    struct json_object *segments; /* array of segment keys; owned */
+    struct json_object *entities; /* array of entity keys; owned */
+    struct validate_refs refs;    /* collects into the arrays, accepts everything */
+};
+
+void flagctx_wanted_init(struct flagctx_wanted *w);
+void flagctx_wanted_free(struct flagctx_wanted *w);
+
+struct flagctx {
+    char flag_id[AUTH_UUID_LEN + 1];
+    char env_id[AUTH_UUID_LEN + 1]; /* "" when no environment was asked for */
+    enum validate_flag_type type;
+    bool archived;
+    long long variant_seq; /* variants the flag has ever had */
+    /* {"variants": [keys in order], "retired": [keys], "segments": [existing
+     * named keys], "entities": {entity key: [attribute keys]}} */
+    struct json_object *data;
+    struct validate_refs refs; /* resolves against data */
+};
+
+/* Runs with the loaded context, or with fc NULL after r was answered (404
+ * flag or environment not found, 5xx): the callback then only frees arg. */
+typedef void (*flagctx_cb)(struct http_request *r, const struct flagctx *fc, void *arg);
+
+/*
+ * Loads the context of flag flag_key in org_id, and of environment env_key
+ * when not NULL; wanted may be NULL. cb runs exactly once (from the event
+ * loop, or at once when the query cannot be queued).
+ */
+void flagctx_load(struct http_request *r, const char *org_id, const char *flag_key,
+                  const char *env_key, const struct flagctx_wanted *wanted, flagctx_cb cb,
+                  void *arg);
+
+/*
+ * SQL pieces for the write statement that follows the context: a CTE "f"
+ * locking the flag $1 (its id) FOR UPDATE, so writes to one flag run one
+ * after the other and see an archive that happened since the context was
+ * read; the status column (404 flag gone, 409 archived, else done_status,
+ * an SQL expression); and the start of the message column's CASE (callers
+ * add their own WHEN/ELSE branches and END).
+ */
+#define FLAGCTX_LOCK_SQL "f AS (SELECT id, archived_at FROM flags WHERE id = $1::uuid FOR UPDATE)"
+
+#define FLAGCTX_STATUS_SQL(done_status)                                                            \
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM f) THEN 404"                                              \
+    "     WHEN (SELECT archived_at FROM f) IS NOT NULL THEN 409 ELSE " done_status " END"
+
+#define FLAGCTX_MESSAGE_SQL                                                                        \
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM f) THEN 'flag not found'"                                 \
+    "     WHEN (SELECT archived_at FROM f) IS NOT NULL"                                            \
+    "     THEN 'the flag is archived; restore it first'"
+
+/* True when a JSON array of strings holds s. */
+bool flagctx_array_has(const struct json_object *array, const char *s);
+
+#endif

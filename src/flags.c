@@ -1,0 +1,485 @@
+/*
+ * flags.c - the flag resource: /v1/orgs/{org}/flags and /flags/{key}
+ * (create, list, detail, update, delete, archive, restore, usage).
+ *
+ * Owns the flag statements. Every handler is one statement after the
+ * caller is resolved (mgmt.c): the JSON answer is built by PostgreSQL with
+ * the record forms of sql/0002_flag_management.sql, lists carry their
+ * per-row extras (names, production value, usage) from the same query, and
+ * writes record their revision in the same statement (revisions.h).
+ *
+ * Creation (decisions.md sections 2, 3 and 9): the name starts as the key;
+ * boolean flags get the fixed variants on/off and refuse others; other
+ * types get keys derived from the label, else a string value, else
+ * variant-N; every environment starts disabled with the first variant as
+ * default serve and as off variant "off" (boolean) or the second variant
+ * (the first when alone). A flag without variants has an empty default
+ * serve and no off variant until its first variant arrives (variants.c).
+ *
+ * Archiving an archived flag and restoring an active one answer 200
+ * without change (decisions.md section 6); metadata updates are allowed
+ * while archived.
+ *
+ * Called from the route table.
+ */
+#include "flags.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "http.h"
+#include "mgmt.h"
+#include "revisions.h"
+#include "validate.h"
+#include "variants.h"
+
+#define FLAG_NAME_MAX 200
+#define FLAG_DESCRIPTION_MAX 2000
+#define FLAG_TAGS_MAX 50
+#define FLAG_TAG_MAX 50
+#define FLAG_VARIANTS_MAX 64
+
+/* ---- statements ---- */
+
+/* clang-format off */
+
+/*
+ * $1 org, $2 key, $3 description, $4 type, $5 tags (JSON), $6 variants
+ * (JSON [{key, value, label}]), $7 default serve (JSON), $8 off variant
+ * key, $9 actor user id, $10 actor name, $11 variant count.
+ */
+static const char CREATE_SQL[] =
+    "WITH f AS ("
+    "  INSERT INTO flags AS f (org_id, key, name, description, type, tags, created_by_user_id,"
+    "                          variant_seq)"
+    "  VALUES ($1::uuid, $2, $2, $3, $4, ARRAY(SELECT jsonb_array_elements_text($5::jsonb)),"
+    "          NULLIF($9, '')::uuid, $11::integer)"
+    "  ON CONFLICT (org_id, key) DO NOTHING"
+    "  RETURNING f.id, f.org_id, f.key, f.type, ensign_flag_detail_json(f) AS body"
+    "), v AS ("
+    "  INSERT INTO variants (flag_id, key, value, label, sort_order)"
+    "  SELECT f.id, x.item ->> 'key', x.item -> 'value', x.item ->> 'label', x.ord - 1"
+    "    FROM f, jsonb_array_elements($6::jsonb) WITH ORDINALITY AS x(item, ord)"
+    "), fe AS ("
+    "  INSERT INTO flag_environments (flag_id, environment_id, default_serve, off_variant_key)"
+    "  SELECT f.id, e.id, $7::jsonb, $8 FROM f JOIN environments e ON e.org_id = f.org_id"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT f.id AS flag_id, NULL::uuid AS environment_id,"
+                    " 'flag.created' AS action,"
+                    " 'Created ' || f.type || ' flag ' || f.key AS summary,"
+                    " '{}'::text[] AS changes FROM f) AS s", "$9", "$10")
+    ")"
+    " SELECT CASE WHEN f.id IS NULL THEN 409 ELSE 201 END,"
+    "        json_build_object('flag', f.body),"
+    "        'a flag with this key already exists'"
+    "   FROM (SELECT 1) AS one LEFT JOIN f ON true";
+
+/* The usage summary of flag f in a list, from the roll-ups of sql/0002:
+ * null until anything was counted; series = evaluations per hour over the
+ * last 24 hours, oldest first; checksPerHour their mean. One index range
+ * scan of flag_usage_hours per flag that has usage. */
+#define LIST_USAGE_SQL                                                                             \
+    "LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id "                                         \
+    "LEFT JOIN LATERAL ("                                                                          \
+    "  SELECT jsonb_agg(COALESCE(x.count, 0) ORDER BY g.g DESC) AS series,"                        \
+    "         COALESCE(sum(x.count), 0) AS day_total"                                              \
+    "    FROM generate_series(0, 23) AS g"                                                         \
+    "    LEFT JOIN (SELECT h.hour, h.count FROM flag_usage_hours h"                                \
+    "                WHERE h.flag_id = f.id"                                                       \
+    "                  AND h.hour > date_trunc('hour', now()) - interval '24 hours') AS x"         \
+    "           ON x.hour = date_trunc('hour', now()) - g.g * interval '1 hour'"                   \
+    "   WHERE ut.flag_id IS NOT NULL"                                                              \
+    ") AS uh ON true "
+
+#define LIST_USAGE_JSON                                                                            \
+    "CASE WHEN ut.flag_id IS NULL THEN NULL ELSE jsonb_build_object("                              \
+    "  'total', ut.total, 'lastSeenAt', ensign_iso(ut.last_seen_at),"                              \
+    "  'checksPerHour', round(uh.day_total / 24.0, 2), 'series', uh.series) END"
+
+/* $1 org, $2 archived ("t" lists the archived flags, else the active ones). */
+static const char LIST_SQL[] =
+    "SELECT 200, json_build_object('flags', COALESCE(json_agg(x.item ORDER BY x.key), '[]'))"
+    "  FROM (SELECT f.key, ensign_flag_json(f) || jsonb_build_object("
+    "                 'createdByName', cu.name, 'maintainerName', mu.name,"
+    "                 'value', CASE WHEN pfe.default_serve ? 'variant' THEN pv.value END,"
+    "                 'usage', " LIST_USAGE_JSON ") AS item"
+    "          FROM flags f"
+    "          LEFT JOIN users cu ON cu.id = f.created_by_user_id"
+    "          LEFT JOIN users mu ON mu.id = f.maintainer_user_id"
+    "          LEFT JOIN environments pe ON pe.org_id = f.org_id AND pe.key = 'production'"
+    "          LEFT JOIN flag_environments pfe"
+    "                 ON pfe.flag_id = f.id AND pfe.environment_id = pe.id"
+    "          LEFT JOIN variants pv"
+    "                 ON pv.flag_id = f.id AND pv.key = pfe.default_serve ->> 'variant' "
+    LIST_USAGE_SQL
+    "         WHERE f.org_id = $1::uuid"
+    "           AND (f.archived_at IS NOT NULL) = ($2 = 't')) AS x";
+
+/* $1 org, $2 key. */
+static const char DETAIL_SQL[] =
+    "SELECT 200, json_build_object("
+    "  'flag', ensign_flag_detail_json(f),"
+    "  'revisions', COALESCE((SELECT json_agg(x.j ORDER BY x.created_at DESC, x.id DESC)"
+    "                           FROM (SELECT ensign_revision_json(r) AS j, r.created_at, r.id"
+    "                                   FROM revisions r WHERE r.flag_id = f.id"
+    "                                  ORDER BY r.created_at DESC, r.id DESC"
+    "                                  LIMIT 100) AS x), '[]'),"
+    "  'variants', COALESCE((SELECT json_agg(ensign_variant_json(v)"
+    "                                        ORDER BY v.sort_order, v.created_at, v.id)"
+    "                          FROM variants v WHERE v.flag_id = f.id), '[]'),"
+    "  'environments', COALESCE((SELECT json_agg(ensign_flag_environment_json(fe, e)"
+    "                                            ORDER BY e.sort_order, e.key)"
+    "                              FROM flag_environments fe"
+    "                              JOIN environments e ON e.id = fe.environment_id"
+    "                             WHERE fe.flag_id = f.id), '[]'))"
+    "  FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2";
+
+/* $1 org, $2 key, $3 patch (JSON, only the given members), $4 actor id, $5 actor name. */
+static const char UPDATE_SQL[] =
+    "WITH old AS (SELECT f.* FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2 FOR UPDATE),"
+    " p AS (SELECT $3::jsonb AS p),"
+    " bad AS (SELECT 1 FROM p WHERE p.p ->> 'maintainerUserId' IS NOT NULL"
+    "           AND NOT EXISTS (SELECT 1 FROM org_members m WHERE m.org_id = $1::uuid"
+    "                              AND m.user_id = (p.p ->> 'maintainerUserId')::uuid)),"
+    " u AS ("
+    "  UPDATE flags f SET"
+    "    name = CASE WHEN p.p ? 'name' THEN p.p ->> 'name' ELSE f.name END,"
+    "    description = CASE WHEN p.p ? 'description' THEN p.p ->> 'description'"
+    "                       ELSE f.description END,"
+    "    maintainer_user_id = CASE WHEN p.p ? 'maintainerUserId'"
+    "                              THEN (p.p ->> 'maintainerUserId')::uuid"
+    "                              ELSE f.maintainer_user_id END,"
+    "    permanent = CASE WHEN p.p ? 'permanent' THEN (p.p ->> 'permanent')::boolean"
+    "                     ELSE f.permanent END,"
+    "    tags = CASE WHEN p.p ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(p.p -> 'tags'))"
+    "                ELSE f.tags END,"
+    "    updated_at = now()"
+    "   FROM old, p WHERE f.id = old.id AND NOT EXISTS (SELECT 1 FROM bad)"
+    "  RETURNING f.id, ensign_flag_detail_json(f) AS body,"
+    "    array_remove(ARRAY["
+    REVISION_CHANGE("name", "old.name", "f.name") ", "
+    REVISION_CHANGE("description", "old.description", "f.description") ", "
+    REVISION_CHANGE("maintainer", "old.maintainer_user_id::text", "f.maintainer_user_id::text") ", "
+    REVISION_CHANGE("permanent", "old.permanent::text", "f.permanent::text") ", "
+    REVISION_CHANGE("tags", "array_to_string(old.tags, ', ')", "array_to_string(f.tags, ', ')")
+    "    ], NULL) AS changes"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT u.id AS flag_id, NULL::uuid AS environment_id,"
+                    " 'flag.updated' AS action, 'Updated the flag settings' AS summary,"
+                    " u.changes FROM u WHERE cardinality(u.changes) > 0) AS s", "$4", "$5")
+    ")"
+    " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404"
+    "             WHEN EXISTS (SELECT 1 FROM bad) THEN 422 ELSE 200 END,"
+    "        CASE WHEN EXISTS (SELECT 1 FROM bad)"
+    "             THEN json_build_object('maintainerUserId',"
+    "                                    json_build_array('is not a member of the organization'))"
+    "             ELSE json_build_object('flag', (SELECT body FROM u)) END,"
+    "        CASE WHEN EXISTS (SELECT 1 FROM old) THEN 'validation failed'"
+    "             ELSE 'flag not found' END";
+
+/* $1 org, $2 key. */
+static const char DELETE_SQL[] =
+    "WITH d AS (DELETE FROM flags WHERE org_id = $1::uuid AND key = $2 RETURNING 1)"
+    " SELECT CASE WHEN EXISTS (SELECT 1 FROM d) THEN 200 ELSE 404 END, '{\"ok\": true}',"
+    "        'flag not found'";
+
+/* $1 org, $2 key, $3 "t" to archive or "f" to restore, $4 actor id, $5 actor name. */
+static const char ARCHIVE_SQL[] =
+    "WITH old AS (SELECT f.id, f.archived_at, ensign_flag_detail_json(f) AS body"
+    "               FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2 FOR UPDATE),"
+    " u AS ("
+    "  UPDATE flags f SET archived_at = CASE WHEN $3::boolean THEN now() END, updated_at = now()"
+    "    FROM old WHERE f.id = old.id AND (old.archived_at IS NULL) = $3::boolean"
+    "  RETURNING f.id, ensign_flag_detail_json(f) AS body"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT u.id AS flag_id, NULL::uuid AS environment_id,"
+                    " CASE WHEN $3::boolean THEN 'flag.archived' ELSE 'flag.restored' END AS action,"
+                    " CASE WHEN $3::boolean THEN 'Archived the flag' ELSE 'Restored the flag' END"
+                    " AS summary, '{}'::text[] AS changes FROM u) AS s", "$4", "$5")
+    ")"
+    " SELECT CASE WHEN old.id IS NULL THEN 404 ELSE 200 END,"
+    "        json_build_object('flag', COALESCE(u.body, old.body)), 'flag not found'"
+    "   FROM (SELECT 1) AS one LEFT JOIN old ON true LEFT JOIN u ON true";
+
+/* Per environment: totals, variants, and evaluations per day over 30 days. */
+#define USAGE_ENV_SQL                                                                              \
+    "json_build_object('key', e.key, 'name', e.name,"                                              \
+    "  'total', COALESCE((SELECT sum(c.count) FROM usage_counters c"                             \
+    "                      WHERE c.flag_id = f.id AND c.environment_id = e.id), 0),"             \
+    "  'lastSeenAt', (SELECT ensign_iso(max(c.last_seen_at)) FROM usage_counters c"              \
+    "                  WHERE c.flag_id = f.id AND c.environment_id = e.id),"                      \
+    "  'variants', COALESCE((SELECT json_agg(json_build_object('key', x.k, 'count', x.n)"        \
+    "                                        ORDER BY x.n DESC, x.k)"                             \
+    "                          FROM (SELECT c.variant_key AS k, sum(c.count) AS n"                \
+    "                                  FROM usage_counters c"                                     \
+    "                                 WHERE c.flag_id = f.id AND c.environment_id = e.id"        \
+    "                                 GROUP BY c.variant_key) AS x), '[]'),"                       \
+    "  'series', (SELECT json_agg(json_build_object('day', to_char(d, 'YYYY-MM-DD'),"             \
+    "                     'count', COALESCE((SELECT sum(c.count) FROM usage_counters c"           \
+    "                                         WHERE c.flag_id = f.id AND c.environment_id = e.id" \
+    "                                           AND c.hour >= d"                                   \
+    "                                           AND c.hour < d + interval '1 day'), 0))"          \
+    "                     ORDER BY d)"                                                             \
+    "                FROM generate_series(date_trunc('day', now()) - interval '29 days',"         \
+    "                                     date_trunc('day', now()), interval '1 day') AS d))"
+
+/* $1 org, $2 key. */
+static const char USAGE_SQL[] =
+    "SELECT 200, json_build_object('usage', json_build_object("
+    "  'total', COALESCE((SELECT sum(c.count) FROM usage_counters c WHERE c.flag_id = f.id), 0),"
+    "  'lastSeenAt', (SELECT ensign_iso(max(c.last_seen_at)) FROM usage_counters c"
+    "                  WHERE c.flag_id = f.id),"
+    "  'environments', COALESCE((SELECT json_agg(" USAGE_ENV_SQL " ORDER BY e.sort_order, e.key)"
+    "                              FROM environments e WHERE e.org_id = f.org_id), '[]')))"
+    "  FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2";
+
+/* clang-format on */
+
+/* ---- create ---- */
+
+/* What a valid creation request says, as statement parameters. */
+struct new_flag {
+    const char *key;
+    const char *description; /* NULL: none */
+    enum validate_flag_type type;
+    struct json_object *tags;     /* borrowed from the body, or NULL */
+    struct json_object *variants; /* [{key, value, label}]; owned */
+};
+
+/* The type named by body.type (default boolean), or -1 after an error. */
+static int read_type(struct validate *v, const struct json_object *body)
+{
+    const char *name = NULL;
+    enum validate_found found = validate_string(v, body, "type", 1, 16, 0, &name);
+    if (found == VALIDATE_ABSENT)
+        return FLAG_TYPE_BOOLEAN;
+    int type = found == VALIDATE_SET ? validate_flag_type_from_name(name) : -1;
+    if (found == VALIDATE_SET && type < 0)
+        validate_error(v, "type", "must be one of boolean, string, number, json");
+    return type;
+}
+
+static void read_new_flag(struct validate *v, const struct json_object *body, struct new_flag *nf)
+{
+    static const char *const fields[] = {"slug", "description", "type", "variants", "tags", NULL};
+    validate_only_fields(v, body, fields);
+    validate_key(v, body, "slug", VALIDATE_REQUIRED, &nf->key);
+    validate_string(v, body, "description", 0, FLAG_DESCRIPTION_MAX, VALIDATE_NULLABLE,
+                    &nf->description);
+    validate_string_array(v, body, "tags", FLAG_TAGS_MAX, 1, FLAG_TAG_MAX, 0, &nf->tags);
+    int type = read_type(v, body);
+    nf->type = type < 0 ? FLAG_TYPE_BOOLEAN : (enum validate_flag_type)type;
+    if (type >= 0)
+        nf->variants = variants_for_new_flag(v, body, "variants", nf->type, FLAG_VARIANTS_MAX);
+}
+
+/* The default serve and off variant of every environment (decisions.md section 3). */
+static void default_configuration(const struct new_flag *nf, struct json_object **serve,
+                                  const char **off_key)
+{
+    size_t n = json_object_array_length(nf->variants);
+    *serve = json_object_new_object();
+    *off_key = NULL;
+    if (n == 0)
+        return;
+    const char *first = variants_key_at(nf->variants, 0);
+    json_object_object_add(*serve, "variant", json_object_new_string(first));
+    *off_key = nf->type == FLAG_TYPE_BOOLEAN ? "off" : variants_key_at(nf->variants, n > 1);
+}
+
+static void send_create(struct http_request *r, const struct mgmt_ctx *ctx,
+                        const struct new_flag *nf)
+{
+    struct json_object *serve;
+    const char *off_key;
+    default_configuration(nf, &serve, &off_key);
+    char count[24];
+    snprintf(count, sizeof count, "%zu", json_object_array_length(nf->variants));
+    const char *params[] = {ctx->org_id,
+                            nf->key,
+                            nf->description,
+                            validate_flag_type_name(nf->type),
+                            nf->tags ? json_object_to_json_string(nf->tags) : "[]",
+                            json_object_to_json_string(nf->variants),
+                            json_object_to_json_string(serve),
+                            off_key,
+                            ctx->actor_user_id,
+                            ctx->actor_name,
+                            count};
+    mgmt_query(r, CREATE_SQL, 11, params, mgmt_answer_cb, r);
+    json_object_put(serve);
+}
+
+static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    struct new_flag nf = {0};
+    read_new_flag(&v, body, &nf);
+    if (validate_ok(&v))
+        send_create(r, ctx, &nf);
+    else
+        mgmt_send_invalid(r, &v);
+    validate_free(&v);
+    json_object_put(nf.variants);
+    json_object_put(body);
+}
+
+void flags_create(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
+}
+
+/* ---- list, detail, usage, delete ---- */
+
+static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    char archived[8] = "";
+    http_query_param(r, "archived", archived, sizeof archived);
+    const char *params[] = {
+        ctx->org_id, strcmp(archived, "true") == 0 || strcmp(archived, "1") == 0 ? "t" : "f"};
+    mgmt_query(r, LIST_SQL, 2, params, mgmt_answer_cb, r);
+}
+
+void flags_list(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
+}
+
+static void on_flag_not_found(PGresult *res, const char *error, void *arg)
+{
+    mgmt_answer(arg, res, error, "flag not found");
+}
+
+/* Runs sql with ($1 org, $2 flag key). */
+static void query_by_key(struct http_request *r, const struct mgmt_ctx *ctx, const char *sql)
+{
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
+    mgmt_query(r, sql, 2, params, on_flag_not_found, r);
+}
+
+static void on_detail(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    query_by_key(r, ctx, DETAIL_SQL);
+}
+
+void flags_get(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_READ, on_detail, NULL);
+}
+
+static void on_usage(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    query_by_key(r, ctx, USAGE_SQL);
+}
+
+void flags_usage(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_READ, on_usage, NULL);
+}
+
+static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    query_by_key(r, ctx, DELETE_SQL);
+}
+
+void flags_delete(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
+}
+
+/* ---- update ---- */
+
+/* Copies member name of body into patch when present. */
+static void copy_if_present(struct json_object *patch, const struct json_object *body,
+                            const char *name)
+{
+    struct json_object *value;
+    if (json_object_object_get_ex(body, name, &value))
+        json_object_object_add(patch, name, json_object_get(value));
+}
+
+/* The validated patch (only the given members), or NULL with errors in v. */
+static struct json_object *read_patch(struct validate *v, const struct json_object *body)
+{
+    static const char *const fields[] = {"name",      "description", "maintainerUserId",
+                                         "permanent", "tags",        NULL};
+    validate_only_fields(v, body, fields);
+    validate_string(v, body, "name", 1, FLAG_NAME_MAX, 0, NULL);
+    validate_string(v, body, "description", 0, FLAG_DESCRIPTION_MAX, VALIDATE_NULLABLE, NULL);
+    validate_uuid(v, body, "maintainerUserId", VALIDATE_NULLABLE, NULL);
+    validate_bool(v, body, "permanent", 0, NULL);
+    validate_string_array(v, body, "tags", FLAG_TAGS_MAX, 1, FLAG_TAG_MAX, 0, NULL);
+    if (!validate_ok(v))
+        return NULL;
+    struct json_object *patch = json_object_new_object();
+    for (const char *const *f = fields; *f; f++)
+        copy_if_present(patch, body, *f);
+    return patch;
+}
+
+static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    struct json_object *patch = read_patch(&v, body);
+    if (patch) {
+        const char *params[] = {ctx->org_id, mgmt_param(r, "key"),
+                                json_object_to_json_string(patch), ctx->actor_user_id,
+                                ctx->actor_name};
+        mgmt_query(r, UPDATE_SQL, 5, params, on_flag_not_found, r);
+    } else {
+        mgmt_send_invalid(r, &v);
+    }
+    json_object_put(patch);
+    validate_free(&v);
+    json_object_put(body);
+}
+
+void flags_update(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
+}
+
+/* ---- archive, restore ---- */
+
+static void set_archived(struct http_request *r, const struct mgmt_ctx *ctx, bool archived)
+{
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), archived ? "t" : "f",
+                            ctx->actor_user_id, ctx->actor_name};
+    mgmt_query(r, ARCHIVE_SQL, 5, params, on_flag_not_found, r);
+}
+
+static void on_archive(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    set_archived(r, ctx, true);
+}
+
+static void on_restore(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    set_archived(r, ctx, false);
+}
+
+void flags_archive(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_archive, NULL);
+}
+
+void flags_restore(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_restore, NULL);
+}

@@ -1,0 +1,207 @@
+/*
+ * flagschemas.c - JSON Schemas of the flag management routes (see
+ * flagschemas.h): flags, variants, environment configuration, rules.
+ *
+ * Invariant: the schemas say what the handlers enforce (validate.c and the
+ * limits of flags-and-evaluation-api.md section 8), nothing more; shared
+ * pieces are macros so a record has one schema. Used by routes.c only.
+ */
+#include "flagschemas.h"
+
+/* clang-format off */
+
+#define S_STRING "{\"type\":\"string\"}"
+#define S_NULLABLE_STRING "{\"type\":[\"string\",\"null\"]}"
+#define S_TIME "{\"type\":\"string\",\"format\":\"date-time\"}"
+#define S_NULLABLE_TIME "{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"}"
+#define S_KEY "{\"type\":\"string\",\"minLength\":1,\"maxLength\":63," \
+              "\"pattern\":\"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$\"}"
+#define S_TAGS "{\"type\":\"array\",\"maxItems\":50," \
+               "\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":50}}"
+#define S_DESCRIPTION(max) "{\"type\":[\"string\",\"null\"],\"maxLength\":" #max "}"
+
+#define S_SERVE                                                                                    \
+    "{\"oneOf\":["                                                                                 \
+    "{\"type\":\"object\",\"required\":[\"variant\"],\"additionalProperties\":false,"              \
+    "\"properties\":{\"variant\":{\"type\":\"string\",\"minLength\":1}}},"                          \
+    "{\"type\":\"object\",\"required\":[\"rollout\"],\"additionalProperties\":false,"              \
+    "\"properties\":{\"rollout\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,"               \
+    "\"items\":{\"type\":\"object\",\"required\":[\"variant\",\"weight\"],"                        \
+    "\"additionalProperties\":false,\"properties\":{"                                              \
+    "\"variant\":{\"type\":\"string\",\"minLength\":1},"                                            \
+    "\"weight\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000000}}}},"                       \
+    "\"bucketBy\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200}}}]}"
+
+#define S_OPERATORS                                                                                \
+    "[\"eq\",\"neq\",\"in\",\"not_in\",\"contains\",\"not_contains\",\"starts_with\","               \
+    "\"ends_with\",\"matches\",\"gt\",\"gte\",\"lt\",\"lte\",\"semver_eq\",\"semver_gt\","          \
+    "\"semver_gte\",\"semver_lt\",\"semver_lte\",\"before\",\"after\",\"exists\",\"not_exists\"]"
+
+#define S_CONDITION                                                                                \
+    "{\"oneOf\":["                                                                                 \
+    "{\"type\":\"object\",\"required\":[\"attribute\",\"operator\"],"                              \
+    "\"additionalProperties\":false,\"properties\":{"                                              \
+    "\"attribute\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},"                        \
+    "\"operator\":{\"enum\":" S_OPERATORS "},"                                                      \
+    "\"values\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":100,"                               \
+    "\"items\":{\"type\":[\"string\",\"number\",\"boolean\"]}},"                                   \
+    "\"negate\":{\"type\":\"boolean\"},\"caseInsensitive\":{\"type\":\"boolean\"}}},"               \
+    "{\"type\":\"object\",\"required\":[\"segment\"],\"additionalProperties\":false,"              \
+    "\"properties\":{\"segment\":" S_KEY ",\"negate\":{\"type\":\"boolean\"}}}]}"
+
+#define S_CONDITIONS "{\"type\":\"array\",\"maxItems\":50,\"items\":" S_CONDITION "}"
+
+#define S_PRIORITY "{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991}"
+
+#define FLAG_PROPERTIES                                                                            \
+    "\"id\":" S_STRING ",\"key\":" S_KEY ",\"name\":" S_STRING ","                                 \
+    "\"description\":" S_NULLABLE_STRING ","                                                       \
+    "\"type\":{\"enum\":[\"boolean\",\"string\",\"number\",\"json\"]},"                           \
+    "\"permanent\":{\"type\":\"boolean\"},\"tags\":" S_TAGS ","                                    \
+    "\"maintainerUserId\":" S_NULLABLE_STRING ",\"createdByUserId\":" S_NULLABLE_STRING ","        \
+    "\"archivedAt\":" S_NULLABLE_TIME ",\"createdAt\":" S_TIME ",\"updatedAt\":" S_TIME
+
+#define FLAG_REQUIRED                                                                              \
+    "\"id\",\"key\",\"name\",\"description\",\"type\",\"permanent\",\"tags\","                    \
+    "\"maintainerUserId\",\"createdByUserId\",\"archivedAt\",\"createdAt\",\"updatedAt\""
+
+#define NAMES_PROPERTIES                                                                           \
+    "\"createdByName\":" S_NULLABLE_STRING ",\"maintainerName\":" S_NULLABLE_STRING
+
+#define S_FLAG_DETAIL                                                                              \
+    "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"createdByName\",\"maintainerName\"],"  \
+    "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES "}}"
+
+#define S_USAGE_SUMMARY                                                                            \
+    "{\"type\":[\"object\",\"null\"],\"properties\":{\"total\":{\"type\":\"number\"},"             \
+    "\"checksPerHour\":{\"type\":\"number\"},\"lastSeenAt\":" S_NULLABLE_TIME ","                  \
+    "\"series\":{\"type\":\"array\",\"items\":{\"type\":\"number\"}}}}"
+
+#define S_FLAG_LIST_ITEM                                                                           \
+    "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"value\",\"createdByName\","           \
+    "\"maintainerName\",\"usage\"],"                                                               \
+    "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES ",\"value\":{},"                       \
+    "\"usage\":" S_USAGE_SUMMARY "}}"
+
+#define S_VARIANT                                                                                  \
+    "{\"type\":\"object\",\"required\":[\"id\",\"key\",\"value\",\"label\",\"sortOrder\"],"        \
+    "\"properties\":{\"id\":" S_STRING ",\"key\":" S_KEY ",\"value\":{},"                           \
+    "\"label\":" S_NULLABLE_STRING ",\"sortOrder\":{\"type\":\"integer\"}}}"
+
+#define S_VARIANT_INPUT                                                                            \
+    "\"value\":{\"not\":{\"type\":\"null\"}},\"label\":" S_DESCRIPTION(120)
+
+#define S_RULE                                                                                     \
+    "{\"type\":\"object\",\"required\":[\"id\",\"priority\",\"description\",\"conditions\","       \
+    "\"serve\"],\"properties\":{\"id\":" S_STRING ",\"priority\":" S_PRIORITY ","                  \
+    "\"description\":" S_NULLABLE_STRING ",\"conditions\":" S_CONDITIONS ","                       \
+    "\"serve\":" S_SERVE ",\"createdAt\":" S_TIME ",\"updatedAt\":" S_TIME "}}"
+
+#define S_REVISION                                                                                 \
+    "{\"type\":\"object\",\"required\":[\"id\",\"action\",\"summary\",\"changes\",\"userName\","   \
+    "\"createdAt\"],\"properties\":{\"id\":" S_STRING ",\"action\":" S_STRING ","                  \
+    "\"summary\":" S_NULLABLE_STRING ",\"changes\":{\"type\":\"array\",\"items\":" S_STRING "},"   \
+    "\"userName\":" S_NULLABLE_STRING ",\"createdAt\":" S_TIME "}}"
+
+#define S_FLAG_ENVIRONMENT                                                                         \
+    "{\"type\":\"object\",\"required\":[\"key\",\"name\",\"enabled\",\"defaultVariantKey\","       \
+    "\"defaultServe\",\"offVariantKey\",\"rules\"],\"properties\":{\"key\":" S_KEY ","             \
+    "\"name\":" S_STRING ",\"enabled\":{\"type\":\"boolean\"},"                                    \
+    "\"defaultVariantKey\":" S_NULLABLE_STRING ",\"defaultServe\":{\"type\":\"object\"},"         \
+    "\"offVariantKey\":" S_NULLABLE_STRING ","                                                     \
+    "\"rules\":{\"type\":\"array\",\"items\":" S_RULE "}}}"
+
+#define WRAP(name, schema)                                                                         \
+    "{\"type\":\"object\",\"required\":[\"" name "\"],\"properties\":{\"" name "\":" schema "}}"
+
+const char flagschema_flag_create[] =
+    "{\"type\":\"object\",\"required\":[\"slug\"],\"additionalProperties\":false,"
+    "\"properties\":{\"slug\":" S_KEY ",\"description\":" S_DESCRIPTION(2000) ","
+    "\"type\":{\"enum\":[\"boolean\",\"string\",\"number\",\"json\"],\"default\":\"boolean\"},"
+    "\"variants\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"object\","
+    "\"required\":[\"value\"],\"additionalProperties\":false,\"properties\":{" S_VARIANT_INPUT "}}},"
+    "\"tags\":" S_TAGS "}}";
+
+const char flagschema_flag_update[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},"
+    "\"description\":" S_DESCRIPTION(2000) ","
+    "\"maintainerUserId\":{\"type\":[\"string\",\"null\"],\"format\":\"uuid\"},"
+    "\"permanent\":{\"type\":\"boolean\"},\"tags\":" S_TAGS "}}";
+
+const char flagschema_flag_answer[] = WRAP("flag", S_FLAG_DETAIL);
+
+const char flagschema_flag_list[] =
+    WRAP("flags", "{\"type\":\"array\",\"items\":" S_FLAG_LIST_ITEM "}");
+
+const char flagschema_flag_detail[] =
+    "{\"type\":\"object\",\"required\":[\"flag\",\"revisions\",\"variants\",\"environments\"],"
+    "\"properties\":{\"flag\":" S_FLAG_DETAIL ","
+    "\"revisions\":{\"type\":\"array\",\"items\":" S_REVISION "},"
+    "\"variants\":{\"type\":\"array\",\"items\":" S_VARIANT "},"
+    "\"environments\":{\"type\":\"array\",\"items\":" S_FLAG_ENVIRONMENT "}}}";
+
+const char flagschema_flag_usage[] = WRAP(
+    "usage",
+    "{\"type\":\"object\",\"required\":[\"total\",\"lastSeenAt\",\"environments\"],"
+    "\"properties\":{\"total\":{\"type\":\"number\"},\"lastSeenAt\":" S_NULLABLE_TIME ","
+    "\"environments\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"key\",\"name\",\"total\",\"lastSeenAt\",\"variants\",\"series\"],"
+    "\"properties\":{\"key\":" S_KEY ",\"name\":" S_STRING ",\"total\":{\"type\":\"number\"},"
+    "\"lastSeenAt\":" S_NULLABLE_TIME ","
+    "\"variants\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+    "\"key\":" S_STRING ",\"count\":{\"type\":\"number\"}}}},"
+    "\"series\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+    "\"day\":{\"type\":\"string\",\"format\":\"date\"},\"count\":{\"type\":\"number\"}}}}}}}}}");
+
+const char flagschema_ack[] =
+    "{\"type\":\"object\",\"required\":[\"ok\"],\"properties\":{\"ok\":{\"type\":\"boolean\"}}}";
+
+const char flagschema_variant_create[] =
+    "{\"type\":\"object\",\"required\":[\"value\"],\"additionalProperties\":false,"
+    "\"properties\":{" S_VARIANT_INPUT "}}";
+
+const char flagschema_variant_update[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" S_VARIANT_INPUT "}}";
+
+const char flagschema_variant_answer[] = WRAP("variant", S_VARIANT);
+
+const char flagschema_environment_list[] = WRAP(
+    "environments",
+    "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"id\",\"key\",\"name\","
+    "\"createdAt\"],\"properties\":{\"id\":" S_STRING ",\"key\":" S_KEY ",\"name\":" S_STRING ","
+    "\"createdAt\":" S_TIME "}}}");
+
+const char flagschema_configure[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"enabled\":{\"type\":\"boolean\"},"
+    "\"defaultVariantKey\":{\"type\":\"string\",\"minLength\":1},"
+    "\"offVariantKey\":{\"type\":\"string\",\"minLength\":1},\"defaultServe\":" S_SERVE "}}";
+
+const char flagschema_rule_create[] =
+    "{\"type\":\"object\",\"required\":[\"serve\"],\"additionalProperties\":false,"
+    "\"properties\":{\"serve\":" S_SERVE ",\"description\":" S_DESCRIPTION(500) ","
+    "\"conditions\":" S_CONDITIONS ",\"priority\":" S_PRIORITY "}}";
+
+const char flagschema_rule_update[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,"
+    "\"properties\":{\"serve\":" S_SERVE ",\"description\":" S_DESCRIPTION(500) ","
+    "\"conditions\":" S_CONDITIONS ",\"priority\":" S_PRIORITY "}}";
+
+const char flagschema_rule_replace[] =
+    "{\"type\":\"object\",\"required\":[\"rules\"],\"additionalProperties\":false,"
+    "\"properties\":{\"rules\":{\"type\":\"array\",\"maxItems\":200,\"items\":{"
+    "\"type\":\"object\",\"required\":[\"serve\"],\"additionalProperties\":false,"
+    "\"properties\":{\"serve\":" S_SERVE ",\"description\":" S_DESCRIPTION(500) ","
+    "\"conditions\":" S_CONDITIONS "}}}}}";
+
+const char flagschema_rule_reorder[] =
+    "{\"type\":\"object\",\"required\":[\"ruleIds\"],\"additionalProperties\":false,"
+    "\"properties\":{\"ruleIds\":{\"type\":\"array\",\"maxItems\":200,"
+    "\"items\":{\"type\":\"string\",\"format\":\"uuid\"}}}}";
+
+const char flagschema_rule_answer[] = WRAP("rule", S_RULE);
+
+const char flagschema_rule_list[] = WRAP("rules", "{\"type\":\"array\",\"items\":" S_RULE "}");
+
+/* clang-format on */

@@ -1,0 +1,348 @@
+/*
+ * mgmt.c - the common path of /v1/orgs/{org}/... handlers (see mgmt.h).
+ *
+ * Owns the organization-and-role lookup statement and the house answer
+ * shape (status, body, message). A request goes: access token (auth.c, one
+ * round trip), rate limit for writes (shared memory, per token), the
+ * organization and the caller's role (one round trip), then the handler.
+ *
+ * Invariants: a caller outside the organization always gets the same 404
+ * whether or not the organization exists; a callback runs only after every
+ * check passed; the context handed to it is plain data on the stack.
+ *
+ * Called by every /v1/orgs/{org}/... handler.
+ */
+#include "mgmt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "ratelimit.h"
+#include "validate.h"
+#include "worker.h"
+
+/*
+ * $1 org slug, $2 user id ("" for an organization token), $3 the
+ * organization token's org id ("" for a personal token), $4 token id.
+ * Rows: id, slug, role, actor name; none when the caller is not in the
+ * organization.
+ */
+static const char ORG_ROLE_SQL[] =
+    "SELECT o.id, o.slug,"
+    "       CASE WHEN $3 <> '' THEN 'admin' ELSE m.role END,"
+    "       CASE WHEN $3 <> '' THEN (SELECT t.name FROM access_tokens t WHERE t.id = $4::uuid)"
+    "            ELSE u.name END"
+    "  FROM orgs o"
+    "  LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = NULLIF($2, '')::uuid"
+    "  LEFT JOIN users u ON u.id = m.user_id"
+    " WHERE o.slug = $1"
+    "   AND (($3 <> '' AND o.id = NULLIF($3, '')::uuid)"
+    "        OR ($3 = '' AND m.user_id IS NOT NULL))";
+
+enum { COL_ORG_ID, COL_ORG_SLUG, COL_ROLE, COL_ACTOR_NAME };
+
+static const char *const role_names[] = {"viewer", "member", "admin", "owner"};
+
+struct mgmt_request {
+    struct http_request *r;
+    struct mgmt_need need;
+    mgmt_cb cb;
+    void *arg;
+    struct mgmt_ctx ctx;
+};
+
+const char *mgmt_role_name(enum mgmt_role role)
+{
+    return (unsigned)role < 4 ? role_names[role] : "viewer";
+}
+
+int mgmt_role_from_name(const char *name)
+{
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(role_names[i], name) == 0)
+            return i;
+    }
+    return -1;
+}
+
+const char *mgmt_param(const struct http_request *r, const char *name)
+{
+    const char *value = http_param(r, name);
+    return value ? value : "";
+}
+
+static void send_org_not_found(struct http_request *r)
+{
+    http_send_error(r, 404, "organization not found");
+}
+
+/* The role check, then the scope check; answers 403 when either fails. */
+static bool allowed(struct http_request *r, const struct mgmt_ctx *ctx, struct mgmt_need need)
+{
+    if (ctx->role < need.role) {
+        char message[128];
+        snprintf(message, sizeof message, "role %s may not do this (needs %s)",
+                 mgmt_role_name(ctx->role), mgmt_role_name(need.role));
+        http_send_error(r, 403, message);
+        return false;
+    }
+    if (!auth_scope_allows(&ctx->who, need.scope, need.write)) {
+        http_send_error(r, 403,
+                        need.write ? "the token's scopes do not allow this write"
+                                   : "the token's scopes do not allow this read");
+        return false;
+    }
+    return true;
+}
+
+static void copy_column(char *out, size_t outlen, const PGresult *res, int col)
+{
+    snprintf(out, outlen, "%s", PQgetisnull(res, 0, col) ? "" : PQgetvalue(res, 0, col));
+}
+
+static void on_org_row(PGresult *res, const char *error, void *arg)
+{
+    struct mgmt_request *mr = arg;
+    struct http_request *r = mr->r;
+    if (!db_result_ok(res)) {
+        auth_send_db_failure(r, res, error);
+    } else if (PQntuples(res) != 1) {
+        send_org_not_found(r);
+    } else {
+        struct mgmt_ctx *ctx = &mr->ctx;
+        copy_column(ctx->org_id, sizeof ctx->org_id, res, COL_ORG_ID);
+        copy_column(ctx->org_slug, sizeof ctx->org_slug, res, COL_ORG_SLUG);
+        copy_column(ctx->actor_name, sizeof ctx->actor_name, res, COL_ACTOR_NAME);
+        int role = mgmt_role_from_name(PQgetvalue(res, 0, COL_ROLE));
+        ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
+        if (allowed(r, ctx, mr->need))
+            mr->cb(r, ctx, mr->arg);
+    }
+    free(mr);
+}
+
+/*
+ * The operations mgmt_begin has seen: (need, callback, arg) triples, one
+ * per call site. auth_access_token answers failures itself without calling
+ * back, so what is handed to it must not be per-request memory: it is an
+ * entry of this fixed table (static storage, nothing to free).
+ */
+#define MGMT_OPS_MAX 256
+
+struct mgmt_op {
+    struct mgmt_need need;
+    mgmt_cb cb;
+    void *arg;
+};
+
+static struct mgmt_op ops[MGMT_OPS_MAX];
+static size_t ops_count;
+
+static bool same_op(const struct mgmt_op *op, struct mgmt_need need, mgmt_cb cb, void *arg)
+{
+    return op->cb == cb && op->arg == arg && op->need.role == need.role &&
+           op->need.scope == need.scope && op->need.write == need.write;
+}
+
+/* The table entry of (need, cb, arg), added when new; NULL when full. */
+static const struct mgmt_op *op_entry(struct mgmt_need need, mgmt_cb cb, void *arg)
+{
+    for (size_t i = 0; i < ops_count; i++) {
+        if (same_op(&ops[i], need, cb, arg))
+            return &ops[i];
+    }
+    if (ops_count == MGMT_OPS_MAX)
+        return NULL;
+    ops[ops_count] = (struct mgmt_op){need, cb, arg};
+    return &ops[ops_count++];
+}
+
+static void on_identity(struct http_request *r, const struct identity *who, void *arg)
+{
+    const struct mgmt_op *op = arg;
+    if (op->need.write &&
+        !ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
+        return;
+    struct mgmt_request *mr = calloc(1, sizeof *mr);
+    if (mr == NULL) {
+        auth_send_db_failure(r, NULL, "out of memory");
+        return;
+    }
+    *mr = (struct mgmt_request){.r = r, .need = op->need, .cb = op->cb, .arg = op->arg};
+    mr->ctx.who = *who;
+    snprintf(mr->ctx.actor_user_id, sizeof mr->ctx.actor_user_id, "%s", who->user_id);
+    const char *params[] = {mgmt_param(r, "org"), who->user_id, who->org_id, who->token_id};
+    if (mgmt_query(r, ORG_ROLE_SQL, 4, params, on_org_row, mr) != 0)
+        free(mr);
+}
+
+static void on_identity_unknown_org(struct http_request *r, const struct identity *who, void *arg)
+{
+    (void)who;
+    (void)arg;
+    send_org_not_found(r);
+}
+
+void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg)
+{
+    if (!validate_key_ok(mgmt_param(r, "org"))) {
+        /* No such slug can exist; still authenticate first (401 before 404). */
+        auth_access_token(r, on_identity_unknown_org, NULL);
+        return;
+    }
+    const struct mgmt_op *op = op_entry(need, cb, arg);
+    if (op == NULL) {
+        auth_send_db_failure(r, NULL, "too many management operations (MGMT_OPS_MAX)");
+        return;
+    }
+    auth_access_token(r, on_identity, (void *)op);
+}
+
+int mgmt_query(struct http_request *r, const char *sql, int nparams, const char *const *params,
+               db_result_cb cb, void *arg)
+{
+    if (db_query(r->worker->db, sql, nparams, params, cb, arg) == 0)
+        return 0;
+    auth_send_db_failure(r, NULL, "no database connection");
+    return -1;
+}
+
+/* ---- answers ---- */
+
+static void send_conflict(struct http_request *r, const PGresult *res)
+{
+    const char *constraint = PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME);
+    char message[160];
+    snprintf(message, sizeof message, "already exists%s%s", constraint ? ": " : "",
+             constraint ? constraint : "");
+    http_send_error(r, 409, message);
+}
+
+/*
+ * The field a constraint names: the column when PostgreSQL reports one,
+ * else the middle of TABLE_FIELD_check ("rules_priority_check" gives
+ * "priority"), else "body".
+ */
+static void constraint_field(const PGresult *res, char *out, size_t outlen)
+{
+    const char *column = PQresultErrorField(res, PG_DIAG_COLUMN_NAME);
+    const char *table = PQresultErrorField(res, PG_DIAG_TABLE_NAME);
+    const char *constraint = PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME);
+    snprintf(out, outlen, "%s", column ? column : "body");
+    if (column || !table || !constraint)
+        return;
+    size_t table_len = strlen(table), len = strlen(constraint), suffix = strlen("_check");
+    if (len > table_len + 1 + suffix && strncmp(constraint, table, table_len) == 0 &&
+        constraint[table_len] == '_' && strcmp(constraint + len - suffix, "_check") == 0)
+        snprintf(out, outlen, "%.*s", (int)(len - table_len - 1 - suffix),
+                 constraint + table_len + 1);
+}
+
+static void send_unprocessable(struct http_request *r, const PGresult *res)
+{
+    const char *constraint = PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME);
+    const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    char field[128];
+    constraint_field(res, field, sizeof field);
+    struct validate v;
+    validate_init(&v);
+    validate_error(&v, field, "%s%s%s", detail ? detail : "invalid value", constraint ? ": " : "",
+                   constraint ? constraint : "");
+    http_send_validation_error(r, "validation failed", validate_take_errors(&v));
+}
+
+void mgmt_send_failure(struct http_request *r, const PGresult *res, const char *error)
+{
+    const char *state = res ? db_sqlstate(res) : "";
+    if (strcmp(state, "23505") == 0)
+        send_conflict(r, res);
+    else if (strcmp(state, "23503") == 0 || strcmp(state, "23514") == 0 ||
+             strcmp(state, "23502") == 0 || strncmp(state, "22", 2) == 0)
+        send_unprocessable(r, res);
+    else
+        auth_send_db_failure(r, res, error);
+}
+
+static const char *generic_message(int status)
+{
+    switch (status) {
+    case 400:
+        return "bad request";
+    case 403:
+        return "forbidden";
+    case 404:
+        return "not found";
+    case 409:
+        return "conflict";
+    case 422:
+        return "validation failed";
+    default:
+        return "request failed";
+    }
+}
+
+static void answer_error_row(struct http_request *r, int status, const PGresult *res)
+{
+    const char *message = PQnfields(res) > 2 && !PQgetisnull(res, 0, 2) ? PQgetvalue(res, 0, 2)
+                                                                        : generic_message(status);
+    if (status == 422 && !PQgetisnull(res, 0, 1)) {
+        struct json_object *errors = json_tokener_parse(PQgetvalue(res, 0, 1));
+        http_send_validation_error(r, message, errors);
+        return;
+    }
+    http_send_error(r, status, message);
+}
+
+void mgmt_answer(struct http_request *r, const PGresult *res, const char *error,
+                 const char *not_found)
+{
+    if (!db_result_ok(res)) {
+        mgmt_send_failure(r, res, error);
+        return;
+    }
+    if (PQntuples(res) == 0) {
+        http_send_error(r, 404, not_found ? not_found : "not found");
+        return;
+    }
+    if (PQnfields(res) < 2) {
+        auth_send_db_failure(r, res, "answer row without status and body");
+        return;
+    }
+    int status = atoi(PQgetvalue(res, 0, 0));
+    if (status >= 400) {
+        answer_error_row(r, status, res);
+        return;
+    }
+    if (PQgetisnull(res, 0, 1)) {
+        http_send_json(r, status, NULL);
+        return;
+    }
+    http_send_json_text(r, status, PQgetvalue(res, 0, 1));
+}
+
+void mgmt_answer_cb(PGresult *res, const char *error, void *arg)
+{
+    mgmt_answer(arg, res, error, NULL);
+}
+
+void mgmt_send_invalid(struct http_request *r, struct validate *v)
+{
+    http_send_validation_error(r, "validation failed", validate_take_errors(v));
+}
+
+struct json_object *mgmt_body_object(struct http_request *r)
+{
+    struct json_object *body = NULL;
+    if (!http_parse_json_body(r, false, &body))
+        return NULL;
+    if (json_object_is_type(body, json_type_object))
+        return body;
+    json_object_put(body);
+    struct validate v;
+    validate_init(&v);
+    validate_error(&v, NULL, "the request body must be a JSON object");
+    http_send_validation_error(r, "validation failed", validate_take_errors(&v));
+    return NULL;
+}

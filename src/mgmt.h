@@ -1,0 +1,141 @@
+/*
+ * mgmt.h - the common path of every /v1/orgs/{org}/... management handler.
+ *
+ * Owns: authenticating the access token (auth.c), resolving the {org} slug
+ * and the caller's role in it (one query), the role and scope checks of
+ * decisions.md section 5, the management write rate limit, and the common
+ * ways to run a handler's statement and answer from its result.
+ *
+ * Statuses answered here, before the handler's callback runs:
+ *   401  no/invalid access token (auth.c)
+ *   404  the organization does not exist or the caller is not in it (a
+ *        personal token's user is not a member; an organization token of
+ *        another organization): existence is never revealed
+ *   403  the role may not do the operation, or the token's scopes do not
+ *        allow it (write needs the scope at "write", read at "read")
+ *   429  management write rate limit (writes only)
+ *   503  database unavailable (Retry-After), 500 other query failures
+ *
+ * Roles (decisions.md section 5): viewer reads; member also writes flags,
+ * variants, rules, segments and entities; admin also SDK keys, members,
+ * invitations, projects and audit settings; owner also renames the
+ * organization and manages owners. An organization token acts as role
+ * admin in its own organization only.
+ *
+ * Transactions: a worker has one connection with a FIFO of queries, so a
+ * handler never spreads BEGIN/COMMIT over several queued queries. Each
+ * write is one statement (data-modifying CTEs) or a PL/pgSQL function.
+ *
+ * Called by the resource handlers (flags.c, variants.c, rules.c,
+ * environments.c, segments.c, entities.c, sdkkeys.c, members.c, ...).
+ */
+#ifndef ENSIGN_MGMT_H
+#define ENSIGN_MGMT_H
+
+#include <stdbool.h>
+#include <json-c/json.h>
+#include <libpq-fe.h>
+
+#include "auth.h"
+#include "db.h"
+
+struct http_request;
+
+/* Organization roles, in increasing power. */
+enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_OWNER };
+
+/* What an operation needs: a minimum role, and one enum auth_scope bit
+ * at read or write level. Writes are also rate limited. */
+struct mgmt_need {
+    enum mgmt_role role;
+    unsigned scope;
+    bool write;
+};
+
+/* The usual needs. */
+#define MGMT_FLAGS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_FLAGS, false})
+#define MGMT_FLAGS_WRITE ((struct mgmt_need){MGMT_ROLE_MEMBER, AUTH_SCOPE_FLAGS, true})
+#define MGMT_ADMIN_FLAGS_READ ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_FLAGS, false})
+#define MGMT_ADMIN_FLAGS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_FLAGS, true})
+#define MGMT_MEMBERS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_MEMBERS, false})
+#define MGMT_MEMBERS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_MEMBERS, true})
+
+#define MGMT_SLUG_BYTES 64  /* 63 characters of [a-z0-9-] + NUL */
+#define MGMT_NAME_BYTES 801 /* 200 characters of up to 4 UTF-8 bytes + NUL */
+
+/*
+ * The resolved caller. Plain data (no pointers): a handler that needs it
+ * after its callback returns copies the struct by value.
+ */
+struct mgmt_ctx {
+    struct identity who;                   /* the authenticated token */
+    char org_id[AUTH_UUID_LEN + 1];        /* the {org} organization's id */
+    char org_slug[MGMT_SLUG_BYTES];        /* its slug */
+    enum mgmt_role role;                   /* the caller's role in it */
+    char actor_user_id[AUTH_UUID_LEN + 1]; /* the user; "" for an organization token */
+    char actor_name[MGMT_NAME_BYTES];      /* user name, or the organization token's name */
+};
+
+/* Runs once the caller may do the operation; ctx is valid during the call. */
+typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void *arg);
+
+/*
+ * Authenticates r, resolves the {org} route parameter and checks need. On
+ * success calls cb (from the event loop). Otherwise answers r itself (see
+ * the statuses above) and never calls cb. arg is passed through unchanged;
+ * it must be the same for every call from one call site (NULL, or static
+ * data): it cannot be per-request memory, since a failed authentication
+ * never calls back and could not free it. Keep per-request state in the
+ * callback (allocate it there), reading what you need from r.
+ */
+void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg);
+
+/* The name of a role ("viewer", ...), and back (-1 for an unknown name). */
+const char *mgmt_role_name(enum mgmt_role role);
+int mgmt_role_from_name(const char *name);
+
+/*
+ * Queues a parameterized query on r's worker connection. Returns 0, or -1
+ * after answering r (503) when it cannot be queued; cb then never runs.
+ */
+int mgmt_query(struct http_request *r, const char *sql, int nparams, const char *const *params,
+               db_result_cb cb, void *arg);
+
+/*
+ * Answers a failed statement by its SQLSTATE: 23505 unique violation 409
+ * ("already exists"), 23503 foreign key / 23514 check / 22xxx data
+ * exception 422 (errors under field "body" unless the constraint names one
+ * of the known columns), unavailable 503, other 500.
+ */
+void mgmt_send_failure(struct http_request *r, const PGresult *res, const char *error);
+
+/*
+ * Answers from the house result shape: exactly one row with the columns
+ *   status  integer HTTP status
+ *   body    JSON text: the success body; for a 422 the errors object
+ *   message text for a 4xx (NULL: a generic message for the status)
+ * A failed result goes to mgmt_send_failure; zero rows answer 404 with
+ * not_found as message.
+ */
+void mgmt_answer(struct http_request *r, const PGresult *res, const char *error,
+                 const char *not_found);
+
+/* A db_result_cb answering with mgmt_answer; arg is the http_request.
+ * The 404 message is "not found". */
+void mgmt_answer_cb(PGresult *res, const char *error, void *arg);
+
+/*
+ * Parses r's body as a JSON object: returns it (caller owns), or NULL
+ * after answering 400 (unparseable, empty) or 422 (not an object).
+ */
+struct json_object *mgmt_body_object(struct http_request *r);
+
+struct validate;
+
+/* Answers 422 with v's errors (taken from v) and message "validation failed". */
+void mgmt_send_invalid(struct http_request *r, struct validate *v);
+
+/* The route parameter name, or "" when absent (never NULL). */
+const char *mgmt_param(const struct http_request *r, const char *name);
+
+#endif

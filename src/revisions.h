@@ -1,0 +1,42 @@
+/*
+ * revisions.h - how management writes record revisions (the history shown
+ * in flag detail, flags-and-evaluation-api.md section 6).
+ *
+ * A revision is written by the same statement as the change it records (a
+ * data-modifying WITH clause), so a failed write leaves no revision and a
+ * successful one always has one. One statement = one revision per flag and
+ * environment touched: a rule-set replacement is one revision.
+ *
+ * Actions (the vocabulary of revisions.action):
+ *   flag.created  flag.updated  flag.archived  flag.restored
+ *   variant.created  variant.updated  variant.deleted
+ *   environment.updated
+ *   rule.created  rule.updated  rule.deleted  rules.replaced  rules.reordered
+ * summary is one human sentence; changes lists "field: old → new" lines.
+ * user_name keeps the actor's name at the time (a user's name, or an
+ * organization token's name); the JSON form is ensign_revision_json() in
+ * sql/0002_flag_management.sql.
+ *
+ * Used by flags.c, variants.c, rules.c and environments.c.
+ */
+#ifndef ENSIGN_REVISIONS_H
+#define ENSIGN_REVISIONS_H
+
+/*
+ * The text of a statement for a WITH clause that records one revision per
+ * row of the CTE named source, whose columns are flag_id, environment_id
+ * (or NULL), action, summary and changes (text[]). user_param and
+ * name_param are the "$n" placeholders of the actor's user id ("" for an
+ * organization token) and name. Compile-time constant SQL only.
+ */
+#define REVISION_INSERT(source, user_param, name_param)                                            \
+    "INSERT INTO revisions (flag_id, environment_id, action, summary, changes, user_id,"           \
+    " user_name) SELECT flag_id, environment_id, action, summary, changes,"                        \
+    " NULLIF(" user_param ", '')::uuid, NULLIF(" name_param ", '') FROM " source
+
+/* "old → new" of two SQL text expressions, NULL when they do not differ. */
+#define REVISION_CHANGE(label, old_expr, new_expr)                                                 \
+    "CASE WHEN (" old_expr ") IS DISTINCT FROM (" new_expr ") THEN '" label ": ' ||"               \
+    " COALESCE((" old_expr "), 'null') || ' → ' || COALESCE((" new_expr "), 'null') END"
+
+#endif

@@ -1,0 +1,465 @@
+/*
+ * rules.c - targeting rules of a flag in one environment:
+ * /v1/orgs/{org}/flags/{key}/environments/{envKey}/rules (POST append,
+ * GET list, PUT replace), /rules/{ruleId} (PATCH, DELETE) and
+ * /rules/reorder (POST).
+ *
+ * Owns the rule statements and the rule body rules. A write goes:
+ * caller (mgmt.c), body parsed (400), a first validation pass that only
+ * collects the segment and entity keys the conditions name, the flag
+ * context with those (flagctx.c: 404 flag, 404 environment), 409 when the
+ * flag is archived, the real validation (422, with paths such as
+ * "rules[3].conditions[0].operator"), then ONE statement that locks the
+ * flag row, writes, and records the revision: a replacement deletes and
+ * inserts the whole ordered set and is one revision.
+ *
+ * Limits (flags-and-evaluation-api.md section 8): description 500, 50
+ * conditions per rule, priority 0 to 2^53-1, 200 rules in a replace or a
+ * reorder; an append beyond 200 rules in the environment is a 422 too, so
+ * every rule set stays reorderable. A reorder lists every rule of the
+ * environment exactly once (decisions.md section 9). An append without a
+ * priority goes after the last rule; a replace or reorder numbers the
+ * rules 0, 1, 2, ... Rules are evaluated by (priority, created_at).
+ *
+ * Called from the route table.
+ */
+#include "rules.h"
+
+#include <stdlib.h>
+#include <strings.h>
+
+#include "flagctx.h"
+#include "http.h"
+#include "mgmt.h"
+#include "revisions.h"
+#include "validate.h"
+
+#define RULES_MAX 200
+#define RULE_DESCRIPTION_MAX 500
+
+/* ---- statements ---- */
+
+/* clang-format off */
+
+/* $1 org, $2 flag key, $3 environment key. */
+static const char LIST_SQL[] =
+    "SELECT CASE WHEN f.id IS NULL OR e.id IS NULL THEN 404 ELSE 200 END,"
+    "       json_build_object('rules', COALESCE((SELECT json_agg(ensign_rule_json(r)"
+    "                                                  ORDER BY r.priority, r.created_at, r.id)"
+    "                                              FROM rules r WHERE r.flag_id = f.id"
+    "                                               AND r.environment_id = e.id), '[]')),"
+    "       CASE WHEN f.id IS NULL THEN 'flag not found' ELSE 'environment not found' END"
+    "  FROM (SELECT 1) AS one"
+    "  LEFT JOIN flags f ON f.org_id = $1::uuid AND f.key = $2"
+    "  LEFT JOIN environments e ON e.org_id = $1::uuid AND e.key = $3";
+
+/* Every write: $1 flag id, $2 environment id; the environment's name. */
+#define ENV_SQL "env AS (SELECT name FROM environments WHERE id = $2::uuid)"
+
+/* $3 rule (JSON {priority?, description?, conditions?, serve}), $4 actor id, $5 name. */
+static const char CREATE_SQL[] =
+    "WITH " FLAGCTX_LOCK_SQL ", " ENV_SQL ","
+    " n AS (SELECT count(*) AS n, max(priority) AS top FROM rules"
+    "        WHERE flag_id = $1::uuid AND environment_id = $2::uuid),"
+    " ins AS ("
+    "  INSERT INTO rules AS r (flag_id, environment_id, priority, description, conditions, serve)"
+    "  SELECT $1::uuid, $2::uuid,"
+    "         COALESCE(($3::jsonb ->> 'priority')::bigint, (SELECT COALESCE(top + 1, 0) FROM n)),"
+    "         $3::jsonb ->> 'description', COALESCE($3::jsonb -> 'conditions', '[]'),"
+    "         $3::jsonb -> 'serve'"
+    "    FROM f WHERE f.archived_at IS NULL AND (SELECT n FROM n) < 200"
+    "  RETURNING r.flag_id, r.environment_id, ensign_rule_json(r) AS body"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT ins.flag_id, ins.environment_id, 'rule.created' AS action,"
+                    " 'Added a rule in ' || env.name AS summary,"
+                    " ARRAY['serve: ' || (ins.body ->> 'serve')] AS changes"
+                    " FROM ins, env) AS s", "$4", "$5")
+    ")"
+    " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN (SELECT n FROM n) >= 200 THEN 422 ELSE 201 END") ","
+    "        CASE WHEN (SELECT n FROM n) >= 200"
+    "             THEN json_build_object('rules',"
+    "                    json_build_array('an environment has at most 200 rules'))"
+    "             ELSE json_build_object('rule', (SELECT body FROM ins)) END,"
+    "        " FLAGCTX_MESSAGE_SQL " ELSE 'validation failed' END";
+
+/* $3 rules (JSON array of {description?, conditions?, serve}), $4 actor id, $5 name. */
+static const char REPLACE_SQL[] =
+    "WITH " FLAGCTX_LOCK_SQL ", " ENV_SQL ","
+    " old AS (SELECT count(*) AS n FROM rules"
+    "          WHERE flag_id = $1::uuid AND environment_id = $2::uuid),"
+    " del AS ("
+    "  DELETE FROM rules r USING f"
+    "   WHERE r.flag_id = $1::uuid AND r.environment_id = $2::uuid AND f.archived_at IS NULL"
+    "), ins AS ("
+    "  INSERT INTO rules AS r (flag_id, environment_id, priority, description, conditions, serve)"
+    "  SELECT $1::uuid, $2::uuid, x.ord - 1, x.item ->> 'description',"
+    "         COALESCE(x.item -> 'conditions', '[]'), x.item -> 'serve'"
+    "    FROM f, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS x(item, ord)"
+    "   WHERE f.archived_at IS NULL"
+    "  RETURNING r.priority, ensign_rule_json(r) AS body"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT f.id AS flag_id, $2::uuid AS environment_id,"
+                    " 'rules.replaced' AS action, 'Replaced the rules in ' || env.name AS summary,"
+                    " ARRAY['rules: ' || old.n || ' → ' || jsonb_array_length($3::jsonb)]"
+                    " AS changes FROM f, env, old WHERE f.archived_at IS NULL) AS s", "$4", "$5")
+    ")"
+    " SELECT " FLAGCTX_STATUS_SQL("200") ","
+    "        json_build_object('rules', COALESCE((SELECT json_agg(body ORDER BY priority)"
+    "                                               FROM ins), '[]')),"
+    "        " FLAGCTX_MESSAGE_SQL " END";
+
+/* The rule $3 of the flag and environment. */
+#define OLD_RULE_SQL                                                                               \
+    "old AS (SELECT * FROM rules WHERE id = $3::uuid"                                              \
+    "          AND flag_id = $1::uuid AND environment_id = $2::uuid)"
+
+/* $3 rule id, $4 patch (JSON, only the given members), $5 actor id, $6 name. */
+static const char UPDATE_SQL[] =
+    "WITH " FLAGCTX_LOCK_SQL ", " ENV_SQL ", " OLD_RULE_SQL ","
+    " u AS ("
+    "  UPDATE rules r"
+    "     SET priority = COALESCE(($4::jsonb ->> 'priority')::bigint, r.priority),"
+    "         description = CASE WHEN $4::jsonb ? 'description' THEN $4::jsonb ->> 'description'"
+    "                            ELSE r.description END,"
+    "         conditions = COALESCE($4::jsonb -> 'conditions', r.conditions),"
+    "         serve = COALESCE($4::jsonb -> 'serve', r.serve), updated_at = now()"
+    "    FROM f, old WHERE r.id = old.id AND f.archived_at IS NULL"
+    "  RETURNING r.flag_id, r.environment_id, ensign_rule_json(r) AS body,"
+    "    array_remove(ARRAY["
+    REVISION_CHANGE("priority", "old.priority::text", "r.priority::text") ", "
+    REVISION_CHANGE("description", "old.description", "r.description") ", "
+    REVISION_CHANGE("conditions", "old.conditions::text", "r.conditions::text") ", "
+    REVISION_CHANGE("serve", "old.serve::text", "r.serve::text")
+    "    ], NULL) AS changes"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT u.flag_id, u.environment_id, 'rule.updated' AS action,"
+                    " 'Updated a rule in ' || env.name AS summary, u.changes"
+                    " FROM u, env WHERE cardinality(u.changes) > 0) AS s", "$5", "$6")
+    ")"
+    " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404 ELSE 200 END") ","
+    "        json_build_object('rule', (SELECT body FROM u)),"
+    "        " FLAGCTX_MESSAGE_SQL " ELSE 'rule not found' END";
+
+/* $3 rule id, $4 actor id, $5 name. */
+static const char DELETE_SQL[] =
+    "WITH " FLAGCTX_LOCK_SQL ", " ENV_SQL ", " OLD_RULE_SQL ","
+    " d AS ("
+    "  DELETE FROM rules r USING f, old WHERE r.id = old.id AND f.archived_at IS NULL"
+    "  RETURNING r.flag_id, r.environment_id, r.serve"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT d.flag_id, d.environment_id, 'rule.deleted' AS action,"
+                    " 'Deleted a rule in ' || env.name AS summary,"
+                    " ARRAY['serve: ' || d.serve::text] AS changes FROM d, env) AS s", "$4", "$5")
+    ")"
+    " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404 ELSE 200 END") ","
+    "        '{\"ok\": true}',"
+    "        " FLAGCTX_MESSAGE_SQL " ELSE 'rule not found' END";
+
+/* $3 rule ids in the new order (JSON array of distinct uuids), $4 actor id, $5 name. */
+static const char REORDER_SQL[] =
+    "WITH " FLAGCTX_LOCK_SQL ", " ENV_SQL ","
+    " cur AS (SELECT id FROM rules WHERE flag_id = $1::uuid AND environment_id = $2::uuid),"
+    " want AS (SELECT x.id::uuid AS id, x.ord"
+    "            FROM jsonb_array_elements_text($3::jsonb) WITH ORDINALITY AS x(id, ord)),"
+    " ok AS (SELECT (SELECT count(*) FROM cur) = (SELECT count(*) FROM want)"
+    "               AND NOT EXISTS (SELECT id FROM cur EXCEPT SELECT id FROM want) AS ok),"
+    " u AS ("
+    "  UPDATE rules r SET priority = want.ord - 1, updated_at = now()"
+    "    FROM f, want, ok"
+    "   WHERE r.id = want.id AND r.flag_id = $1::uuid AND r.environment_id = $2::uuid"
+    "     AND f.archived_at IS NULL AND ok.ok"
+    "), rev AS ("
+    REVISION_INSERT("(SELECT f.id AS flag_id, $2::uuid AS environment_id,"
+                    " 'rules.reordered' AS action, 'Reordered the rules in ' || env.name"
+                    " AS summary, '{}'::text[] AS changes"
+                    " FROM f, env, ok WHERE f.archived_at IS NULL AND ok.ok) AS s", "$4", "$5")
+    ")"
+    " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN (SELECT ok FROM ok) THEN 200 ELSE 422 END") ","
+    "        CASE WHEN (SELECT ok FROM ok) THEN '{\"ok\": true}'::json"
+    "             ELSE json_build_object('ruleIds', json_build_array("
+    "                    'must list every rule of the environment exactly once')) END,"
+    "        " FLAGCTX_MESSAGE_SQL " ELSE 'validation failed' END";
+
+/* clang-format on */
+
+/* ---- bodies ---- */
+
+enum rule_op { RULE_CREATE, RULE_REPLACE, RULE_UPDATE, RULE_DELETE, RULE_REORDER };
+
+/* Adds body[name] to out when present (a new reference). */
+static void copy_member(struct json_object *out, const struct json_object *body, const char *name)
+{
+    struct json_object *value;
+    if (json_object_object_get_ex(body, name, &value))
+        json_object_object_add(out, name, json_object_get(value));
+}
+
+/*
+ * Checks one rule object at the current path; returns its canonical form
+ * (only the given members; serve canonical; a new object) or NULL when it
+ * is not an object.
+ */
+static struct json_object *read_rule(struct validate *v, const struct json_object *rule,
+                                     const struct validate_refs *refs, enum rule_op op)
+{
+    static const char *const fields[] = {"serve", "description", "conditions", "priority", NULL};
+    static const char *const replace_fields[] = {"serve", "description", "conditions", NULL};
+    if (!json_object_is_type(rule, json_type_object)) {
+        validate_error(v, NULL, "must be an object");
+        return NULL;
+    }
+    validate_only_fields(v, rule, op == RULE_REPLACE ? replace_fields : fields);
+    struct json_object *out = json_object_new_object();
+    validate_string(v, rule, "description", 0, RULE_DESCRIPTION_MAX, VALIDATE_NULLABLE, NULL);
+    copy_member(out, rule, "description");
+    if (validate_conditions(v, rule, "conditions", true, refs, NULL) == VALIDATE_SET)
+        copy_member(out, rule, "conditions");
+    int64_t priority;
+    if (op != RULE_REPLACE &&
+        validate_int(v, rule, "priority", 0, VALIDATE_PRIORITY_MAX, 0, &priority) == VALIDATE_SET)
+        json_object_object_add(out, "priority", json_object_new_int64(priority));
+    struct json_object *serve;
+    unsigned serve_flags = op == RULE_UPDATE ? 0 : VALIDATE_REQUIRED;
+    if (validate_serve(v, rule, "serve", serve_flags, refs, &serve) == VALIDATE_SET)
+        json_object_object_add(out, "serve", validate_serve_canonical(serve));
+    return out;
+}
+
+static struct json_object *read_replace(struct validate *v, const struct json_object *body,
+                                        const struct validate_refs *refs)
+{
+    static const char *const fields[] = {"rules", NULL};
+    validate_only_fields(v, body, fields);
+    struct json_object *rules;
+    if (validate_array(v, body, "rules", 0, RULES_MAX, VALIDATE_REQUIRED, &rules) != VALIDATE_SET)
+        return NULL;
+    struct json_object *out = json_object_new_array();
+    size_t mark = validate_push_field(v, "rules");
+    for (size_t i = 0; i < json_object_array_length(rules); i++) {
+        size_t item = validate_push_index(v, i);
+        struct json_object *rule =
+            read_rule(v, json_object_array_get_idx(rules, i), refs, RULE_REPLACE);
+        if (rule)
+            json_object_array_add(out, rule);
+        validate_pop(v, item);
+    }
+    validate_pop(v, mark);
+    return out;
+}
+
+/* True when ids[0..i) holds ids[i] (uuids compare case-insensitively). */
+static bool listed_before(struct json_object *ids, size_t i)
+{
+    const char *id = json_object_get_string(json_object_array_get_idx(ids, i));
+    for (size_t k = 0; k < i; k++) {
+        if (strcasecmp(id, json_object_get_string(json_object_array_get_idx(ids, k))) == 0)
+            return true;
+    }
+    return false;
+}
+
+static struct json_object *read_reorder(struct validate *v, const struct json_object *body)
+{
+    static const char *const fields[] = {"ruleIds", NULL};
+    validate_only_fields(v, body, fields);
+    struct json_object *ids;
+    if (validate_array(v, body, "ruleIds", 0, RULES_MAX, VALIDATE_REQUIRED, &ids) != VALIDATE_SET)
+        return NULL;
+    size_t mark = validate_push_field(v, "ruleIds");
+    for (size_t i = 0; i < json_object_array_length(ids); i++) {
+        struct json_object *id = json_object_array_get_idx(ids, i);
+        size_t item = validate_push_index(v, i);
+        if (!json_object_is_type(id, json_type_string) ||
+            !validate_uuid_ok(json_object_get_string(id)))
+            validate_error(v, NULL, "must be a uuid");
+        else if (listed_before(ids, i))
+            validate_error(v, NULL, "lists a rule twice");
+        validate_pop(v, item);
+    }
+    validate_pop(v, mark);
+    return json_object_get(ids);
+}
+
+/* The statement's JSON parameter for op, or NULL (errors in v). */
+static struct json_object *read_body(struct validate *v, enum rule_op op,
+                                     const struct json_object *body,
+                                     const struct validate_refs *refs)
+{
+    switch (op) {
+    case RULE_CREATE:
+    case RULE_UPDATE:
+        return read_rule(v, body, refs, op);
+    case RULE_REPLACE:
+        return read_replace(v, body, refs);
+    case RULE_REORDER:
+        return read_reorder(v, body);
+    case RULE_DELETE:
+        break;
+    }
+    return NULL;
+}
+
+/* ---- writes ---- */
+
+struct rule_write {
+    enum rule_op op;
+    struct mgmt_ctx ctx;
+    struct json_object *body; /* NULL for delete */
+    struct flagctx_wanted wanted;
+};
+
+static void write_free(struct rule_write *w)
+{
+    json_object_put(w->body);
+    flagctx_wanted_free(&w->wanted);
+    free(w);
+}
+
+static void send_write(struct http_request *r, const struct rule_write *w, const struct flagctx *fc,
+                       const struct json_object *param)
+{
+    static const char *const sql[] = {CREATE_SQL, REPLACE_SQL, UPDATE_SQL, DELETE_SQL, REORDER_SQL};
+    const char *actor = w->ctx.actor_user_id, *name = w->ctx.actor_name;
+    const char *json = param ? json_object_to_json_string((struct json_object *)param) : NULL;
+    const char *rule_id = mgmt_param(r, "ruleId");
+    bool by_id = w->op == RULE_UPDATE || w->op == RULE_DELETE;
+    const char *params[6] = {fc->flag_id, fc->env_id};
+    int n = 2;
+    if (by_id)
+        params[n++] = rule_id;
+    if (json)
+        params[n++] = json;
+    params[n++] = actor;
+    params[n++] = name;
+    mgmt_query(r, sql[w->op], n, params, mgmt_answer_cb, r);
+}
+
+static void write_with_context(struct http_request *r, const struct rule_write *w,
+                               const struct flagctx *fc)
+{
+    if (fc->archived) {
+        http_send_error(r, 409, "the flag is archived; restore it first");
+        return;
+    }
+    bool by_id = w->op == RULE_UPDATE || w->op == RULE_DELETE;
+    if (by_id && !validate_uuid_ok(mgmt_param(r, "ruleId"))) {
+        http_send_error(r, 404, "rule not found");
+        return;
+    }
+    struct validate v;
+    validate_init(&v);
+    struct json_object *param = read_body(&v, w->op, w->body, &fc->refs);
+    if (validate_ok(&v))
+        send_write(r, w, fc, param);
+    else
+        mgmt_send_invalid(r, &v);
+    json_object_put(param);
+    validate_free(&v);
+}
+
+static void on_context(struct http_request *r, const struct flagctx *fc, void *arg)
+{
+    struct rule_write *w = arg;
+    if (fc)
+        write_with_context(r, w, fc);
+    write_free(w);
+}
+
+/* First pass: only collects the keys the body names; its errors come again later. */
+static void collect_wanted(struct rule_write *w)
+{
+    struct validate v;
+    validate_init(&v);
+    json_object_put(read_body(&v, w->op, w->body, &w->wanted.refs));
+    validate_free(&v);
+}
+
+static void start_write(struct http_request *r, const struct mgmt_ctx *ctx, enum rule_op op)
+{
+    struct json_object *body = NULL;
+    if (op != RULE_DELETE && (body = mgmt_body_object(r)) == NULL)
+        return;
+    struct rule_write *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        json_object_put(body);
+        http_send_error(r, 500, "out of memory");
+        return;
+    }
+    w->op = op;
+    w->ctx = *ctx;
+    w->body = body;
+    flagctx_wanted_init(&w->wanted);
+    if (body)
+        collect_wanted(w);
+    flagctx_load(r, ctx->org_id, mgmt_param(r, "key"), mgmt_param(r, "envKey"), &w->wanted,
+                 on_context, w);
+}
+
+static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    start_write(r, ctx, RULE_CREATE);
+}
+
+static void on_replace(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    start_write(r, ctx, RULE_REPLACE);
+}
+
+static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    start_write(r, ctx, RULE_UPDATE);
+}
+
+static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    start_write(r, ctx, RULE_DELETE);
+}
+
+static void on_reorder(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    start_write(r, ctx, RULE_REORDER);
+}
+
+void rules_create(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
+}
+
+void rules_replace(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_replace, NULL);
+}
+
+void rules_update(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
+}
+
+void rules_delete(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
+}
+
+void rules_reorder(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_WRITE, on_reorder, NULL);
+}
+
+/* ---- list ---- */
+
+static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), mgmt_param(r, "envKey")};
+    mgmt_query(r, LIST_SQL, 3, params, mgmt_answer_cb, r);
+}
+
+void rules_list(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
+}
