@@ -8,11 +8,27 @@
 #include "me.h"
 #include "meta.h"
 /* section includes: evaluation */
+#include "ofrep.h"
 /* section includes: flags */
+#include "environments.h"
+#include "flags.h"
+#include "flagschemas.h"
+#include "rules.h"
+#include "variants.h"
 /* section includes: org resources */
+#include "entities.h"
+#include "members.h"
+#include "sdkkeys.h"
+#include "segments.h"
 
 static const struct route route_table[] = {
     /* section: evaluation (/ofrep) */
+    {METHOD_POST, "/ofrep/v1/evaluate/flags/{key}", ofrep_evaluate_flag,
+     "Evaluate one flag for a context (OFREP); SDK key as Bearer or X-API-Key", ROUTE_AUTH_SDK_KEY,
+     ofrep_request_schema, ofrep_flag_response_schema, 200},
+    {METHOD_POST, "/ofrep/v1/evaluate/flags", ofrep_evaluate_bulk,
+     "Evaluate every flag of the SDK key's environment (OFREP bulk, ETag and 304)",
+     ROUTE_AUTH_SDK_KEY, ofrep_request_schema, ofrep_bulk_response_schema, 200},
 
     /* section: meta and identity */
     {METHOD_GET, "/v1/healthz", meta_healthz, "Liveness probe; never touches the database",
@@ -21,8 +37,98 @@ static const struct route route_table[] = {
      ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200},
 
     /* section: flags, variants, environments, rules (/v1/orgs/{org}/...) */
+#define FLAG_PATH "/v1/orgs/{org}/flags/{key}"
+#define RULES_PATH FLAG_PATH "/environments/{envKey}/rules"
+    {METHOD_POST, "/v1/orgs/{org}/flags", flags_create,
+     "Create a flag (disabled in every environment)", ROUTE_AUTH_ACCESS_TOKEN,
+     flagschema_flag_create, flagschema_flag_answer, 201},
+    {METHOD_GET, "/v1/orgs/{org}/flags", flags_list,
+     "List the active flags (?archived=true: the archived ones) with value and usage",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, flagschema_flag_list, 200},
+    {METHOD_GET, FLAG_PATH, flags_get,
+     "Read a flag with its revisions, variants and environment configurations",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, flagschema_flag_detail, 200},
+    {METHOD_PATCH, FLAG_PATH, flags_update,
+     "Update a flag's name, description, maintainer, permanence or tags",
+     ROUTE_AUTH_ACCESS_TOKEN, flagschema_flag_update, flagschema_flag_answer, 200},
+    {METHOD_DELETE, FLAG_PATH, flags_delete, "Delete a flag (evaluation of the key stops)",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, flagschema_ack, 200},
+    {METHOD_GET, FLAG_PATH "/usage", flags_usage,
+     "Evaluation counts of a flag per environment, variant and day", ROUTE_AUTH_ACCESS_TOKEN,
+     NULL, flagschema_flag_usage, 200},
+    {METHOD_POST, FLAG_PATH "/archive", flags_archive,
+     "Archive a flag (it keeps evaluating; no-op when archived)", ROUTE_AUTH_ACCESS_TOKEN, NULL,
+     flagschema_flag_answer, 200},
+    {METHOD_POST, FLAG_PATH "/restore", flags_restore,
+     "Restore an archived flag (no-op when active)", ROUTE_AUTH_ACCESS_TOKEN, NULL,
+     flagschema_flag_answer, 200},
+    {METHOD_POST, FLAG_PATH "/variants", variants_create,
+     "Add a variant to a multivariate flag", ROUTE_AUTH_ACCESS_TOKEN,
+     flagschema_variant_create, flagschema_variant_answer, 201},
+    {METHOD_PATCH, FLAG_PATH "/variants/{variantKey}", variants_update,
+     "Update a variant's value or label", ROUTE_AUTH_ACCESS_TOKEN, flagschema_variant_update,
+     flagschema_variant_answer, 200},
+    {METHOD_DELETE, FLAG_PATH "/variants/{variantKey}", variants_delete,
+     "Delete a variant (409 while a default, off variant or rule serves it)",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, flagschema_ack, 200},
+    {METHOD_GET, "/v1/orgs/{org}/environments", environments_list,
+     "List the organization's environments", ROUTE_AUTH_ACCESS_TOKEN, NULL,
+     flagschema_environment_list, 200},
+    {METHOD_PATCH, FLAG_PATH "/environments/{envKey}", environments_configure,
+     "Configure a flag in an environment: enabled, default serve, off variant",
+     ROUTE_AUTH_ACCESS_TOKEN, flagschema_configure, flagschema_ack, 200},
+    {METHOD_POST, RULES_PATH, rules_create, "Append a targeting rule", ROUTE_AUTH_ACCESS_TOKEN,
+     flagschema_rule_create, flagschema_rule_answer, 201},
+    {METHOD_GET, RULES_PATH, rules_list, "List the targeting rules in evaluation order",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, flagschema_rule_list, 200},
+    {METHOD_PUT, RULES_PATH, rules_replace,
+     "Replace the whole ordered rule set atomically (one revision)", ROUTE_AUTH_ACCESS_TOKEN,
+     flagschema_rule_replace, flagschema_rule_list, 200},
+    {METHOD_POST, RULES_PATH "/reorder", rules_reorder,
+     "Reorder the rules (every rule exactly once)", ROUTE_AUTH_ACCESS_TOKEN,
+     flagschema_rule_reorder, flagschema_ack, 200},
+    {METHOD_PATCH, RULES_PATH "/{ruleId}", rules_update,
+     "Update a rule's description, conditions, serve or priority", ROUTE_AUTH_ACCESS_TOKEN,
+     flagschema_rule_update, flagschema_rule_answer, 200},
+    {METHOD_DELETE, RULES_PATH "/{ruleId}", rules_delete, "Delete a rule",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, flagschema_ack, 200},
+#undef RULES_PATH
+#undef FLAG_PATH
 
     /* section: segments, entities, SDK keys, members (/v1/orgs/{org}/...) */
+    {METHOD_POST, "/v1/orgs/{org}/segments", segments_create, "Create a segment",
+     ROUTE_AUTH_ACCESS_TOKEN, segments_create_schema, segments_one_schema, 201},
+    {METHOD_GET, "/v1/orgs/{org}/segments", segments_list, "List the segments",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, segments_list_schema, 200},
+    {METHOD_GET, "/v1/orgs/{org}/segments/{key}", segments_get, "Read a segment",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, segments_one_schema, 200},
+    {METHOD_PATCH, "/v1/orgs/{org}/segments/{key}", segments_update,
+     "Update a segment's name, description or conditions", ROUTE_AUTH_ACCESS_TOKEN,
+     segments_update_schema, segments_one_schema, 200},
+    {METHOD_DELETE, "/v1/orgs/{org}/segments/{key}", segments_delete,
+     "Delete a segment (409 while a rule uses it)", ROUTE_AUTH_ACCESS_TOKEN, NULL,
+     segments_ack_schema, 200},
+    {METHOD_POST, "/v1/orgs/{org}/entities", entities_create, "Create an entity",
+     ROUTE_AUTH_ACCESS_TOKEN, entities_create_schema, entities_one_schema, 201},
+    {METHOD_GET, "/v1/orgs/{org}/entities", entities_list, "List the entities with attributes",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, entities_list_schema, 200},
+    {METHOD_GET, "/v1/orgs/{org}/entities/{key}", entities_get, "Read an entity",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, entities_one_schema, 200},
+    {METHOD_PATCH, "/v1/orgs/{org}/entities/{key}", entities_update,
+     "Update an entity's label or replace its attributes", ROUTE_AUTH_ACCESS_TOKEN,
+     entities_update_schema, entities_one_schema, 200},
+    {METHOD_DELETE, "/v1/orgs/{org}/entities/{key}", entities_delete, "Delete an entity",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, segments_ack_schema, 200},
+    {METHOD_POST, "/v1/orgs/{org}/sdk-keys", sdkkeys_create,
+     "Create an SDK key for an environment (the token is shown once)", ROUTE_AUTH_ACCESS_TOKEN,
+     sdkkeys_create_schema, sdkkeys_created_schema, 201},
+    {METHOD_GET, "/v1/orgs/{org}/sdk-keys", sdkkeys_list, "List the SDK keys, masked",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, sdkkeys_list_schema, 200},
+    {METHOD_POST, "/v1/orgs/{org}/sdk-keys/{id}/revoke", sdkkeys_revoke, "Revoke an SDK key",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, segments_ack_schema, 200},
+    {METHOD_GET, "/v1/orgs/{org}/members", members_v1_list,
+     "List the organization's members with their roles", ROUTE_AUTH_ACCESS_TOKEN, NULL,
+     members_v1_list_schema, 200},
 
     /* section: second document (no prefix) */
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,

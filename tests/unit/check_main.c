@@ -12,7 +12,13 @@ int main(void)
     srunner_add_suite(runner, suite_router());
     srunner_add_suite(runner, suite_envelope());
     srunner_add_suite(runner, suite_token());
+    srunner_add_suite(runner, suite_murmur3());
+    srunner_add_suite(runner, suite_snapshot());
+    srunner_add_suite(runner, suite_eval());
     srunner_add_suite(runner, suite_openapi());
+    srunner_add_suite(runner, suite_validate());
+    srunner_add_suite(runner, suite_usage());
+    srunner_add_suite(runner, suite_ratelimit());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

@@ -10,6 +10,12 @@ Suite *suite_config(void);
 Suite *suite_router(void);
 Suite *suite_envelope(void);
 Suite *suite_token(void);
+Suite *suite_murmur3(void);
+Suite *suite_snapshot(void);
+Suite *suite_eval(void);
 Suite *suite_openapi(void);
+Suite *suite_validate(void);
+Suite *suite_usage(void);
+Suite *suite_ratelimit(void);
 
 #endif
