@@ -35,8 +35,6 @@
 #include "mgmt.h"
 #include "validate.h"
 
-#define ISO_MS(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
 #define LABEL_MAX_CHARS 200
 #define ATTRIBUTES_MAX 100
 #define ATTRIBUTE_KEY_MAX_CHARS 120
@@ -44,8 +42,8 @@
 #define LABEL_TEXT_MAX_CHARS 120
 
 /* The entity e with the attributes JSON expression attributes. */
-#define ENTITY_CREATED_AT ISO_MS("e.created_at")
-#define ENTITY_UPDATED_AT ISO_MS("e.updated_at")
+#define ENTITY_CREATED_AT MGMT_SQL_ISO("e.created_at")
+#define ENTITY_UPDATED_AT MGMT_SQL_ISO("e.updated_at")
 #define ENTITY_FORM(attributes)                                                                    \
     "json_build_object('id', e.id, 'key', e.key, 'label', e.label, 'attributes', " attributes      \
     ", 'createdAt', " ENTITY_CREATED_AT ", 'updatedAt', " ENTITY_UPDATED_AT ")"

@@ -138,4 +138,8 @@ void mgmt_send_invalid(struct http_request *r, struct validate *v);
 /* The route parameter name, or "" when absent (never NULL). */
 const char *mgmt_param(const struct http_request *r, const char *name);
 
+/* The first document's timestamp text (ISO 8601, UTC, milliseconds) of a
+ * SQL column, through the one SQL function that writes it (sql/0002). */
+#define MGMT_SQL_ISO(column) "ensign_iso(" column ")"
+
 #endif

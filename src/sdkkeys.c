@@ -35,13 +35,11 @@
 #include "token.h"
 #include "validate.h"
 
-#define ISO_MS(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
 #define NAME_MAX_CHARS 120
 
-#define KEY_LAST_USED_AT ISO_MS("k.last_used_at")
-#define KEY_REVOKED_AT ISO_MS("k.revoked_at")
-#define KEY_CREATED_AT ISO_MS("k.created_at")
+#define KEY_LAST_USED_AT MGMT_SQL_ISO("k.last_used_at")
+#define KEY_REVOKED_AT MGMT_SQL_ISO("k.revoked_at")
+#define KEY_CREATED_AT MGMT_SQL_ISO("k.created_at")
 
 /* Key k with its environment env (which may be a NULL row). */
 #define KEY_FORM                                                                                   \

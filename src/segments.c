@@ -33,10 +33,8 @@
 #include "mgmt.h"
 #include "validate.h"
 
-#define ISO_MS(column) "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
-#define SEGMENT_CREATED_AT ISO_MS("s.created_at")
-#define SEGMENT_UPDATED_AT ISO_MS("s.updated_at")
+#define SEGMENT_CREATED_AT MGMT_SQL_ISO("s.created_at")
+#define SEGMENT_UPDATED_AT MGMT_SQL_ISO("s.updated_at")
 
 #define SEGMENT_FORM                                                                               \
     "json_build_object('id', s.id, 'key', s.key, 'name', s.name,"                                  \
