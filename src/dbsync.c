@@ -26,7 +26,7 @@ static void error_set_message(struct dbsync_error *error, const char *text)
     error->message[len] = '\0';
 }
 
-static void error_from_result(struct dbsync_error *error, const PGresult *res, PGconn *conn)
+void dbsync_error_from_result(struct dbsync_error *error, const PGresult *res, PGconn *conn)
 {
     error_clear(error);
     const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
@@ -75,7 +75,7 @@ PGresult *dbsync_exec(PGconn *conn, const char *sql, int nparams, const char *co
         error_clear(error);
         return res;
     }
-    error_from_result(error, res, conn);
+    dbsync_error_from_result(error, res, conn);
     PQclear(res);
     return NULL;
 }
@@ -99,7 +99,7 @@ int dbsync_script(PGconn *conn, const char *script, struct dbsync_error *error)
         PQclear(res);
         return 0;
     }
-    error_from_result(error, res, conn);
+    dbsync_error_from_result(error, res, conn);
     PQclear(res);
     return -1;
 }

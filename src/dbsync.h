@@ -54,6 +54,9 @@ int dbsync_commit(PGconn *conn, struct dbsync_error *error);
 /* Best effort: a failed rollback leaves the connection to be closed. */
 void dbsync_rollback(PGconn *conn);
 
+/* Fills error from a failed result (NULL: from the connection's message). */
+void dbsync_error_from_result(struct dbsync_error *error, const PGresult *res, PGconn *conn);
+
 /* True when error carries the given SQLSTATE. */
 bool dbsync_error_is(const struct dbsync_error *error, const char *sqlstate);
 

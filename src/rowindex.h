@@ -17,8 +17,9 @@
 struct rowindex {
     const PGresult *res;
     int column;
-    int *heads; /* nslots entries: the first row of a value, -1 empty */
-    int *next;  /* per row: the next row with the same value, -1 last */
+    int *heads;     /* nslots entries: the first row of a value, -1 empty */
+    unsigned *tags; /* nslots entries: the upper half of that value's hash */
+    int *next;      /* per row: the next row with the same value, -1 last */
     size_t nslots;
 };
 
