@@ -214,6 +214,26 @@ static void teardown(struct worker_runtime *rt)
         event_base_free(rt->w.base);
 }
 
+/*
+ * The worker's event base. With the epoll changelist, event changes made
+ * while handling a request are applied once at the next epoll_wait, so the
+ * disable/enable pairs that evhttp makes around every request with a body
+ * cancel out instead of costing an epoll_ctl each (about 5 us of a POST's
+ * 30). libevent warns that the changelist is unsafe with fds cloned by
+ * dup() in one process; a worker has none (the listening sockets are
+ * inherited across fork, each registered once in this process's epoll).
+ */
+static struct event_base *new_event_base(void)
+{
+    struct event_config *config = event_config_new();
+    if (config == NULL)
+        return NULL;
+    event_config_set_flag(config, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = event_base_new_with_config(config);
+    event_config_free(config);
+    return base;
+}
+
 int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
                 size_t nfds)
 {
@@ -230,7 +250,7 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
     rt->w.cfg = cfg;
     rt->w.shm = shm;
     rt->w.routes = routes_table(&rt->w.route_count);
-    rt->w.base = event_base_new();
+    rt->w.base = new_event_base();
     rt->w.eval_scratch = eval_scratch_new();
     rt->w.usage_batch = usage_batch_new();
     int status = EXIT_FAILURE;
