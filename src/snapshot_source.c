@@ -3,20 +3,20 @@
  * snapshot_source.h).
  *
  * One REPEATABLE READ transaction, one query per kind of row, all sent at
- * once in a libpq pipeline: PostgreSQL computes the next result while
- * this process feeds the previous one to the builder, and the loops here
- * drain the socket now and then (PQconsumeInput) so the server never
- * waits for us to read. The rows reach the builder in the order it
- * requires (snapshot_build.h): environments, entity attributes, segments,
- * SDK keys, then each flag configuration followed by its rules in
- * evaluation order. A row the builder refuses is skipped and counted; the
- * build goes on.
+ * once in a libpq pipeline, so there is no round trip between them and
+ * PostgreSQL computes each result while libpq still parses the previous
+ * one. The last and largest, the flag configurations, is read in
+ * single-row mode: the builder works on each row while the server sends
+ * the next. The rows reach the builder in the order it requires
+ * (snapshot_build.h): environments, entity attributes, segments, SDK keys,
+ * then each flag configuration followed by its rules in evaluation order.
+ * A row the builder refuses is skipped and counted; the build goes on.
  *
- * The big results (variants, rules, flag configurations: a row or more per
- * flag) come unsorted and unjoined: sorting or joining a few hundred
- * thousand rows costs PostgreSQL more than all the rest of the read. So
- * variants and rules are grouped by flag with hash indexes here
- * (rowindex.h) and put in order per flag (a flag has few of each).
+ * Variants and rules (a row or more per flag) come unsorted and without a
+ * join to flags: sorting or joining a few hundred thousand rows costs
+ * PostgreSQL more than all the rest of the read. They are grouped by flag
+ * with hash indexes here (rowindex.h) and put in order per flag (a flag
+ * has few of each).
  */
 #include "snapshot_source.h"
 
@@ -77,16 +77,12 @@ static const struct {
                           " FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id"},
 };
 
-/* Rows handled between two reads of whatever the server has sent since. */
-#define DRAIN_EVERY 256
-
 struct source {
     PGconn *conn;
     struct snapshot_builder *builder;
     char *err;
     size_t errlen;
     size_t skipped;
-    unsigned since_drain;
     PGresult *variants, *rules;
     struct rowindex variants_by_flag, rules_by_flag;
     int *rows; /* one flag's variant or rule rows, in order */
@@ -104,14 +100,6 @@ static void note_skipped(struct source *s, const char *what)
 {
     if (s->skipped++ == 0)
         log_warn("snapshot: skipped a row of %s: %s", what, snapshot_builder_error(s->builder));
-}
-
-/* Moves what the server has sent into libpq's buffer (without blocking),
- * so that it can go on computing the next results. */
-static void drain(struct source *s)
-{
-    if (++s->since_drain % DRAIN_EVERY == 0)
-        PQconsumeInput(s->conn);
 }
 
 static void fail(struct source *s, const char *what, const char *message)
@@ -219,11 +207,9 @@ static void add_rows(struct source *s, enum query q, const PGresult *res, row_fn
 {
     long long started = now_ms();
     int rows = PQntuples(res);
-    for (int row = 0; row < rows; row++) {
+    for (int row = 0; row < rows; row++)
         if (add(s, res, row) != 0)
             note_skipped(s, queries[q].what);
-        drain(s);
-    }
     log_debug("snapshot: %d rows of %s added in %lld ms", rows, queries[q].what,
               now_ms() - started);
 }
