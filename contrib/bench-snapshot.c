@@ -8,7 +8,8 @@
  * times and the file size. Not a test: numbers depend on the machine.
  *
  * Build by hand from a configured build directory (after `make`):
- *   cc -std=c11 -O2 -D_GNU_SOURCE -I$SRC/src $SRC/contrib/bench-snapshot.c \
+ *   cc -std=c11 -O2 -D_GNU_SOURCE -I$SRC/src/base -I$SRC/src/eval \
+ *      $SRC/contrib/bench-snapshot.c \
  *      src/libensign_core.a $(pkg-config --cflags --libs json-c libpcre2-8) \
  *      -o bench-snapshot
  *   ./bench-snapshot [flags] [environments] [path] [keep]

@@ -1,6 +1,6 @@
 /*
  * test_config.c - unit tests of the configuration table and parser
- * (src/config.c), and the documentation check: every key of config_keys()
+ * (src/base/config.c), and the documentation check: every key of config_keys()
  * appears with its default in etc/ensign.conf and in doc/ensign.conf.5.
  *
  * Parser tests write temporary files under /tmp (mkstemp) and remove them.

@@ -1,5 +1,5 @@
 /*
- * test_eval.c - the evaluator (src/eval.c) end to end through the snapshot
+ * test_eval.c - the evaluator (src/eval/eval.c) end to end through the snapshot
  * writer and reader: data-driven cases from tests/unit/eval_cases/ (*.json),
  * the rollout test vectors of spec/decisions.md section 3, the context
  * checks (INVALID_CONTEXT), the bulk ETag, and the coercion helpers.

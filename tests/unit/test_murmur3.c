@@ -1,9 +1,9 @@
 /*
- * test_murmur3.c - MurmurHash3_x86_32 (src/murmur3.c): published vectors,
+ * test_murmur3.c - MurmurHash3_x86_32 (src/eval/murmur3.c): published vectors,
  * the vector of spec/decisions.md section 3, and incremental hashing over
  * every split. The flagd rollout vectors run end to end in test_eval.c.
- * Also semantic versions (src/semver.c) and ISO 8601 times
- * (src/isotime.c), the evaluator's other pure helpers.
+ * Also semantic versions (src/eval/semver.c) and ISO 8601 times
+ * (src/eval/isotime.c), the evaluator's other pure helpers.
  */
 #include <string.h>
 

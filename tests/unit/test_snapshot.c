@@ -1,6 +1,6 @@
 /*
- * test_snapshot.c - the snapshot writer and reader (src/snapshot_build.c,
- * src/snapshot.c): a round trip of environments, SDK keys, flags, variants,
+ * test_snapshot.c - the snapshot writer and reader (src/eval/snapshot_build.c,
+ * src/eval/snapshot.c): a round trip of environments, SDK keys, flags, variants,
  * rules, segments and patterns; the builder's refusals; atomic replacement;
  * and corrupt files (bad magic, wrong version, truncation, a flipped body
  * byte, out-of-bounds offsets and indexes), which snapshot_open must refuse

@@ -1,5 +1,5 @@
 /*
- * test_validate.c - unit tests of the field rules (src/validate.c): every
+ * test_validate.c - unit tests of the field rules (src/api/validate.c): every
  * rule at its boundary, condition and serve shapes with their error paths,
  * references through struct validate_refs, and the pure checks (UTF-8
  * length, key pattern, uuid, semver, timestamps, key derivation).

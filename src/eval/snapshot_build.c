@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "hex.h"
 #include "isotime.h"
 #include "semver.h"
 #include "snapshot.h"
@@ -644,30 +645,6 @@ int snapshot_builder_add_environment(struct snapshot_builder *b, const char *env
     return b->failed ? -1 : 0;
 }
 
-static int hex_nibble(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static bool decode_hex_digest(const char *hex, uint8_t out[SNAPSHOT_DIGEST_LEN])
-{
-    if (strlen(hex) != 2 * SNAPSHOT_DIGEST_LEN)
-        return false;
-    for (int i = 0; i < SNAPSHOT_DIGEST_LEN; i++) {
-        int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return true;
-}
-
 int snapshot_builder_add_sdk_key(struct snapshot_builder *b, const char *digest_hex,
                                  const char *env_id)
 {
@@ -675,7 +652,7 @@ int snapshot_builder_add_sdk_key(struct snapshot_builder *b, const char *digest_
     uint8_t digest[SNAPSHOT_DIGEST_LEN];
     if (b->failed)
         return -1;
-    if (!decode_hex_digest(digest_hex, digest))
+    if (!hex_decode(digest_hex, digest, SNAPSHOT_DIGEST_LEN))
         return builder_fail(b, "SDK key digest is not 64 hex characters");
     if (!lookup_text(&b->env_map, env_id, &env))
         return builder_fail(b, "SDK key for unknown environment %s", env_id);

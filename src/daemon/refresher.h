@@ -17,7 +17,6 @@ struct shm_region;
 
 #define REFRESHER_CHANNEL "ensign_config"
 /* The snapshot file, in state_dir; workers map it read-only. */
-#define REFRESHER_SNAPSHOT_FILE "snapshot.bin"
 
 int refresher_main(const struct config *cfg, struct shm_region *shm);
 

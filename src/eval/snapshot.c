@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hex.h"
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the snapshot format is little-endian native structs"
 #endif
@@ -559,34 +561,11 @@ uint64_t snapshot_generation(const struct snapshot *s)
 /* ------------------------------------------------------------------ */
 /* Lookups */
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static bool decode_digest(const char *hex, uint8_t out[SNAPSHOT_DIGEST_LEN])
-{
-    for (int i = 0; i < SNAPSHOT_DIGEST_LEN; i++) {
-        int hi = hex_value(hex[2 * i]);
-        int lo = hi < 0 ? -1 : hex_value(hex[2 * i + 1]);
-        if (lo < 0)
-            return false;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return hex[2 * SNAPSHOT_DIGEST_LEN] == '\0';
-}
-
 const struct snapshot_env *snapshot_env_by_sdk_digest(const struct snapshot *s,
                                                       const char *digest_hex)
 {
     uint8_t digest[SNAPSHOT_DIGEST_LEN];
-    if (!decode_digest(digest_hex, digest))
+    if (!hex_decode(digest_hex, digest, SNAPSHOT_DIGEST_LEN))
         return NULL;
     size_t lo = 0, hi = s->counts[SNAPSHOT_SEC_SDK_KEYS];
     while (lo < hi) {

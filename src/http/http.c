@@ -33,16 +33,15 @@
 
 #include "config.h"
 #include "log.h"
-#include "shm.h"
-#include "worker.h"
+#include "server.h"
 
 /* The worker serving in this process; the interposed evhttp_send_error
- * needs its limits. Set by http_dispatch's caller via http_bind_worker. */
-static struct worker *bound_worker;
+ * needs its limits. Set by http_dispatch's caller via http_bind_server. */
+static struct http_server *bound_server;
 
-void http_bind_worker(struct worker *w)
+void http_bind_server(struct http_server *w)
 {
-    bound_worker = w;
+    bound_server = w;
 }
 
 /* ---- reading the request ---- */
@@ -169,8 +168,8 @@ static void add_cors_headers(struct evhttp_request *req, const struct config *cf
 static void release(struct http_request *r)
 {
     r->answered = true;
-    if (r->worker != NULL && r->worker->in_flight > 0)
-        r->worker->in_flight--;
+    if (r->server != NULL && r->server->in_flight > 0)
+        r->server->in_flight--;
     free(r);
 }
 
@@ -181,10 +180,10 @@ static void send_raw(struct http_request *r, int status, const char *content_typ
     struct evhttp_request *req = r->req;
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     if (r->surface == SURFACE_OFREP)
-        add_cors_headers(req, r->worker ? r->worker->cfg : NULL);
+        add_cors_headers(req, r->server ? r->server->cfg : NULL);
     if ((status == 429 || status == 503) && evhttp_find_header(out, "Retry-After") == NULL)
         evhttp_add_header(out, "Retry-After", "1");
-    if (r->worker != NULL && r->worker->draining)
+    if (r->server != NULL && r->server->draining)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = NULL;
     if (body != NULL) {
@@ -211,9 +210,9 @@ void http_send_json_text(struct http_request *r, int status, const char *json_te
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
     if (r->surface == SURFACE_OFREP)
-        add_cors_headers(r->req, r->worker ? r->worker->cfg : NULL);
+        add_cors_headers(r->req, r->server ? r->server->cfg : NULL);
     evhttp_add_header(out, "Content-Type", "application/json");
-    if (r->worker != NULL && r->worker->draining)
+    if (r->server != NULL && r->server->draining)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = evbuffer_new();
     if (buf != NULL)
@@ -319,7 +318,7 @@ static void answer_preflight(struct http_request *r)
 
 static void route_request(struct http_request *r)
 {
-    struct worker *w = r->worker;
+    struct http_server *w = r->server;
     if (r->surface == SURFACE_OFREP && r->method == METHOD_OPTIONS) {
         answer_preflight(r);
         return;
@@ -343,7 +342,7 @@ static void route_request(struct http_request *r)
 }
 
 /* Splits the URI into path and query without allocating beyond r. */
-static struct http_request *request_new(struct evhttp_request *req, struct worker *w)
+static struct http_request *request_new(struct evhttp_request *req, struct http_server *w)
 {
     const char *uri = evhttp_request_get_uri(req);
     size_t uri_len = strlen(uri);
@@ -361,7 +360,7 @@ static struct http_request *request_new(struct evhttp_request *req, struct worke
         r->query = question + 1;
     }
     r->req = req;
-    r->worker = w;
+    r->server = w;
     r->path = copy;
     r->method = method_bit(evhttp_request_get_command(req));
     r->surface = envelope_surface_for_path(copy);
@@ -370,15 +369,15 @@ static struct http_request *request_new(struct evhttp_request *req, struct worke
 
 void http_dispatch(struct evhttp_request *req, void *arg)
 {
-    struct worker *w = arg;
+    struct http_server *w = arg;
     struct http_request *r = request_new(req, w);
     if (r == NULL) {
         evhttp_send_reply(req, 503, "Service Unavailable", NULL);
         return;
     }
     w->in_flight++;
-    if (w->shm != NULL && w->shm->header != NULL)
-        atomic_fetch_add_explicit(&w->shm->header->requests_served, 1, memory_order_relaxed);
+    if (w->requests_served != NULL)
+        atomic_fetch_add_explicit(w->requests_served, 1, memory_order_relaxed);
     if (r->path[0] != '/') {
         http_send_error(r, 400, "the request target must be an absolute path");
         return;
@@ -390,9 +389,9 @@ void http_dispatch(struct evhttp_request *req, void *arg)
 
 static bool headers_were_too_large(struct evhttp_request *req)
 {
-    if (bound_worker == NULL)
+    if (bound_server == NULL)
         return false;
-    size_t limit = (size_t)bound_worker->cfg->max_header_bytes;
+    size_t limit = (size_t)bound_server->cfg->max_header_bytes;
     if (req->headers_size > limit)
         return true;
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
@@ -433,7 +432,7 @@ void evhttp_send_error(struct evhttp_request *req, int error, const char *reason
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_clear_headers(out);
     if (surface == SURFACE_OFREP || req->uri == NULL)
-        add_cors_headers(req, bound_worker ? bound_worker->cfg : NULL);
+        add_cors_headers(req, bound_server ? bound_server->cfg : NULL);
     evhttp_add_header(out, "Content-Type",
                       surface == SURFACE_ROOT ? "application/problem+json" : "application/json");
     evhttp_add_header(out, "Connection", "close");

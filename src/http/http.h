@@ -20,11 +20,11 @@
 #include "router.h"
 
 struct evhttp_request;
-struct worker;
+struct http_server;
 
 struct http_request {
     struct evhttp_request *req;
-    struct worker *worker;
+    struct http_server *server;
     unsigned method; /* enum http_method */
     enum http_surface surface;
     const char *path;  /* path part of the URI, still percent-encoded */
@@ -90,11 +90,11 @@ void http_send_not_modified(struct http_request *r);
 /* true once an answer was sent (or the client is gone). */
 bool http_answered(const struct http_request *r);
 
-/* The evhttp generic callback: arg is the struct worker. */
+/* The evhttp generic callback: arg is the struct http_server. */
 void http_dispatch(struct evhttp_request *req, void *arg);
 
-/* Tells the HTTP layer which worker this process runs (for limits used
+/* Tells the HTTP layer which server this process runs (for limits used
  * when libevent itself rejects a request). */
-void http_bind_worker(struct worker *w);
+void http_bind_server(struct http_server *w);
 
 #endif

@@ -18,7 +18,7 @@
 #include "config.h"
 #include "http.h"
 #include "shm.h"
-#include "worker.h"
+#include "server.h"
 
 #define NS_PER_S UINT64_C(1000000000)
 #define NS_PER_MINUTE (60 * NS_PER_S)
@@ -190,7 +190,7 @@ static void add_number_header(struct http_request *r, const char *name, uint32_t
 bool ratelimit_apply(struct http_request *r, enum ratelimit_class c, const char *key, size_t keylen,
                      struct ratelimit_result *out)
 {
-    const struct worker *w = r->worker;
+    const struct http_server *w = r->server;
     uint32_t limit = ratelimit_limit_for(w->cfg, c);
     if (limit == 0 || w->shm == NULL || w->shm->ratelimit == NULL) {
         allow_unlimited(0, out);

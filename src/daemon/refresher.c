@@ -27,6 +27,7 @@
 #include "config.h"
 #include "log.h"
 #include "proctitle.h"
+#include "served_snapshot.h"
 #include "shm.h"
 #include "snapshot.h"
 #include "snapshot_build.h"
@@ -124,7 +125,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     rf.cfg = cfg;
     rf.shm = shm;
     rf.loop = (struct bgloop){.conninfo = cfg->database, .listen_channel = REFRESHER_CHANNEL};
-    snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, REFRESHER_SNAPSHOT_FILE);
+    snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     publish_file_on_disk(&rf);
     while (!bgloop_stopping()) {
         if (bgloop_ensure_connected(&rf.loop))

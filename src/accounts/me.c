@@ -30,7 +30,7 @@
 #include "auth.h"
 #include "db.h"
 #include "http.h"
-#include "worker.h"
+#include "server.h"
 
 static const char V1_USER_SQL[] =
     "SELECT id, name, email, username FROM users WHERE id = $1 AND NOT deleted";
@@ -71,7 +71,7 @@ static const char ROOT_ORG_SQL[] =
 static void query_caller(struct http_request *r, const char *sql, const char *id, db_result_cb cb)
 {
     const char *params[] = {id};
-    if (db_query(r->worker->db, sql, 1, params, cb, r) != 0)
+    if (db_query(r->server->db, sql, 1, params, cb, r) != 0)
         auth_send_db_failure(r, NULL, "no database connection");
 }
 

@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "hex.h"
+
 #define KEY_WORDS 12 /* 2 flag id + 2 environment id + 8 variant */
 
 #define TAG_EMPTY 0u
@@ -273,17 +275,6 @@ size_t usage_drain(struct usage_table *t, int64_t now_s, usage_drain_cb cb, void
         handed++;
     }
     return handed;
-}
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 bool usage_uuid_parse(const char *text, uint8_t out[USAGE_ID_BYTES])

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "hex.h"
+
 static const char base62_digits[] =
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -59,12 +61,7 @@ void token_digest_hex(const char *text, size_t len, char out[TOKEN_DIGEST_HEX_LE
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int digest_len = 0;
     EVP_Digest(text, len, digest, &digest_len, EVP_sha256(), NULL);
-    static const char hex[] = "0123456789abcdef";
-    for (unsigned int i = 0; i < digest_len && i < 32; i++) {
-        out[2 * i] = hex[digest[i] >> 4];
-        out[2 * i + 1] = hex[digest[i] & 15];
-    }
-    out[TOKEN_DIGEST_HEX_LEN] = '\0';
+    hex_encode(digest, digest_len < 32 ? digest_len : 32, out);
 }
 
 bool token_well_formed(const char *text, const char *prefix)

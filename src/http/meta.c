@@ -14,7 +14,7 @@
 #include "build_config.h"
 #include "http.h"
 #include "openapi.h"
-#include "worker.h"
+#include "server.h"
 
 const char meta_healthz_schema[] =
     "{\"type\":\"object\",\"required\":[\"status\",\"version\",\"time\"],"
@@ -42,7 +42,7 @@ void meta_healthz(struct http_request *r)
 
 void meta_openapi(struct http_request *r)
 {
-    struct worker *w = r->worker;
+    struct http_server *w = r->server;
     if (w->openapi_json == NULL) {
         struct json_object *doc = openapi_document(w->routes, w->route_count, PACKAGE_VERSION);
         w->openapi_json = strdup(json_object_to_json_string_ext(

@@ -21,7 +21,7 @@
 #include "http.h"
 #include "ratelimit.h"
 #include "validate.h"
-#include "worker.h"
+#include "server.h"
 
 /*
  * $1 org slug, $2 user id ("" for an organization token), $3 the
@@ -203,7 +203,7 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
 int mgmt_query(struct http_request *r, const char *sql, int nparams, const char *const *params,
                db_result_cb cb, void *arg)
 {
-    if (db_query(r->worker->db, sql, nparams, params, cb, arg) == 0)
+    if (db_query(r->server->db, sql, nparams, params, cb, arg) == 0)
         return 0;
     auth_send_db_failure(r, NULL, "no database connection");
     return -1;

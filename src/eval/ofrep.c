@@ -24,10 +24,11 @@
 #include "http.h"
 #include "ratelimit.h"
 #include "shm.h"
+#include "served_snapshot.h"
 #include "snapshot.h"
 #include "token.h"
 #include "usage_batch.h"
-#include "worker.h"
+#include "server.h"
 
 #define KEY_MAX 63
 
@@ -166,7 +167,7 @@ void ofrep_state_free(struct ofrep_state *state)
     free(state);
 }
 
-static struct ofrep_state *worker_state(struct worker *w)
+static struct ofrep_state *server_state(struct http_server *w)
 {
     if (w->ofrep != NULL)
         return w->ofrep;
@@ -208,7 +209,7 @@ static void sdk_key_digest(struct ofrep_state *state, const char *key,
 
 struct call {
     struct http_request *r;
-    struct worker *w;
+    struct http_server *w;
     struct ofrep_state *state;
     const char *key; /* the path key on the single route, else NULL */
     const struct snapshot *s;
@@ -331,12 +332,12 @@ static bool read_context(struct call *c)
 /* The checks every evaluation passes; false once an error was answered. */
 static bool begin_call(struct call *c)
 {
-    c->state = worker_state(c->w);
+    c->state = server_state(c->w);
     if (c->state == NULL) {
         fail(c, 500, "GENERAL", "out of memory");
         return false;
     }
-    c->s = worker_snapshot(c->w);
+    c->s = served_snapshot_current(c->w->snapshot);
     if (c->s == NULL) {
         http_add_header(c->r, "Retry-After", "1");
         fail(c, 503, "GENERAL", "no flag snapshot is available yet");
@@ -437,7 +438,7 @@ static void evaluate_one(struct call *c)
 
 void ofrep_evaluate_flag(struct http_request *r)
 {
-    struct call c = {.r = r, .w = r->worker, .key = http_param(r, "key")};
+    struct call c = {.r = r, .w = r->server, .key = http_param(r, "key")};
     if (c.key == NULL)
         c.key = "";
     if (begin_call(&c))
@@ -502,7 +503,7 @@ static void evaluate_all(struct call *c, const char *etag)
 
 void ofrep_evaluate_bulk(struct http_request *r)
 {
-    struct call c = {.r = r, .w = r->worker};
+    struct call c = {.r = r, .w = r->server};
     if (begin_call(&c)) {
         char etag[EVAL_ETAG_SIZE];
         eval_bulk_etag(c.s, c.env, c.ctx.attributes, c.now_us, etag);

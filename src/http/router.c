@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hex.h"
+
 /* Method bits in the order the Allow header lists them, with their names. */
 static const struct {
     unsigned bit;
@@ -35,17 +37,6 @@ static const char *skip_leading_slashes(const char *text)
     while (*text == '/')
         text++;
     return text;
-}
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /*

@@ -26,7 +26,7 @@
 #include "http.h"
 #include "log.h"
 #include "token.h"
-#include "worker.h"
+#include "server.h"
 
 /*
  * $1: token digest. Rows: id, kind, user_id, org_id, scopes, full_access.
@@ -198,7 +198,7 @@ void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
     }
     *ar = (struct auth_request){r, cb, arg};
     const char *params[] = {digest};
-    if (db_query(r->worker->db, TOKEN_LOOKUP_SQL, 1, params, on_token_row, ar) != 0) {
+    if (db_query(r->server->db, TOKEN_LOOKUP_SQL, 1, params, on_token_row, ar) != 0) {
         free(ar);
         auth_send_db_failure(r, NULL, "no database connection");
     }

@@ -10,10 +10,10 @@
  * requests finish (answers then carry "Connection: close"), and exits 0,
  * or after shutdown_timeout_ms at the latest.
  *
- * It also owns its view of the flag snapshot (worker_snapshot: re-mapped
- * when the refresher publishes a new generation, the old mapping kept if
- * the new file is bad) and its batch of usage counts, moved to shared
- * memory every USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
+ * It fills in the struct http_server that the layers below serve from and
+ * owns everything in it: its view of the flag snapshot (served_snapshot.h)
+ * and its batch of usage counts, moved to shared memory every
+ * USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
  */
 #include "worker.h"
 
@@ -34,10 +34,10 @@
 #include "log.h"
 #include "ofrep.h"
 #include "proctitle.h"
-#include "refresher.h"
 #include "routes.h"
 #include "shm.h"
-#include "snapshot.h"
+#include "served_snapshot.h"
+#include "server.h"
 #include "usage_batch.h"
 
 #define WORKER_MAX_SOCKETS 256
@@ -48,7 +48,7 @@
 #define DRAIN_GRACE_MS 200
 
 struct worker_runtime {
-    struct worker w;
+    struct http_server w;
     struct evhttp_bound_socket *bound[WORKER_MAX_SOCKETS];
     size_t nbound;
     struct event *signals[3];
@@ -57,39 +57,6 @@ struct worker_runtime {
     struct timespec drain_deadline;
     struct timespec grace_end;
 };
-
-/* Maps the current snapshot file in place of the old one (kept on failure). */
-static void remap_snapshot(struct worker *w, uint64_t published)
-{
-    char path[4096], err[256];
-    snprintf(path, sizeof path, "%s/%s", w->cfg->state_dir, REFRESHER_SNAPSHOT_FILE);
-    struct snapshot fresh;
-    w->snapshot_seen = published;
-    if (snapshot_open(path, &fresh, err, sizeof err) != 0) {
-        log_warn("keeping the current snapshot: %s", err);
-        return;
-    }
-    usage_batch_flush(w->usage_batch, w->shm->usage); /* its entries name the old mapping */
-    if (w->snapshot == NULL && (w->snapshot = calloc(1, sizeof *w->snapshot)) == NULL) {
-        snapshot_close(&fresh);
-        return;
-    }
-    if (w->snapshot->base != NULL)
-        snapshot_close(w->snapshot);
-    *w->snapshot = fresh;
-    log_debug("serving snapshot generation %" PRIu64, snapshot_generation(w->snapshot));
-}
-
-const struct snapshot *worker_snapshot(struct worker *w)
-{
-    if (w->shm == NULL || w->shm->header == NULL)
-        return NULL;
-    uint64_t published =
-        atomic_load_explicit(&w->shm->header->snapshot_generation, memory_order_acquire);
-    if (published != w->snapshot_seen)
-        remap_snapshot(w, published);
-    return w->snapshot != NULL && w->snapshot->base != NULL ? w->snapshot : NULL;
-}
 
 static long elapsed_ms_until(const struct timespec *deadline)
 {
@@ -136,7 +103,7 @@ static void flush_usage(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    struct worker *w = arg;
+    struct http_server *w = arg;
     usage_batch_flush(w->usage_batch, w->shm != NULL ? w->shm->usage : NULL);
 }
 
@@ -157,7 +124,7 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 
 static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
 {
-    struct worker *w = &rt->w;
+    struct http_server *w = &rt->w;
     w->http = evhttp_new(w->base);
     if (w->http == NULL)
         return -1;
@@ -205,9 +172,7 @@ static void teardown(struct worker_runtime *rt)
     if (rt->w.db != NULL)
         db_close(rt->w.db);
     free(rt->w.openapi_json);
-    if (rt->w.snapshot != NULL)
-        snapshot_close(rt->w.snapshot);
-    free(rt->w.snapshot);
+    served_snapshot_free(rt->w.snapshot);
     eval_scratch_free(rt->w.eval_scratch);
     ofrep_state_free(rt->w.ofrep);
     if (rt->w.base != NULL)
@@ -253,10 +218,13 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
     rt->w.base = new_event_base();
     rt->w.eval_scratch = eval_scratch_new();
     rt->w.usage_batch = usage_batch_new();
+    rt->w.snapshot = served_snapshot_new(cfg->state_dir, shm, rt->w.usage_batch);
+    rt->w.requests_served =
+        shm != NULL && shm->header != NULL ? &shm->header->requests_served : NULL;
     int status = EXIT_FAILURE;
     if (rt->w.base != NULL && rt->w.eval_scratch != NULL && rt->w.usage_batch != NULL &&
-        setup_http(rt, fds, nfds) == 0) {
-        http_bind_worker(&rt->w);
+        rt->w.snapshot != NULL && setup_http(rt, fds, nfds) == 0) {
+        http_bind_server(&rt->w);
         setup_signals(rt);
         start_usage_timer(rt);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
@@ -266,7 +234,7 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
     } else {
         log_error("cannot set up the HTTP server");
     }
-    http_bind_worker(NULL);
+    http_bind_server(NULL);
     teardown(rt);
     free(rt);
     return status;

@@ -1,0 +1,22 @@
+/*
+ * worker.h - a worker process: one libevent loop serving HTTP.
+ *
+ * A worker runs one event loop on the listening sockets the master gave
+ * it, answers every route of the route table (routes.h), and keeps its own
+ * PostgreSQL connection for management routes. Its state is the struct
+ * http_server of the HTTP layer (http/server.h), which worker.c fills in
+ * and owns. Started by the master.
+ */
+#ifndef ENSIGN_WORKER_H
+#define ENSIGN_WORKER_H
+
+#include <stddef.h>
+
+struct config;
+struct shm_region;
+
+/* Runs a worker until it drains; returns the process exit status. */
+int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
+                size_t nfds);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * server.h - what the HTTP layer knows of the process that serves it.
+ *
+ * One struct http_server per serving process (a worker): the event base
+ * and evhttp instance, the configuration, the route table, and opaque
+ * handles that the layers above own and this layer only carries to their
+ * handlers (the database connection for management routes, shared memory
+ * and the evaluation state for /ofrep). Handlers reach it through
+ * http_request.server. The daemon fills it in (daemon/worker.c) and owns
+ * every pointer in it; nothing below the daemon includes the daemon's
+ * headers, so the layers point down: daemon -> api/db -> eval -> http -> base.
+ */
+#ifndef ENSIGN_HTTP_SERVER_H
+#define ENSIGN_HTTP_SERVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct evhttp;
+struct config;
+struct route;
+struct db;              /* db/db.h: management connection */
+struct shm_region;      /* eval/shm.h: the node's shared memory */
+struct served_snapshot; /* eval/served_snapshot.h */
+struct eval_scratch;    /* eval/eval.h */
+struct ofrep_state;     /* eval/ofrep.c: the OFREP handlers' caches */
+struct usage_batch;     /* eval/usage_batch.h */
+
+struct http_server {
+    int index; /* 0-based worker slot */
+    struct event_base *base;
+    struct evhttp *http;
+    const struct config *cfg;
+    const struct route *routes;
+    size_t route_count;
+    char *openapi_json;                /* serialized on first use; owned by the daemon */
+    _Atomic uint64_t *requests_served; /* node-wide counter in shared memory, or NULL */
+    struct db *db;                     /* NULL where no database is used */
+    struct shm_region *shm;            /* NULL in tests without shared memory */
+    struct served_snapshot *snapshot;  /* the mapped flag snapshot */
+    struct eval_scratch *eval_scratch; /* evaluator scratch space */
+    struct ofrep_state *ofrep;         /* created by the OFREP handlers on first use */
+    struct usage_batch *usage_batch;   /* evaluation counts not yet in shared memory */
+    unsigned long in_flight;           /* dispatched, unanswered requests */
+    bool draining;                     /* answers carry Connection: close */
+};
+
+#endif
