@@ -47,6 +47,14 @@ enum key_index {
     KEY_USAGE_SLOTS,
     KEY_RATELIMIT_SLOTS,
     KEY_WAITLIST,
+    KEY_RATELIMIT_LOGIN,
+    KEY_TRUSTED_PROXIES,
+    KEY_WORKER_STALL_MS,
+    KEY_REQUEST_TIMEOUT_MS,
+    KEY_METRICS_LISTEN,
+    KEY_AGENT_LLM_URL,
+    KEY_STREAM_MAX_PER_WORKER,
+    KEY_STREAM_MAX_PER_KEY,
     KEY_COUNT
 };
 
@@ -110,6 +118,29 @@ static const struct config_key keys[KEY_COUNT] = {
                              "start."},
     [KEY_WAITLIST] = {"waitlist", CONFIG_OPENCLOSED, "open", 0, 0, true,
                       "Whether the waitlist accepts submissions: open or closed."},
+    [KEY_RATELIMIT_LOGIN] = {"ratelimit_login", CONFIG_INT, "10", 0, RATE_MAX, true,
+                             "Session login attempts allowed per minute per client address; "
+                             "0 disables the limit."},
+    [KEY_TRUSTED_PROXIES] = {"trusted_proxies", CONFIG_STRING, "", 0, 0, true,
+                             "Space-separated addresses of reverse proxies whose "
+                             "X-Forwarded-For header names the client; empty trusts none."},
+    [KEY_WORKER_STALL_MS] = {"worker_stall_ms", CONFIG_INT, "5000", 0, 600000, true,
+                             "A worker whose heartbeat is older than this many milliseconds "
+                             "is killed and replaced; 0 disables the check."},
+    [KEY_REQUEST_TIMEOUT_MS] = {"request_timeout_ms", CONFIG_INT, "10000", 100, 600000, true,
+                                "Time in milliseconds within which a request's head and body "
+                                "must arrive; slower clients are dropped."},
+    [KEY_METRICS_LISTEN] = {"metrics_listen", CONFIG_STRING, "", 0, 0, false,
+                            "Address and port that alone serve /metrics; empty serves it on "
+                            "listen."},
+    [KEY_AGENT_LLM_URL] = {"agent_llm_url", CONFIG_STRING, "", 0, 0, true,
+                           "An OpenAI-compatible chat-completions endpoint for the agent; "
+                           "empty uses the built-in one."},
+    [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000,
+                                   true, "Open change-notification streams allowed per worker."},
+    [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
+                                "Open change-notification streams allowed per SDK key on each "
+                                "node."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -145,6 +176,14 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_USAGE_SLOTS] = SLOT(usage_slots, SLOT_INT),
     [KEY_RATELIMIT_SLOTS] = SLOT(ratelimit_slots, SLOT_INT),
     [KEY_WAITLIST] = SLOT(waitlist_open, SLOT_BOOL),
+    [KEY_RATELIMIT_LOGIN] = SLOT(ratelimit_login, SLOT_INT),
+    [KEY_TRUSTED_PROXIES] = SLOT(trusted_proxies, SLOT_STRING),
+    [KEY_WORKER_STALL_MS] = SLOT(worker_stall_ms, SLOT_INT),
+    [KEY_REQUEST_TIMEOUT_MS] = SLOT(request_timeout_ms, SLOT_INT),
+    [KEY_METRICS_LISTEN] = SLOT(metrics_listen, SLOT_STRING),
+    [KEY_AGENT_LLM_URL] = SLOT(agent_llm_url, SLOT_STRING),
+    [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
+    [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

@@ -59,6 +59,14 @@ struct config {
     int usage_slots;
     int ratelimit_slots;
     bool waitlist_open;
+    int ratelimit_login;
+    char *trusted_proxies;
+    int worker_stall_ms;
+    int request_timeout_ms;
+    char *metrics_listen;
+    char *agent_llm_url;
+    int stream_max_per_worker;
+    int stream_max_per_key;
 };
 
 /* The key table, in documentation order. */

@@ -65,6 +65,8 @@ uint32_t ratelimit_limit_for(const struct config *cfg, enum ratelimit_class c)
         return (uint32_t)cfg->ratelimit_management;
     case RATELIMIT_WAITLIST:
         return (uint32_t)cfg->ratelimit_waitlist;
+    case RATELIMIT_LOGIN:
+        return (uint32_t)cfg->ratelimit_login;
     }
     return 0;
 }

@@ -33,7 +33,12 @@ struct ratelimit_table;
 
 #define RATELIMIT_MAX_PROBES 32
 
-enum ratelimit_class { RATELIMIT_EVALUATION, RATELIMIT_MANAGEMENT, RATELIMIT_WAITLIST };
+enum ratelimit_class {
+    RATELIMIT_EVALUATION,
+    RATELIMIT_MANAGEMENT,
+    RATELIMIT_WAITLIST,
+    RATELIMIT_LOGIN
+};
 
 struct ratelimit_result {
     bool allowed;

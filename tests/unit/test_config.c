@@ -162,6 +162,14 @@ START_TEST(test_table_order_and_flags)
         {"usage_slots", "65536", false},
         {"ratelimit_slots", "65536", false},
         {"waitlist", "open", true},
+        {"ratelimit_login", "10", true},
+        {"trusted_proxies", "", true},
+        {"worker_stall_ms", "5000", true},
+        {"request_timeout_ms", "10000", true},
+        {"metrics_listen", "", false},
+        {"agent_llm_url", "", true},
+        {"stream_max_per_worker", "10000", true},
+        {"stream_max_per_key", "1000", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -195,6 +203,11 @@ START_TEST(test_table_bounds)
         {"shutdown_timeout_ms", 100, 600000},
         {"usage_slots", 1024, 16777216},
         {"ratelimit_slots", 1024, 16777216},
+        {"ratelimit_login", 0, 100000000},
+        {"worker_stall_ms", 0, 600000},
+        {"request_timeout_ms", 100, 600000},
+        {"stream_max_per_worker", 0, 1000000},
+        {"stream_max_per_key", 0, 1000000},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
