@@ -120,6 +120,21 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
     return true;
 }
 
+void http_client_address(const struct http_request *r, char *out, size_t outlen)
+{
+    char *host = NULL;
+    ev_uint16_t port = 0;
+    struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
+    if (outlen == 0)
+        return;
+    out[0] = '\0';
+    if (evcon == NULL)
+        return;
+    evhttp_connection_get_peer(evcon, &host, &port);
+    if (host != NULL)
+        snprintf(out, outlen, "%s", host);
+}
+
 const char *http_bearer(const struct http_request *r)
 {
     const char *auth = http_header(r, "Authorization");

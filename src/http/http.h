@@ -57,6 +57,14 @@ const char *http_body(struct http_request *r, size_t *len);
 #define HTTP_JSON_MAX_DEPTH 64
 bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_object **out);
 
+/*
+ * The client's address as text (IPv4 dotted or IPv6 without brackets),
+ * copied into out; "" when unknown. Today the TCP peer; rate limits and
+ * the audit log take the client address from here only, so a trusted
+ * proxy's X-Forwarded-For is honoured in one place.
+ */
+void http_client_address(const struct http_request *r, char *out, size_t outlen);
+
 /* The bearer credential of the Authorization header (scheme case-insensitive), or NULL. */
 const char *http_bearer(const struct http_request *r);
 
