@@ -55,6 +55,7 @@ enum key_index {
     KEY_AGENT_LLM_URL,
     KEY_STREAM_MAX_PER_WORKER,
     KEY_STREAM_MAX_PER_KEY,
+    KEY_ACCESS_LOG,
     KEY_COUNT
 };
 
@@ -71,7 +72,7 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_WORKERS] = {"workers", CONFIG_WORKERS, "auto", 1, 64, true,
                      "Number of worker processes serving requests; auto means one per "
                      "online CPU (at most 64)."},
-    [KEY_STATE_DIR] = {"state_dir", CONFIG_STRING, "/var/lib/ensign", 0, 0, false,
+    [KEY_STATE_DIR] = {"state_dir", CONFIG_STRING, CONFIG_DEFAULT_STATE_DIR, 0, 0, false,
                        "Directory holding the flag snapshot file, which lets evaluation "
                        "start while the database is unreachable."},
     [KEY_REFRESH_INTERVAL_MS] = {"refresh_interval_ms", CONFIG_INT, "1000", 50, 600000, true,
@@ -130,7 +131,7 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_REQUEST_TIMEOUT_MS] = {"request_timeout_ms", CONFIG_INT, "10000", 100, 600000, true,
                                 "Time in milliseconds within which a request's head and body "
                                 "must arrive; slower clients are dropped."},
-    [KEY_METRICS_LISTEN] = {"metrics_listen", CONFIG_STRING, "", 0, 0, false,
+    [KEY_METRICS_LISTEN] = {"metrics_listen", CONFIG_LISTEN_OPT, "", 0, 0, false,
                             "Address and port that alone serve /metrics; empty serves it on "
                             "listen."},
     [KEY_AGENT_LLM_URL] = {"agent_llm_url", CONFIG_STRING, "", 0, 0, true,
@@ -141,6 +142,9 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
                                 "Open change-notification streams allowed per SDK key on each "
                                 "node."},
+    [KEY_ACCESS_LOG] = {"access_log", CONFIG_ONOFF, "on", 0, 0, true,
+                        "Whether each request is logged at info level (method, path "
+                        "without query, status, duration, bytes): on or off."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -184,6 +188,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = SLOT(agent_llm_url, SLOT_STRING),
     [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
+    [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_BOOL),
 };
 
 static const char *const log_level_names[] = {
@@ -304,14 +309,15 @@ static int parse_log_level(const char *value, long long *out, char *msg, size_t 
     return fail(msg, msglen, "log_level: \"%s\" is not one of debug, info, warn, error", value);
 }
 
-static int parse_open_closed(const struct config_key *key, const char *value, long long *out,
-                             char *msg, size_t msglen)
+/* A two-word switch: YES gives 1, NO gives 0 (open/closed, on/off). */
+static int parse_switch(const struct config_key *key, const char *value, const char *yes,
+                        const char *no, long long *out, char *msg, size_t msglen)
 {
-    if (strcmp(value, "open") == 0 || strcmp(value, "closed") == 0) {
-        *out = strcmp(value, "open") == 0;
+    if (strcmp(value, yes) == 0 || strcmp(value, no) == 0) {
+        *out = strcmp(value, yes) == 0;
         return 0;
     }
-    return fail(msg, msglen, "%s: \"%s\" is not one of open, closed", key->name, value);
+    return fail(msg, msglen, "%s: \"%s\" is not one of %s, %s", key->name, value, yes, no);
 }
 
 /* ---- listen: host:port, [v6]:port, *:port ---- */
@@ -417,6 +423,34 @@ static int store_listen(struct config *cfg, const char *value, char *msg, size_t
     return 0;
 }
 
+int config_parse_address(const char *text, char *host, size_t hostlen, int *port)
+{
+    struct listen_addr addr;
+    char msg[8];
+    if (parse_listen(text, &addr, msg, sizeof msg) < 0 || strlen(addr.host) >= hostlen)
+        return -1;
+    snprintf(host, hostlen, "%s", addr.any ? "" : addr.host);
+    *port = addr.port;
+    return 0;
+}
+
+/* An address that may be empty (metrics_listen): checked like listen,
+ * stored as written. */
+static int store_optional_listen(char **field, const char *name, const char *value, char *msg,
+                                 size_t msglen)
+{
+    struct listen_addr addr;
+    if (value[0] != '\0' && parse_listen(value, &addr, msg, msglen) < 0) {
+        if (strncmp(msg, "listen:", 7) == 0) {
+            char detail[256];
+            snprintf(detail, sizeof detail, "%s", msg + 7);
+            fail(msg, msglen, "%s:%s", name, detail);
+        }
+        return -1;
+    }
+    return replace_string(field, value, msg, msglen);
+}
+
 /* ---- applying one key = value ---- */
 
 static int parse_number(enum key_index idx, const char *value, long long *n, char *msg,
@@ -431,7 +465,9 @@ static int parse_number(enum key_index idx, const char *value, long long *n, cha
     case CONFIG_LOGLEVEL:
         return parse_log_level(value, n, msg, msglen);
     case CONFIG_OPENCLOSED:
-        return parse_open_closed(key, value, n, msg, msglen);
+        return parse_switch(key, value, "open", "closed", n, msg, msglen);
+    case CONFIG_ONOFF:
+        return parse_switch(key, value, "on", "off", n, msg, msglen);
     default:
         return fail(msg, msglen, "%s: not a numeric key", key->name);
     }
@@ -445,6 +481,8 @@ static int apply_value(struct config *cfg, enum key_index idx, const char *value
         return replace_string(slot_address(cfg, idx), value, msg, msglen);
     case CONFIG_LISTEN:
         return store_listen(cfg, value, msg, msglen);
+    case CONFIG_LISTEN_OPT:
+        return store_optional_listen(slot_address(cfg, idx), keys[idx].name, value, msg, msglen);
     default: {
         long long n;
         if (parse_number(idx, value, &n, msg, msglen) < 0)

@@ -13,7 +13,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CONFIG_DEFAULT_PATH "/etc/ensign/ensign.conf"
+/* Paths come from configure (--sysconfdir, --localstatedir), passed by the
+ * build as SYSCONFDIR and LOCALSTATEDIR; a build without them gets the
+ * Debian package's layout. */
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#ifndef LOCALSTATEDIR
+#define LOCALSTATEDIR "/var"
+#endif
+#define CONFIG_DEFAULT_PATH SYSCONFDIR "/ensign/ensign.conf"
+#define CONFIG_DEFAULT_STATE_DIR LOCALSTATEDIR "/lib/ensign"
 
 enum config_type {
     CONFIG_STRING,   /* any string */
@@ -21,7 +31,9 @@ enum config_type {
     CONFIG_LISTEN,   /* host:port, [v6]:port, *:port */
     CONFIG_WORKERS,  /* "auto" or integer within [min, max] */
     CONFIG_LOGLEVEL, /* debug | info | warn | error */
-    CONFIG_OPENCLOSED /* open | closed */
+    CONFIG_OPENCLOSED, /* open | closed */
+    CONFIG_LISTEN_OPT, /* like CONFIG_LISTEN, or empty */
+    CONFIG_ONOFF       /* on | off */
 };
 
 struct config_key {
@@ -67,6 +79,7 @@ struct config {
     char *agent_llm_url;
     int stream_max_per_worker;
     int stream_max_per_key;
+    bool access_log; /* one info line per request */
 };
 
 /* The key table, in documentation order. */
@@ -83,5 +96,12 @@ void config_set_defaults(struct config *cfg);
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
 
 void config_free(struct config *cfg);
+
+/*
+ * Splits a listen-style address ("HOST:PORT", "[V6]:PORT", "*:PORT") into
+ * host ("" for "*") and port; -1 when it is not one. For metrics_listen,
+ * which is stored as written.
+ */
+int config_parse_address(const char *text, char *host, size_t hostlen, int *port);
 
 #endif

@@ -1,17 +1,24 @@
 /*
- * log.c - one line per event on stderr: "TIME LEVEL [role pid] message".
+ * log.c - one line per event on stderr, as key=value fields (logfmt):
+ *
+ *   ts=2026-01-02T03:04:05.678Z level=info role=master pid=42 msg="..."
  *
  * Owns the process-wide level and role tag. Each line is formatted into a
  * local buffer and written with one write(2), so lines from the master and
- * its children never interleave mid-line on the shared stderr.
+ * its children never interleave mid-line on the shared stderr. Free text
+ * (log_msg) becomes the quoted msg field; log_event callers give their own
+ * fields, quoting values through log_value.
  */
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#define LOG_LINE_MAX 2048
 
 static enum log_level current_level = LOG_LEVEL_INFO;
 static char current_role[32] = "ensignd";
@@ -39,32 +46,112 @@ int log_level_parse(const char *name, enum log_level *out)
     return -1;
 }
 
+int log_enabled(enum log_level level)
+{
+    return level >= current_level;
+}
+
+static bool needs_quotes(const char *text)
+{
+    if (*text == '\0')
+        return true;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if (*p <= ' ' || *p == '"' || *p == '=' || *p == '\\' || *p >= 0x7f)
+            return true;
+    return false;
+}
+
+const char *log_value(char *out, size_t outlen, const char *text)
+{
+    if (outlen < 3) {
+        if (outlen > 0)
+            out[0] = '\0';
+        return out;
+    }
+    if (!needs_quotes(text)) {
+        snprintf(out, outlen, "%s", text);
+        return out;
+    }
+    size_t n = 0;
+    out[n++] = '"';
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        char esc[5];
+        size_t len;
+        if (*p == '"' || *p == '\\')
+            len = (size_t)snprintf(esc, sizeof esc, "\\%c", *p);
+        else if (*p == '\n')
+            len = (size_t)snprintf(esc, sizeof esc, "\\n");
+        else if (*p < ' ' || *p == 0x7f)
+            len = (size_t)snprintf(esc, sizeof esc, "\\x%02x", *p);
+        else
+            len = (size_t)snprintf(esc, sizeof esc, "%c", *p);
+        if (n + len + 2 > outlen)
+            break;
+        memcpy(out + n, esc, len);
+        n += len;
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+    return out;
+}
+
 static size_t format_prefix(char *buf, size_t size, enum log_level level)
 {
     struct timespec now;
     struct tm tm;
+    char role[48];
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    int more = snprintf(buf + n, size - n, ".%03ldZ %s [%s %ld] ", now.tv_nsec / 1000000L,
-                        level_names[level], current_role, (long)getpid());
+    size_t n = strftime(buf, size, "ts=%Y-%m-%dT%H:%M:%S", &tm);
+    int more =
+        snprintf(buf + n, size - n, ".%03ldZ level=%s role=%s pid=%ld ", now.tv_nsec / 1000000L,
+                 level_names[level], log_value(role, sizeof role, current_role), (long)getpid());
     return more > 0 ? n + (size_t)more : n;
+}
+
+static void write_line(char *line, size_t n)
+{
+    line[n++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, line, n);
+    (void)ignored;
+}
+
+/* Appends vsnprintf output, leaving room for the newline; returns the new length. */
+static size_t append(char *line, size_t n, const char *fmt, va_list ap)
+{
+    int body = vsnprintf(line + n, LOG_LINE_MAX - n - 1, fmt, ap);
+    if (body < 0)
+        body = 0;
+    return n + ((size_t)body < LOG_LINE_MAX - n - 1 ? (size_t)body : LOG_LINE_MAX - n - 2);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     if (level < current_level)
         return;
-    char line[2048];
+    char text[LOG_LINE_MAX], line[LOG_LINE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    size_t len = append(text, 0, fmt, ap);
+    va_end(ap);
+    text[len] = '\0';
+    size_t n = format_prefix(line, sizeof line, level);
+    int more = snprintf(line + n, sizeof line - n - 1, "msg=");
+    n += more > 0 ? (size_t)more : 0;
+    log_value(line + n, sizeof line - n - 1, text);
+    n += strlen(line + n);
+    write_line(line, n);
+}
+
+void log_event(enum log_level level, const char *fmt, ...)
+{
+    if (level < current_level)
+        return;
+    char line[LOG_LINE_MAX];
     size_t n = format_prefix(line, sizeof line, level);
     va_list ap;
     va_start(ap, fmt);
-    int body = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    n = append(line, n, fmt, ap);
     va_end(ap);
-    if (body < 0)
-        body = 0;
-    n += (size_t)body < sizeof line - n - 1 ? (size_t)body : sizeof line - n - 2;
-    line[n++] = '\n';
-    ssize_t ignored = write(STDERR_FILENO, line, n);
-    (void)ignored;
+    write_line(line, n);
 }

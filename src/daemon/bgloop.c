@@ -76,6 +76,8 @@ bool bgloop_ensure_connected(struct bgloop *loop)
         }
     }
     if (loop->conn == NULL) {
+        if (loop->errors != NULL)
+            atomic_fetch_add_explicit(loop->errors, 1, memory_order_relaxed);
         if (loop->backoff_ms == 0)
             log_warn("database unavailable: %s", error.message);
         schedule_retry(loop);
@@ -92,6 +94,8 @@ void bgloop_disconnect(struct bgloop *loop)
     if (loop->conn == NULL)
         return;
     log_warn("database connection lost: %s", PQerrorMessage(loop->conn));
+    if (loop->errors != NULL)
+        atomic_fetch_add_explicit(loop->errors, 1, memory_order_relaxed);
     PQfinish(loop->conn);
     loop->conn = NULL;
     schedule_retry(loop);

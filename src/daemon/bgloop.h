@@ -8,7 +8,9 @@
 #define ENSIGN_BGLOOP_H
 
 #include <libpq-fe.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct bgloop {
     const char *conninfo;
@@ -16,6 +18,7 @@ struct bgloop {
     PGconn *conn;               /* NULL while disconnected */
     int backoff_ms;
     long long retry_at_ms;
+    _Atomic uint64_t *errors; /* failed connections counted here (/metrics), or NULL */
 };
 
 /* Installs the stop-signal handlers (they only set a flag). */

@@ -6,9 +6,12 @@
  *
  * Exit status: 0 clean stop (or -t/-V/-h success), 1 start-up error.
  */
+#include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "build_config.h"
@@ -24,6 +27,39 @@ static void usage(FILE *out)
                  "  -t       check the configuration and exit\n"
                  "  -V       print the version and exit\n"
                  "  -h       this help\n");
+}
+
+/*
+ * -t: state_dir must exist as a writable directory, or be creatable (its
+ * parent exists and is writable). Creates nothing, touches no database.
+ */
+static int check_state_dir(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "state_dir %s is not a directory", dir);
+            return -1;
+        }
+        if (access(dir, W_OK | X_OK) != 0) {
+            snprintf(err, errlen, "state_dir %s is not writable: %s", dir, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if (errno != ENOENT) {
+        snprintf(err, errlen, "state_dir %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", dir);
+    const char *parent = dirname(copy);
+    if (access(parent, W_OK | X_OK) != 0) {
+        snprintf(err, errlen, "state_dir %s does not exist and cannot be created in %s: %s", dir,
+                 parent, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -64,9 +100,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "ensignd: %s\n", err);
         status = EXIT_FAILURE;
     } else if (check_only) {
-        printf("configuration OK\n");
+        status = check_state_dir(cfg.state_dir, err, sizeof err) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        if (status == EXIT_SUCCESS)
+            printf("configuration OK\n");
+        else
+            fprintf(stderr, "ensignd: %s: %s\n", path_copy, err);
         config_free(&cfg);
-        status = EXIT_SUCCESS;
     } else {
         log_set_level((enum log_level)cfg.log_level);
         status = master_run(path_copy, &cfg);

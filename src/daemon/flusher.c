@@ -26,6 +26,7 @@
 #include "config.h"
 #include "dbsync.h"
 #include "log.h"
+#include "metrics.h"
 #include "proctitle.h"
 #include "shm.h"
 #include "usage.h"
@@ -163,8 +164,11 @@ static void flush(struct bgloop *loop, struct usage_table *table)
     struct batch b = {.table = table};
     usage_drain(table, (int64_t)time(NULL), collect, &b);
     if (b.count > 0) {
-        bool written = bgloop_ensure_connected(loop) && write_batch(loop->conn, &b) == 0;
+        bool connected = bgloop_ensure_connected(loop);
+        bool written = connected && write_batch(loop->conn, &b) == 0;
         if (!written) {
+            if (connected && loop->errors != NULL)
+                atomic_fetch_add_explicit(loop->errors, 1, memory_order_relaxed);
             put_back(table, &b);
             if (loop->conn != NULL && PQstatus(loop->conn) != CONNECTION_OK)
                 bgloop_disconnect(loop);
@@ -192,6 +196,8 @@ int flusher_main(const struct config *cfg, struct shm_region *shm)
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     bgloop_install_signals();
     struct bgloop loop = {.conninfo = cfg->database, .listen_channel = NULL};
+    if (shm->metrics != NULL)
+        loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     long long next_flush = bgloop_now_ms() + cfg->usage_flush_interval_ms;
     uint64_t drops_reported = 0;
     while (!bgloop_stopping()) {

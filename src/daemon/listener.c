@@ -22,12 +22,13 @@
 
 #define LISTEN_BACKLOG 511
 
-static int open_socket(const struct config *cfg, bool reuseport, char *err, size_t errlen)
+/* label names the address in messages ("listen 127.0.0.1:8080"). */
+static int open_address(const char *label, const char *host, int port_number, bool reuseport,
+                        char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     char port[8];
-    snprintf(port, sizeof port, "%d", cfg->listen_port);
-    const char *host = cfg->listen_host;
+    snprintf(port, sizeof port, "%d", port_number);
     bool wildcard = host == NULL || host[0] == '\0';
     hints.ai_family = wildcard ? AF_INET6 : AF_UNSPEC;
     struct addrinfo *res = NULL;
@@ -37,7 +38,7 @@ static int open_socket(const struct config *cfg, bool reuseport, char *err, size
         rc = getaddrinfo(NULL, port, &hints, &res);
     }
     if (rc != 0) {
-        snprintf(err, errlen, "listen %s: %s", cfg->listen, gai_strerror(rc));
+        snprintf(err, errlen, "%s: %s", label, gai_strerror(rc));
         return -1;
     }
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -51,13 +52,34 @@ static int open_socket(const struct config *cfg, bool reuseport, char *err, size
     }
     if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
         listen(fd, LISTEN_BACKLOG) != 0) {
-        snprintf(err, errlen, "listen %s: %s", cfg->listen, strerror(errno));
+        snprintf(err, errlen, "%s: %s", label, strerror(errno));
         if (fd >= 0)
             close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
     return fd;
+}
+
+static int open_socket(const struct config *cfg, bool reuseport, char *err, size_t errlen)
+{
+    char label[300];
+    snprintf(label, sizeof label, "listen %s", cfg->listen);
+    return open_address(label, cfg->listen_host, cfg->listen_port, reuseport, err, errlen);
+}
+
+int listener_open_metrics(const struct config *cfg, char *err, size_t errlen)
+{
+    char host[256], label[300];
+    int port;
+    if (cfg->metrics_listen == NULL || cfg->metrics_listen[0] == '\0')
+        return -1;
+    snprintf(label, sizeof label, "metrics_listen %s", cfg->metrics_listen);
+    if (config_parse_address(cfg->metrics_listen, host, sizeof host, &port) != 0) {
+        snprintf(err, errlen, "%s: not an address", label);
+        return -1;
+    }
+    return open_address(label, host, port, false, err, errlen);
 }
 
 int listener_check_free(const struct config *cfg, char *err, size_t errlen)

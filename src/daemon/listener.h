@@ -29,4 +29,8 @@ int listener_grow(struct listener_set *set, const struct config *cfg, size_t wan
 
 void listener_close_all(struct listener_set *set);
 
+/* The one socket of metrics_listen (no SO_REUSEPORT: a second ensignd
+ * cannot join it), shared by every worker; -1 with a message in err. */
+int listener_open_metrics(const struct config *cfg, char *err, size_t errlen);
+
 #endif

@@ -65,6 +65,7 @@ struct master {
     struct config cfg;
     struct shm_region shm;
     struct listener_set sockets;
+    int metrics_fd; /* metrics_listen's socket, or -1 */
     struct child children[MAX_CHILDREN];
     unsigned generation;
     bool stopping;
@@ -111,9 +112,11 @@ static int run_child(struct master *m, const struct child *c)
         if (!mine)
             close(m->sockets.fds[i]);
     }
+    if (c->role != ROLE_WORKER && m->metrics_fd >= 0)
+        close(m->metrics_fd);
     switch (c->role) {
     case ROLE_WORKER:
-        return worker_main(c->slot, &m->cfg, &m->shm, own, nown);
+        return worker_main(c->slot, &m->cfg, &m->shm, own, nown, m->metrics_fd);
     case ROLE_REFRESHER:
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
@@ -284,6 +287,10 @@ static void keep_fixed_settings(struct config *fresh, struct config *old)
         log_warn("state_dir, user, usage_slots and ratelimit_slots change only on restart");
     tmp = fresh->state_dir, fresh->state_dir = old->state_dir, old->state_dir = tmp;
     tmp = fresh->user, fresh->user = old->user, old->user = tmp;
+    if (strcmp(fresh->metrics_listen, old->metrics_listen) != 0)
+        log_warn("metrics_listen changes only on restart");
+    tmp = fresh->metrics_listen, fresh->metrics_listen = old->metrics_listen,
+    old->metrics_listen = tmp;
     fresh->usage_slots = old->usage_slots;
     fresh->ratelimit_slots = old->ratelimit_slots;
 }
@@ -312,7 +319,7 @@ static void reload(struct master *m)
 {
     char err[512];
     struct config fresh;
-    sdnotify_send("RELOADING=1");
+    sdnotify_reloading();
     log_info("reloading %s", m->config_path);
     if (config_load(m->config_path, &fresh, err, sizeof err) != 0) {
         log_error("reload failed, keeping the running configuration: %s", err);
@@ -347,6 +354,9 @@ static void begin_stop(struct master *m, int sig)
             m->children[i].used = false; /* never respawned */
     stop_all_but_flusher(m);
     listener_close_all(&m->sockets);
+    if (m->metrics_fd >= 0)
+        close(m->metrics_fd);
+    m->metrics_fd = -1;
 }
 
 /* During a stop, once no worker is left, asks the flusher for its last flush. */
@@ -407,6 +417,11 @@ static int start_up(struct master *m)
         log_error("%s", err);
         return -1;
     }
+    if (m->cfg.metrics_listen[0] != '\0' &&
+        (m->metrics_fd = listener_open_metrics(&m->cfg, err, sizeof err)) < 0) {
+        log_error("%s", err);
+        return -1;
+    }
     if (shm_create(&m->cfg, &m->shm) != 0) {
         log_error("cannot map shared memory: %s", strerror(errno));
         return -1;
@@ -463,6 +478,7 @@ int master_run(const char *config_path, struct config *cfg)
 {
     static struct master m; /* static: children find it reachable at exit */
     m.config_path = config_path;
+    m.metrics_fd = -1;
     m.cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     log_set_role("master");
@@ -486,6 +502,8 @@ int master_run(const char *config_path, struct config *cfg)
         log_info("stopped");
     }
     listener_close_all(&m.sockets);
+    if (m.metrics_fd >= 0)
+        close(m.metrics_fd);
     shm_destroy(&m.shm);
     config_free(&m.cfg);
     return status;

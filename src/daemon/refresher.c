@@ -22,10 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "bgloop.h"
 #include "config.h"
 #include "log.h"
+#include "metrics.h"
 #include "proctitle.h"
 #include "served_snapshot.h"
 #include "shm.h"
@@ -42,9 +45,25 @@ struct refresher {
     uint64_t built; /* generation of the last file written */
 };
 
-static void publish(struct refresher *rf, uint64_t generation)
+static uint64_t unix_ms(const struct timespec *t)
 {
+    return (uint64_t)t->tv_sec * 1000u + (uint64_t)t->tv_nsec / 1000000u;
+}
+
+/* Publishes generation, with when its file was written for /metrics. */
+static void publish(struct refresher *rf, uint64_t generation, uint64_t written_unix_ms)
+{
+    if (rf->shm->metrics != NULL)
+        atomic_store_explicit(&rf->shm->metrics->snapshot_built_unix_ms, written_unix_ms,
+                              memory_order_relaxed);
     atomic_store_explicit(&rf->shm->header->snapshot_generation, generation, memory_order_release);
+}
+
+/* A failed read of the database, for ensign_database_errors_total. */
+static void count_database_error(struct refresher *rf)
+{
+    if (rf->shm->metrics != NULL)
+        metrics_add(&METRICS_BACKGROUND_BLOCK(rf->shm->metrics)->database_errors, 1);
 }
 
 /* Publishes the generation of a valid file already on disk. */
@@ -58,7 +77,8 @@ static void publish_file_on_disk(struct refresher *rf)
     }
     uint64_t generation = snapshot_generation(&s);
     snapshot_close(&s);
-    publish(rf, generation);
+    struct stat st;
+    publish(rf, generation, stat(rf->path, &st) == 0 ? unix_ms(&st.st_mtim) : 0);
     log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
              generation, rf->path);
 }
@@ -83,6 +103,7 @@ static void build(struct refresher *rf)
     struct snapshot_builder *b = snapshot_source_read(rf->loop.conn, &generation, err, sizeof err);
     if (b == NULL) {
         log_warn("cannot read the configuration: %s", err);
+        count_database_error(rf);
         check_connection(rf);
         return;
     }
@@ -96,7 +117,14 @@ static void build(struct refresher *rf)
     }
     rf->built = generation;
     rf->built_once = true;
-    publish(rf, generation);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (rf->shm->metrics != NULL) {
+        atomic_store_explicit(&rf->shm->metrics->snapshot_build_us,
+                              (uint64_t)(bgloop_now_ms() - started) * 1000u, memory_order_relaxed);
+        metrics_add(&rf->shm->metrics->snapshot_builds, 1);
+    }
+    publish(rf, generation, unix_ms(&now));
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations; read in %lld ms,"
              " built and written in %lld ms)",
              generation, flags, read_ms, elapsed_ms(started) - read_ms);
@@ -108,6 +136,7 @@ static void refresh(struct refresher *rf)
     uint64_t generation;
     if (snapshot_source_generation(rf->loop.conn, &generation, err, sizeof err) != 0) {
         log_warn("%s", err);
+        count_database_error(rf);
         check_connection(rf);
         return;
     }
@@ -125,6 +154,8 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     rf.cfg = cfg;
     rf.shm = shm;
     rf.loop = (struct bgloop){.conninfo = cfg->database, .listen_channel = REFRESHER_CHANNEL};
+    if (shm->metrics != NULL)
+        rf.loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     publish_file_on_disk(&rf);
     while (!bgloop_stopping()) {

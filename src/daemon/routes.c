@@ -7,6 +7,7 @@
 
 #include "me.h"
 #include "meta.h"
+#include "metrics_route.h"
 /* section includes: evaluation */
 #include "ofrep.h"
 /* section includes: flags */
@@ -33,6 +34,10 @@ static const struct route route_table[] = {
     /* section: meta and identity */
     {METHOD_GET, "/v1/healthz", meta_healthz, "Liveness probe; never touches the database",
      ROUTE_AUTH_NONE, NULL, meta_healthz_schema, 200},
+    /* /metrics: decisions.md section 11 */
+    {METHOD_GET, "/metrics", metrics_route_get,
+     "Node counters in the Prometheus text format 0.0.4 (only on metrics_listen when set)",
+     ROUTE_AUTH_NONE, NULL, NULL, 200},
     {METHOD_GET, "/v1/me", me_v1_get, "Identity of the caller's access token",
      ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200},
 

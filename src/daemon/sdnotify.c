@@ -7,10 +7,12 @@
 #include "sdnotify.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 int sdnotify_send(const char *state)
@@ -32,4 +34,14 @@ int sdnotify_send(const char *state)
     ssize_t sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&addr, addr_len);
     close(fd);
     return sent < 0 ? -1 : 0;
+}
+
+int sdnotify_reloading(void)
+{
+    struct timespec now;
+    char state[64];
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    snprintf(state, sizeof state, "RELOADING=1\nMONOTONIC_USEC=%llu",
+             (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000);
+    return sdnotify_send(state);
 }

@@ -10,4 +10,7 @@
 /* Returns 0 when sent or when not under systemd, -1 on a send error. */
 int sdnotify_send(const char *state);
 
+/* "RELOADING=1" with MONOTONIC_USEC=now, as Type=notify-reload expects. */
+int sdnotify_reloading(void);
+
 #endif

@@ -10,6 +10,9 @@
  * requests finish (answers then carry "Connection: close"), and exits 0,
  * or after shutdown_timeout_ms at the latest.
  *
+ * With metrics_listen set, a second evhttp instance accepts on that
+ * socket (shared by every worker) and serves only /metrics there.
+ *
  * It fills in the struct http_server that the layers below serve from and
  * owns everything in it: its view of the flag snapshot (served_snapshot.h)
  * and its batch of usage counts, moved to shared memory every
@@ -32,6 +35,7 @@
 #include "eval.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "ofrep.h"
 #include "proctitle.h"
 #include "routes.h"
@@ -51,6 +55,8 @@ struct worker_runtime {
     struct http_server w;
     struct evhttp_bound_socket *bound[WORKER_MAX_SOCKETS];
     size_t nbound;
+    struct evhttp *metrics_http; /* on metrics_listen's socket, or NULL */
+    struct evhttp_bound_socket *metrics_bound;
     struct event *signals[3];
     struct event *drain_timer;
     struct event *usage_timer;
@@ -88,6 +94,9 @@ static void start_drain(struct worker_runtime *rt)
     for (size_t i = 0; i < rt->nbound; i++)
         evhttp_del_accept_socket(rt->w.http, rt->bound[i]);
     rt->nbound = 0;
+    if (rt->metrics_bound != NULL)
+        evhttp_del_accept_socket(rt->metrics_http, rt->metrics_bound);
+    rt->metrics_bound = NULL;
     clock_gettime(CLOCK_MONOTONIC, &rt->drain_deadline);
     rt->grace_end = rt->drain_deadline;
     rt->grace_end.tv_nsec += DRAIN_GRACE_MS * 1000000L;
@@ -145,6 +154,22 @@ static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
     return 0;
 }
 
+static int setup_metrics_http(struct worker_runtime *rt, int metrics_fd)
+{
+    if (metrics_fd < 0)
+        return 0;
+    rt->metrics_http = evhttp_new(rt->w.base);
+    if (rt->metrics_http == NULL)
+        return -1;
+    evhttp_set_max_body_size(rt->metrics_http, 0);
+    evhttp_set_max_headers_size(rt->metrics_http, (ev_ssize_t)rt->w.cfg->max_header_bytes);
+    evhttp_set_allowed_methods(rt->metrics_http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    evhttp_set_timeout(rt->metrics_http, 60);
+    evhttp_set_gencb(rt->metrics_http, http_dispatch_metrics_listener, &rt->w);
+    rt->metrics_bound = evhttp_accept_socket_with_handle(rt->metrics_http, metrics_fd);
+    return rt->metrics_bound != NULL ? 0 : -1;
+}
+
 static void setup_signals(struct worker_runtime *rt)
 {
     static const int stop_signals[3] = {SIGTERM, SIGINT, SIGQUIT};
@@ -169,6 +194,8 @@ static void teardown(struct worker_runtime *rt)
     usage_batch_free(rt->w.usage_batch);
     if (rt->w.http != NULL)
         evhttp_free(rt->w.http);
+    if (rt->metrics_http != NULL)
+        evhttp_free(rt->metrics_http);
     if (rt->w.db != NULL)
         db_close(rt->w.db);
     free(rt->w.openapi_json);
@@ -200,7 +227,7 @@ static struct event_base *new_event_base(void)
 }
 
 int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
-                size_t nfds)
+                size_t nfds, int metrics_fd)
 {
     char role[32];
     snprintf(role, sizeof role, "worker %d", index);
@@ -221,13 +248,19 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
     rt->w.snapshot = served_snapshot_new(cfg->state_dir, shm, rt->w.usage_batch);
     rt->w.requests_served =
         shm != NULL && shm->header != NULL ? &shm->header->requests_served : NULL;
+#ifndef ENSIGN_NO_METRICS_COUNTING /* benchmark builds only: measures what counting costs */
+    rt->w.metrics = shm != NULL ? metrics_worker_block(shm->metrics, index) : NULL;
+#endif
     int status = EXIT_FAILURE;
     if (rt->w.base != NULL && rt->w.eval_scratch != NULL && rt->w.usage_batch != NULL &&
-        rt->w.snapshot != NULL && setup_http(rt, fds, nfds) == 0) {
+        rt->w.snapshot != NULL && setup_http(rt, fds, nfds) == 0 &&
+        setup_metrics_http(rt, metrics_fd) == 0) {
         http_bind_server(&rt->w);
         setup_signals(rt);
         start_usage_timer(rt);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
+        if (rt->w.metrics != NULL)
+            db_count_errors(rt->w.db, &rt->w.metrics->database_errors);
         log_debug("serving on %zu sockets", nfds);
         event_base_dispatch(rt->w.base);
         status = EXIT_SUCCESS;

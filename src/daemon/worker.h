@@ -15,8 +15,9 @@
 struct config;
 struct shm_region;
 
-/* Runs a worker until it drains; returns the process exit status. */
+/* Runs a worker until it drains; returns the process exit status.
+ * metrics_fd is the metrics_listen socket, or -1. */
 int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
-                size_t nfds);
+                size_t nfds, int metrics_fd);
 
 #endif

@@ -85,7 +85,27 @@ struct db {
     struct db_job *inflight;
     PGresult *last; /* latest result of the query in flight */
     char error[DB_ERROR_LEN];
+    _Atomic uint64_t *errors; /* /metrics counter, or NULL */
 };
+
+static void count_error(struct db *db)
+{
+    if (db->errors != NULL)
+        atomic_fetch_add_explicit(db->errors, 1, memory_order_relaxed);
+}
+
+/* A failure of the server or the connection rather than an answer to bad input. */
+static bool server_side_failure(const PGresult *res)
+{
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (state == NULL)
+        return true;
+    static const char *const classes[] = {"08", "53", "57", "58", "XX"};
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (strncmp(state, classes[i], 2) == 0)
+            return true;
+    return false;
+}
 
 /* ---- jobs ---- */
 
@@ -228,6 +248,7 @@ static void arm_timer(struct db *db, int ms)
 static void connection_down(struct db *db, const char *what, const char *why)
 {
     set_error(db, why);
+    count_error(db);
     if (!db->down)
         log_warn("database %s: %s; retrying in %d ms", what, db->error, db->backoff_ms);
     else
@@ -310,6 +331,8 @@ static void finish_job(struct db *db)
         error = "query returned no result";
     else if (PQresultStatus(res) == PGRES_FATAL_ERROR)
         error = PQresultErrorMessage(res);
+    if (!res || (PQresultStatus(res) == PGRES_FATAL_ERROR && server_side_failure(res)))
+        count_error(db);
     job->cb(res, error, job->arg);
     PQclear(res);
     job_free(job);
@@ -482,6 +505,12 @@ struct db *db_open(struct event_base *base, const char *conninfo, int statement_
     }
     start_connect(db);
     return db;
+}
+
+void db_count_errors(struct db *db, _Atomic uint64_t *counter)
+{
+    if (db != NULL)
+        db->errors = counter;
 }
 
 void db_close(struct db *db)

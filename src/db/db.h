@@ -21,7 +21,9 @@
 #ifndef ENSIGN_DB_H
 #define ENSIGN_DB_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <libpq-fe.h>
 
 struct event_base;
@@ -31,6 +33,14 @@ typedef void (*db_result_cb)(PGresult *res, const char *error, void *arg);
 
 /* Starts connecting in the background; never blocks. */
 struct db *db_open(struct event_base *base, const char *conninfo, int statement_timeout_ms);
+
+/*
+ * Where db counts its failures for /metrics (NULL: nowhere): each lost or
+ * refused connection, and each statement that failed for a reason on the
+ * server's side (SQLSTATE classes 08, 53, 57, 58, XX; not constraint
+ * violations, which are answers).
+ */
+void db_count_errors(struct db *db, _Atomic uint64_t *counter);
 
 /* Fails queued queries (callbacks run with res NULL, synchronously),
  * closes, frees. Not to be called from inside a db_query callback. */

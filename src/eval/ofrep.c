@@ -22,6 +22,7 @@
 
 #include "eval.h"
 #include "http.h"
+#include "metrics.h"
 #include "ratelimit.h"
 #include "shm.h"
 #include "served_snapshot.h"
@@ -423,6 +424,8 @@ static void evaluate_one(struct call *c)
     }
     struct eval_result res;
     eval_flag(c->s, flag, &c->ctx, c->w->eval_scratch, &res);
+    if (c->w->metrics != NULL)
+        metrics_add(&c->w->metrics->flag_evaluations, 1);
     if (res.status != EVAL_OK) {
         fail(c, 400, eval_error_code(res.status),
              res.error_detail != NULL ? res.error_detail : "evaluation failed");
@@ -481,6 +484,8 @@ static void evaluate_all(struct call *c, const char *etag)
     struct text t;
     text_init(&t);
     text_lit(&t, "{\"flags\":[");
+    if (c->w->metrics != NULL)
+        metrics_add(&c->w->metrics->flag_evaluations, count);
     for (size_t i = 0; i < count; i++) {
         struct eval_result res;
         eval_flag(c->s, &flags[i], &c->ctx, c->w->eval_scratch, &res);

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "http.h"
+#include "metrics.h"
 #include "shm.h"
 #include "server.h"
 
@@ -182,6 +183,21 @@ bool ratelimit_take(struct ratelimit_table *t, enum ratelimit_class c, const cha
     }
 }
 
+static enum metrics_limit metrics_limit_of(enum ratelimit_class c)
+{
+    switch (c) {
+    case RATELIMIT_EVALUATION:
+        return METRICS_LIMIT_EVALUATION;
+    case RATELIMIT_MANAGEMENT:
+        return METRICS_LIMIT_MANAGEMENT;
+    case RATELIMIT_WAITLIST:
+        return METRICS_LIMIT_WAITLIST;
+    case RATELIMIT_LOGIN:
+        break;
+    }
+    return METRICS_LIMIT_LOGIN;
+}
+
 static void add_number_header(struct http_request *r, const char *name, uint32_t value)
 {
     char text[16];
@@ -202,8 +218,11 @@ bool ratelimit_apply(struct http_request *r, enum ratelimit_class c, const char 
     add_number_header(r, "RateLimit-Limit", out->limit);
     add_number_header(r, "RateLimit-Remaining", out->remaining);
     add_number_header(r, "RateLimit-Reset", out->reset_s);
-    if (!out->allowed)
+    if (!out->allowed) {
         add_number_header(r, "Retry-After", out->retry_after_s);
+        if (w->metrics != NULL)
+            metrics_add(&w->metrics->ratelimited[metrics_limit_of(c)], 1);
+    }
     return out->allowed;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "ratelimit.h"
 #include "usage.h"
 
@@ -78,10 +79,22 @@ static void usage_attach(struct shm_region *region, void *area)
     region->usage = area;
 }
 
+static void metrics_init(void *area, size_t size, const struct config *cfg)
+{
+    (void)size;
+    metrics_area_init(area, cfg);
+}
+
+static void metrics_attach(struct shm_region *region, void *area)
+{
+    region->metrics = area;
+}
+
 static const struct shm_user shm_users[] = {
     {"header", header_size, header_init, header_attach},
     {"ratelimit", ratelimit_size, ratelimit_init, ratelimit_attach},
     {"usage", usage_size, usage_init, usage_attach},
+    {"metrics", metrics_area_size, metrics_init, metrics_attach},
 };
 
 #define SHM_ALIGN 64
@@ -126,5 +139,6 @@ void shm_destroy(struct shm_region *shm)
     shm->header = NULL;
     shm->usage = NULL;
     shm->ratelimit = NULL;
+    shm->metrics = NULL;
     shm->size = 0;
 }

@@ -10,6 +10,10 @@
  *    struct http_request. worker->in_flight counts dispatched, unanswered
  *    requests, which is what a draining worker waits for.
  *  - /ofrep responses always carry the CORS headers (decisions.md section 8).
+ *  - The answer is where each request is counted for /metrics (route
+ *    class, status, bytes, time) and logged (the access log, when on):
+ *    method, path without the query string, status, duration, bytes; never
+ *    a header, so no credential reaches the log.
  *
  * libevent answers some malformed requests itself (bad request line,
  * oversized headers or body) with an HTML page from evhttp_send_error().
@@ -26,6 +30,7 @@
 #include <event2/keyvalq_struct.h>
 #include <stdatomic.h>
 #include <sys/queue.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 
 /* The worker serving in this process; the interposed evhttp_send_error
@@ -180,8 +186,33 @@ static void add_cors_headers(struct evhttp_request *req, const struct config *cf
     evhttp_add_header(out, "Access-Control-Max-Age", "86400");
 }
 
-static void release(struct http_request *r)
+static uint64_t monotonic_us(void)
 {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+}
+
+static void access_log(const struct http_request *r, int status, size_t bytes, uint64_t us)
+{
+    char path[512];
+    log_event(LOG_LEVEL_INFO,
+              "event=access method=%s path=%s status=%d duration_ms=%llu.%03llu bytes=%zu",
+              router_method_name(r->method), log_value(path, sizeof path, r->path), status,
+              (unsigned long long)(us / 1000), (unsigned long long)(us % 1000), bytes);
+}
+
+/* Counts and logs the answer (status, body bytes), then frees r. */
+static void release(struct http_request *r, int status, size_t bytes)
+{
+    struct http_server *w = r->server;
+    uint64_t us = monotonic_us() - r->started_us;
+    if (w != NULL && w->metrics != NULL)
+        metrics_count_request(
+            w->metrics, r->match.route != NULL ? metrics_class_of(r->path) : METRICS_CLASS_OTHER,
+            status, bytes, us);
+    if (w != NULL && w->cfg != NULL && w->cfg->access_log && log_enabled(LOG_LEVEL_INFO))
+        access_log(r, status, bytes, us);
     r->answered = true;
     if (r->server != NULL && r->server->in_flight > 0)
         r->server->in_flight--;
@@ -201,19 +232,21 @@ static void send_raw(struct http_request *r, int status, const char *content_typ
     if (r->server != NULL && r->server->draining)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = NULL;
+    size_t bytes = 0;
     if (body != NULL) {
         evhttp_add_header(out, "Content-Type", content_type);
         buf = evbuffer_new();
         const char *text = json_object_to_json_string_ext(
             body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        bytes = strlen(text);
         if (buf != NULL)
-            evbuffer_add(buf, text, strlen(text));
+            evbuffer_add(buf, text, bytes);
         json_object_put(body);
     }
     evhttp_send_reply(req, status, envelope_reason_phrase(status), buf);
     if (buf != NULL)
         evbuffer_free(buf);
-    release(r);
+    release(r, status, bytes);
 }
 
 void http_send_json(struct http_request *r, int status, struct json_object *body)
@@ -221,21 +254,27 @@ void http_send_json(struct http_request *r, int status, struct json_object *body
     send_raw(r, status, "application/json", body);
 }
 
-void http_send_json_text(struct http_request *r, int status, const char *json_text)
+void http_send_text(struct http_request *r, int status, const char *content_type, const char *text,
+                    size_t len)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
     if (r->surface == SURFACE_OFREP)
         add_cors_headers(r->req, r->server ? r->server->cfg : NULL);
-    evhttp_add_header(out, "Content-Type", "application/json");
+    evhttp_add_header(out, "Content-Type", content_type);
     if (r->server != NULL && r->server->draining)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = evbuffer_new();
     if (buf != NULL)
-        evbuffer_add(buf, json_text, strlen(json_text));
+        evbuffer_add(buf, text, len);
     evhttp_send_reply(r->req, status, envelope_reason_phrase(status), buf);
     if (buf != NULL)
         evbuffer_free(buf);
-    release(r);
+    release(r, status, len);
+}
+
+void http_send_json_text(struct http_request *r, int status, const char *json_text)
+{
+    http_send_text(r, status, "application/json", json_text, strlen(json_text));
 }
 
 static const char *default_eval_code(int status)
@@ -379,6 +418,7 @@ static struct http_request *request_new(struct evhttp_request *req, struct http_
     r->path = copy;
     r->method = method_bit(evhttp_request_get_command(req));
     r->surface = envelope_surface_for_path(copy);
+    r->started_us = monotonic_us();
     return r;
 }
 
@@ -395,6 +435,23 @@ void http_dispatch(struct evhttp_request *req, void *arg)
         atomic_fetch_add_explicit(w->requests_served, 1, memory_order_relaxed);
     if (r->path[0] != '/') {
         http_send_error(r, 400, "the request target must be an absolute path");
+        return;
+    }
+    route_request(r);
+}
+
+void http_dispatch_metrics_listener(struct evhttp_request *req, void *arg)
+{
+    struct http_server *w = arg;
+    struct http_request *r = request_new(req, w);
+    if (r == NULL) {
+        evhttp_send_reply(req, 503, "Service Unavailable", NULL);
+        return;
+    }
+    w->in_flight++;
+    r->on_metrics_listener = true;
+    if (strcmp(r->path, "/metrics") != 0) {
+        http_send_error(r, 404, "this address serves only /metrics");
         return;
     }
     route_request(r);
@@ -453,10 +510,13 @@ void evhttp_send_error(struct evhttp_request *req, int error, const char *reason
     evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = evbuffer_new();
     const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+    size_t bytes = strlen(text);
     if (buf != NULL)
-        evbuffer_add(buf, text, strlen(text));
+        evbuffer_add(buf, text, bytes);
     evhttp_send_reply(req, error, envelope_reason_phrase(error), buf);
     if (buf != NULL)
         evbuffer_free(buf);
     json_object_put(body);
+    if (bound_server != NULL && bound_server->metrics != NULL)
+        metrics_count_request(bound_server->metrics, METRICS_CLASS_OTHER, error, bytes, 0);
 }

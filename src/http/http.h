@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <json-c/json.h>
 
 #include "envelope.h"
@@ -31,6 +32,8 @@ struct http_request {
     const char *query; /* query string or NULL */
     struct route_match match;
     bool answered;
+    bool on_metrics_listener; /* arrived on metrics_listen's socket */
+    uint64_t started_us;      /* CLOCK_MONOTONIC at dispatch */
 };
 
 /* Route parameter value (decoded), or NULL. */
@@ -89,6 +92,10 @@ void http_send_validation_error(struct http_request *r, const char *message,
 void http_send_eval_error(struct http_request *r, int status, const char *key,
                           const char *error_code, const char *details);
 
+/* Answers status with a text body of length len (copied), e.g. /metrics. */
+void http_send_text(struct http_request *r, int status, const char *content_type,
+                    const char *text, size_t len);
+
 /* 405 with an Allow header listing methods. */
 void http_send_method_not_allowed(struct http_request *r, unsigned methods);
 
@@ -100,6 +107,13 @@ bool http_answered(const struct http_request *r);
 
 /* The evhttp generic callback: arg is the struct http_server. */
 void http_dispatch(struct evhttp_request *req, void *arg);
+
+/*
+ * The evhttp callback of the metrics_listen socket: serves GET /metrics
+ * (through the route table, so it is counted and logged like any other
+ * request) and 404 for every other path.
+ */
+void http_dispatch_metrics_listener(struct evhttp_request *req, void *arg);
 
 /* Tells the HTTP layer which server this process runs (for limits used
  * when libevent itself rejects a request). */

@@ -28,6 +28,7 @@ struct served_snapshot; /* eval/served_snapshot.h */
 struct eval_scratch;    /* eval/eval.h */
 struct ofrep_state;     /* eval/ofrep.c: the OFREP handlers' caches */
 struct usage_batch;     /* eval/usage_batch.h */
+struct metrics_block;   /* http/metrics.h: this worker's counters */
 
 struct http_server {
     int index; /* 0-based worker slot */
@@ -38,6 +39,7 @@ struct http_server {
     size_t route_count;
     char *openapi_json;                /* serialized on first use; owned by the daemon */
     _Atomic uint64_t *requests_served; /* node-wide counter in shared memory, or NULL */
+    struct metrics_block *metrics;     /* this worker's /metrics counters, or NULL */
     struct db *db;                     /* NULL where no database is used */
     struct shm_region *shm;            /* NULL in tests without shared memory */
     struct served_snapshot *snapshot;  /* the mapped flag snapshot */

@@ -353,9 +353,33 @@ class ConfigurationCheckTest(unittest.TestCase):
         return result
 
     def test_shipped_config_is_ok(self):
-        result = self.ensignd("-t", "-c", os.path.join(harness.SRC_DIR, "etc", "ensign.conf"))
+        with open(os.path.join(harness.SRC_DIR, "etc", "ensign.conf")) as f:
+            shipped = f.read()
+        self.write(shipped + f"state_dir = {self.dir}/state\n")
+        result = self.ensignd("-t", "-c", self.path)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("configuration OK", result.stdout + result.stderr)
+
+    def test_check_needs_a_usable_state_dir(self):
+        plain_file = os.path.join(self.dir, "file")
+        with open(plain_file, "w") as f:
+            f.write("x")
+        cases = {
+            "not a directory": (plain_file, "is not a directory"),
+            "cannot be created": (os.path.join(self.dir, "no", "such"), "cannot be created"),
+        }
+        for name, (state_dir, message) in cases.items():
+            with self.subTest(name):
+                self.write(f"state_dir = {state_dir}\n")
+                result = self.ensignd("-t", "-c", self.path)
+                self.assertEqual(result.returncode, 1, result)
+                self.assertIn(message, result.stderr)
+                self.assertIn(state_dir, result.stderr)
+                self.assertNotIn("configuration OK", result.stdout + result.stderr)
+        self.write(f"state_dir = {self.dir}/new\n")
+        result = self.ensignd("-t", "-c", self.path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "new")), "-t created state_dir")
 
     def test_check_touches_no_database_and_binds_no_port(self):
         with socket.socket() as taken:
@@ -363,7 +387,8 @@ class ConfigurationCheckTest(unittest.TestCase):
             taken.listen()
             port = taken.getsockname()[1]
             self.write(f"# comment\n\nlisten = 127.0.0.1:{port}\n"
-                       f'database = "host=/nonexistent dbname=nothing"\nworkers = 2\n')
+                       f'database = "host=/nonexistent dbname=nothing"\nworkers = 2\n'
+                       f"state_dir = {self.dir}\n")
             result = self.ensignd("-t", "-c", self.path)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("configuration OK", result.stdout + result.stderr)

@@ -54,11 +54,18 @@ static const char *top_srcdir(void)
     return dir && *dir ? dir : ".";
 }
 
-/* Reads $top_srcdir/RELPATH into a malloc'ed string. */
-static char *read_source_file(const char *relpath)
+/* The annotated file as installed: etc/ensign.conf with this build's
+ * state_dir default (Makefile.am writes it into the build tree). */
+static const char *installed_conf(char *path, size_t len)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", top_srcdir(), relpath);
+    const char *dir = getenv("top_builddir");
+    snprintf(path, len, "%s/etc/ensign-installed.conf", dir && *dir ? dir : ".");
+    return path;
+}
+
+/* Reads PATH into a malloc'ed string. */
+static char *read_file(const char *path)
+{
     FILE *f = fopen(path, "r");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     char *text = NULL;
@@ -71,6 +78,14 @@ static char *read_source_file(const char *relpath)
     fclose(f);
     fclose(mem);
     return text;
+}
+
+/* Reads $top_srcdir/RELPATH into a malloc'ed string. */
+static char *read_source_file(const char *relpath)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", top_srcdir(), relpath);
+    return read_file(path);
 }
 
 static bool has_line(const char *text, const char *line)
@@ -132,6 +147,8 @@ static void assert_same_settings(const struct config *a, const struct config *b)
     ck_assert_int_eq(a->usage_slots, b->usage_slots);
     ck_assert_int_eq(a->ratelimit_slots, b->ratelimit_slots);
     ck_assert_int_eq(a->waitlist_open, b->waitlist_open);
+    assert_str_or_null_eq(a->metrics_listen, b->metrics_listen);
+    ck_assert_int_eq(a->access_log, b->access_log);
 }
 
 /* ---- the table ---- */
@@ -146,7 +163,7 @@ START_TEST(test_table_order_and_flags)
         {"listen", "127.0.0.1:8080", true},
         {"database", "dbname=ensign", true},
         {"workers", "auto", true},
-        {"state_dir", "/var/lib/ensign", false},
+        {"state_dir", LOCALSTATEDIR "/lib/ensign", false},
         {"refresh_interval_ms", "1000", true},
         {"usage_flush_interval_ms", "5000", true},
         {"ratelimit_evaluation", "6000", true},
@@ -170,6 +187,7 @@ START_TEST(test_table_order_and_flags)
         {"agent_llm_url", "", true},
         {"stream_max_per_worker", "10000", true},
         {"stream_max_per_key", "1000", true},
+        {"access_log", "on", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -234,7 +252,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.listen_port, 8080);
     ck_assert_str_eq(cfg.database, "dbname=ensign");
     ck_assert_int_eq(cfg.workers, expected_workers());
-    ck_assert_str_eq(cfg.state_dir, "/var/lib/ensign");
+    ck_assert_str_eq(cfg.state_dir, LOCALSTATEDIR "/lib/ensign");
     ck_assert_int_eq(cfg.refresh_interval_ms, 1000);
     ck_assert_int_eq(cfg.usage_flush_interval_ms, 5000);
     ck_assert_int_eq(cfg.ratelimit_evaluation, 6000);
@@ -450,6 +468,11 @@ static const struct {
     {"listen = *:http\n", 1, "listen: \"*:http\" has an invalid port (1..65535)"},
     {"listen = *:\n", 1, "listen: \"*:\" has an invalid port (1..65535)"},
     {"listen = [::1]:-1\n", 1, "listen: \"[::1]:-1\" has an invalid port (1..65535)"},
+    {"metrics_listen = 9100\n", 1,
+     "metrics_listen: \"9100\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
+    {"metrics_listen = 127.0.0.1:0\n", 1,
+     "metrics_listen: \"127.0.0.1:0\" has an invalid port (1..65535)"},
+    {"access_log = yes\n", 1, "access_log: \"yes\" is not one of on, off"},
 };
 
 START_TEST(test_error_messages)
@@ -526,11 +549,38 @@ START_TEST(test_listen_forms)
 }
 END_TEST
 
+START_TEST(test_metrics_listen_and_access_log)
+{
+    struct config cfg;
+    char err[256] = "", host[64];
+    int port = 0;
+    ck_assert_int_eq(load_text("metrics_listen = [::1]:9100\naccess_log = off\n", &cfg, err,
+                               sizeof err),
+                     0);
+    ck_assert_str_eq(cfg.metrics_listen, "[::1]:9100");
+    ck_assert_int_eq(cfg.access_log, false);
+    ck_assert_int_eq(config_parse_address(cfg.metrics_listen, host, sizeof host, &port), 0);
+    ck_assert_str_eq(host, "::1");
+    ck_assert_int_eq(port, 9100);
+    config_free(&cfg);
+    ck_assert_int_eq(load_text("metrics_listen = \"\"\naccess_log = on\n", &cfg, err, sizeof err),
+                     0);
+    ck_assert_str_eq(cfg.metrics_listen, "");
+    ck_assert_int_eq(cfg.access_log, true);
+    config_free(&cfg);
+    ck_assert_int_eq(config_parse_address("*:9100", host, sizeof host, &port), 0);
+    ck_assert_str_eq(host, "");
+    ck_assert_int_eq(config_parse_address("", host, sizeof host, &port), -1);
+    ck_assert_int_eq(config_parse_address("[::1]:9100", host, 3, &port), -1);
+}
+END_TEST
+
 /* ---- documentation: etc/ensign.conf and doc/ensign.conf.5 ---- */
 
 START_TEST(test_annotated_file_lists_every_key)
 {
-    char *conf = read_source_file("etc/ensign.conf");
+    char path[PATH_MAX];
+    char *conf = read_file(installed_conf(path, sizeof path));
     size_t n;
     const struct config_key *keys = config_keys(&n);
     for (size_t i = 0; i < n; i++) {
@@ -561,7 +611,7 @@ START_TEST(test_annotated_file_gives_defaults)
 {
     char path[PATH_MAX], err[512] = "";
     struct config cfg, defaults;
-    snprintf(path, sizeof path, "%s/etc/ensign.conf", top_srcdir());
+    installed_conf(path, sizeof path);
     ck_assert_msg(config_load(path, &cfg, err, sizeof err) == 0, "%s", err);
     config_set_defaults(&defaults);
     assert_same_settings(&cfg, &defaults);
@@ -612,6 +662,7 @@ Suite *suite_config(void)
     tcase_add_test(tc, test_workers_auto);
     tcase_add_test(tc, test_quoting_and_comments);
     tcase_add_test(tc, test_unquoted_inner_quotes_and_empty_value);
+    tcase_add_test(tc, test_metrics_listen_and_access_log);
     tcase_add_loop_test(tc, test_listen_forms, 0,
                         (int)(sizeof listen_cases / sizeof listen_cases[0]));
     suite_add_tcase(s, tc);
