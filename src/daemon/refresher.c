@@ -45,6 +45,13 @@ struct refresher {
     uint64_t built; /* generation of the last file written */
 };
 
+static uint64_t monotonic_us(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+}
+
 static uint64_t unix_ms(const struct timespec *t)
 {
     return (uint64_t)t->tv_sec * 1000u + (uint64_t)t->tv_nsec / 1000000u;
@@ -100,6 +107,7 @@ static void build(struct refresher *rf)
     char err[512];
     uint64_t generation;
     long long started = bgloop_now_ms();
+    uint64_t started_us = monotonic_us();
     struct snapshot_builder *b = snapshot_source_read(rf->loop.conn, &generation, err, sizeof err);
     if (b == NULL) {
         log_warn("cannot read the configuration: %s", err);
@@ -120,8 +128,8 @@ static void build(struct refresher *rf)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     if (rf->shm->metrics != NULL) {
-        atomic_store_explicit(&rf->shm->metrics->snapshot_build_us,
-                              (uint64_t)(bgloop_now_ms() - started) * 1000u, memory_order_relaxed);
+        atomic_store_explicit(&rf->shm->metrics->snapshot_build_us, monotonic_us() - started_us,
+                              memory_order_relaxed);
         metrics_add(&rf->shm->metrics->snapshot_builds, 1);
     }
     publish(rf, generation, unix_ms(&now));

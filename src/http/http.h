@@ -93,8 +93,8 @@ void http_send_eval_error(struct http_request *r, int status, const char *key,
                           const char *error_code, const char *details);
 
 /* Answers status with a text body of length len (copied), e.g. /metrics. */
-void http_send_text(struct http_request *r, int status, const char *content_type,
-                    const char *text, size_t len);
+void http_send_text(struct http_request *r, int status, const char *content_type, const char *text,
+                    size_t len);
 
 /* 405 with an Allow header listing methods. */
 void http_send_method_not_allowed(struct http_request *r, unsigned methods);
