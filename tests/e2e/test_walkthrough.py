@@ -1,7 +1,8 @@
 """test_walkthrough.py - keeps doc/walkthrough.md true: runs its ```sh
-blocks, in order, in one bash shell against a fresh ensignd, with the
-server address, token and organization of the test in place of the
-document's placeholders, and checks what the steps print.
+blocks, in order, in one bash shell against a fresh ensignd, after the
+export line that contrib/quickstart prints (contrib/quickstart --print-env,
+with the server address, token and organization of the test), exactly as a
+reader pastes it, and checks what the steps print.
 
 The last block evaluates the flag; a configuration change reaches
 evaluation within a few seconds (the refresher), so that block is retried
@@ -20,7 +21,8 @@ import unittest
 import harness
 
 DOC = os.path.join(harness.SRC_DIR, "doc", "walkthrough.md")
-PLACEHOLDER = re.compile(r"^export (ENSIGN_URL|ENSIGN_TOKEN|ORG)=.*$", re.MULTILINE)
+EXPORTS = re.compile(r"^export ENSIGN_URL=\S+ ENSIGN_TOKEN=\S+ ORG=\S+$", re.MULTILINE)
+QUICKSTART = os.path.join(harness.SRC_DIR, "contrib", "quickstart")
 MARK = "@@block"
 
 
@@ -28,11 +30,17 @@ def sh_blocks(text):
     return re.findall(r"^```sh\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
 
 
-def script(blocks, url, token, org):
-    lines = ["set -euo pipefail",
-             f"export ENSIGN_URL='{url}' ENSIGN_TOKEN='{token}' ORG='{org}'"]
+def quickstart_exports(url, token, org):
+    """The line contrib/quickstart prints for a server, as printed."""
+    result = subprocess.run(["sh", QUICKSTART, "--print-env", url, token, org],
+                            capture_output=True, text=True, timeout=30, check=True)
+    return result.stdout.strip()
+
+
+def script(blocks, exports):
+    lines = ["set -euo pipefail", exports]
     for i, block in enumerate(blocks[:-1]):
-        lines += [f"echo; echo '{MARK} {i}'", PLACEHOLDER.sub("", block)]
+        lines += [f"echo; echo '{MARK} {i}'", block]
     lines += [f"echo; echo '{MARK} {len(blocks) - 1}'",
               "evaluate() {", blocks[-1], "}",
               "for attempt in $(seq 50); do",
@@ -61,9 +69,16 @@ class WalkthroughTest(harness.ServerTestCase):
         with open(DOC, encoding="utf-8") as f:
             blocks = sh_blocks(f.read())
         self.assertGreaterEqual(len(blocks), 8)
-        self.assertTrue(PLACEHOLDER.search(blocks[0]), "the first block sets the placeholders")
-        text = script(blocks, f"http://127.0.0.1:{self.server.port}",
-                      self.identity.user_token, self.identity.org_slug)
+        with open(DOC, encoding="utf-8") as f:
+            shown = [line.strip() for line in f if EXPORTS.match(line.strip())]
+        self.assertEqual(len(shown), 1, "the document shows the quick start's export line once")
+        exports = quickstart_exports(f"http://127.0.0.1:{self.server.port}",
+                                     self.identity.user_token, self.identity.org_slug)
+        self.assertRegex(exports, EXPORTS, "the quick start prints another line than the document")
+        self.assertEqual(exports.split("=")[0], shown[0].split("=")[0])
+        for block in blocks:
+            self.assertNotIn("export ENSIGN_", block, "a block overrides the pasted line")
+        text = script(blocks, exports)
         result = subprocess.run(["bash", "-c", text], capture_output=True, text=True,
                                 timeout=120)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
