@@ -14,6 +14,9 @@
  * owns everything in it: its view of the flag snapshot (served_snapshot.h)
  * and its batch of usage counts, moved to shared memory every
  * USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
+ *
+ * A timer beats the worker's heartbeat in shared memory (heartbeat.h);
+ * the master kills a worker whose loop stops turning.
  */
 #include "worker.h"
 
@@ -30,6 +33,7 @@
 #include "config.h"
 #include "db.h"
 #include "eval.h"
+#include "heartbeat.h"
 #include "http.h"
 #include "log.h"
 #include "ofrep.h"
@@ -54,6 +58,8 @@ struct worker_runtime {
     struct event *signals[3];
     struct event *drain_timer;
     struct event *usage_timer;
+    struct event *heartbeat_timer;
+    unsigned heartbeat_slot;
     struct timespec drain_deadline;
     struct timespec grace_end;
 };
@@ -115,6 +121,25 @@ static void start_usage_timer(struct worker_runtime *rt)
         event_add(rt->usage_timer, &every);
 }
 
+static void beat(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct worker_runtime *rt = arg;
+    if (rt->w.shm != NULL)
+        heartbeat_beat(rt->w.shm->heartbeat, rt->heartbeat_slot, heartbeat_now_ms());
+}
+
+static void start_heartbeat(struct worker_runtime *rt)
+{
+    int64_t ms = heartbeat_interval_ms(rt->w.cfg->worker_stall_ms);
+    struct timeval every = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    rt->heartbeat_timer = event_new(rt->w.base, -1, EV_PERSIST, beat, rt);
+    if (rt->heartbeat_timer != NULL)
+        event_add(rt->heartbeat_timer, &every);
+    beat(-1, 0, rt);
+}
+
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
@@ -165,6 +190,8 @@ static void teardown(struct worker_runtime *rt)
         event_free(rt->drain_timer);
     if (rt->usage_timer != NULL)
         event_free(rt->usage_timer);
+    if (rt->heartbeat_timer != NULL)
+        event_free(rt->heartbeat_timer);
     flush_usage(-1, 0, &rt->w);
     usage_batch_free(rt->w.usage_batch);
     if (rt->w.http != NULL)
@@ -199,7 +226,7 @@ static struct event_base *new_event_base(void)
     return base;
 }
 
-int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
+int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg, struct shm_region *shm, const int *fds,
                 size_t nfds)
 {
     char role[32];
@@ -212,6 +239,7 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
     if (rt == NULL)
         return EXIT_FAILURE;
     rt->w.index = index;
+    rt->heartbeat_slot = heartbeat_slot;
     rt->w.cfg = cfg;
     rt->w.shm = shm;
     rt->w.routes = routes_table(&rt->w.route_count);
@@ -227,6 +255,7 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
         http_bind_server(&rt->w);
         setup_signals(rt);
         start_usage_timer(rt);
+        start_heartbeat(rt);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
         log_debug("serving on %zu sockets", nfds);
         event_base_dispatch(rt->w.base);

@@ -15,8 +15,9 @@
 struct config;
 struct shm_region;
 
-/* Runs a worker until it drains; returns the process exit status. */
-int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
+/* Runs a worker until it drains; returns the process exit status.
+ * heartbeat_slot is the master's slot for it in the heartbeat table. */
+int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg, struct shm_region *shm, const int *fds,
                 size_t nfds);
 
 #endif

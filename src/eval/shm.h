@@ -30,11 +30,13 @@ struct shm_header {
 
 struct usage_table;
 struct ratelimit_table;
+struct heartbeat_table;
 
 struct shm_region {
     struct shm_header *header;
     struct usage_table *usage;         /* evaluation counters (usage.h) */
     struct ratelimit_table *ratelimit; /* token buckets (ratelimit.h) */
+    struct heartbeat_table *heartbeat; /* workers' liveness (heartbeat.h) */
     void *base;
     size_t size;
 };
