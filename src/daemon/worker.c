@@ -226,8 +226,8 @@ static struct event_base *new_event_base(void)
     return base;
 }
 
-int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg, struct shm_region *shm, const int *fds,
-                size_t nfds)
+int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
+                struct shm_region *shm, const int *fds, size_t nfds)
 {
     char role[32];
     snprintf(role, sizeof role, "worker %d", index);
