@@ -1,0 +1,76 @@
+/*
+ * fuzz_common.h - what the libFuzzer targets of tests/fuzz share.
+ *
+ * Owns the libFuzzer entry point prototypes (the build uses
+ * -Wmissing-prototypes), a scratch directory for targets whose code under
+ * test reads or writes files, and in-memory files (memfd) for code that
+ * takes a path.
+ *
+ * Invariants: nothing here outlives the process: the scratch directory is
+ * removed at exit, memory files are closed by the caller. Each target is
+ * one process running inputs one after another, so the helpers keep no
+ * per-input state.
+ *
+ * Called by the fuzz targets (tests/fuzz/fuzz_*.c), built by `make fuzz`
+ * (configure CC=clang --enable-fuzzing) and run by contrib/fuzz.
+ */
+#ifndef ENSIGN_FUZZ_COMMON_H
+#define ENSIGN_FUZZ_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* A NUL-terminated copy of the input (caller frees); aborts when out of
+ * memory. */
+char *fuzz_text(const uint8_t *data, size_t size);
+
+/* A private directory for this process (in /dev/shm when it exists, so
+ * files cost no disk I/O), created on first use and removed at exit. */
+const char *fuzz_dir(void);
+
+/* An in-memory file holding the input: returns its descriptor (the caller
+ * closes it) and writes a path that opens it into path. Aborts on error. */
+#define FUZZ_PATH_MAX 64
+int fuzz_memfile(const uint8_t *data, size_t size, char path[FUZZ_PATH_MAX]);
+
+struct json_object;
+
+/* The input as one JSON value (at most 64 levels deep, nothing but
+ * whitespace after it), or NULL; the caller puts it. */
+struct json_object *fuzz_json(const uint8_t *data, size_t size);
+
+/*
+ * Builds a snapshot from spec into path, in the format of the evaluator's
+ * case files (tests/unit/test_eval.c: entities, segments, flags with the
+ * same shorthands), one environment FUZZ_ENV_KEY of FUZZ_ORG_ID with the
+ * SDK key digest FUZZ_SDK_DIGEST. Members of the wrong type are read as
+ * absent; strings where the builder takes JSON text (conditions, serves)
+ * are passed as they are, so the builder's own parsing is reached too.
+ * Rows the builder refuses are skipped. Returns 0, or -1 when the file
+ * could not be written.
+ */
+#define FUZZ_ORG_ID "org-1"
+#define FUZZ_ENV_ID "env-1"
+#define FUZZ_ENV_KEY "production"
+#define FUZZ_SDK_DIGEST "aa00000000000000000000000000000000000000000000000000000000000001"
+int fuzz_build_snapshot(struct json_object *spec, uint64_t generation, const char *path);
+
+struct snapshot;
+struct eval_context;
+struct eval_scratch;
+
+/*
+ * Evaluates every flag of every environment of s for ctx, and the bulk
+ * ETag of each environment, aborting when a result breaks eval.h's
+ * contract: a successful result names a variant of its flag, with a value
+ * and a reason other than ERROR; a failed one has an error code. With
+ * trusted (a file the builder wrote) the value must also be JSON text.
+ */
+void fuzz_evaluate_all(const struct snapshot *s, const struct eval_context *ctx,
+                       struct eval_scratch *scratch, bool trusted);
+
+#endif
