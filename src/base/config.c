@@ -55,6 +55,7 @@ enum key_index {
     KEY_AGENT_LLM_URL,
     KEY_STREAM_MAX_PER_WORKER,
     KEY_STREAM_MAX_PER_KEY,
+    KEY_MAX_CONNECTIONS_PER_WORKER,
     KEY_COUNT
 };
 
@@ -141,6 +142,10 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
                                 "Open change-notification streams allowed per SDK key on each "
                                 "node."},
+    [KEY_MAX_CONNECTIONS_PER_WORKER] = {"max_connections_per_worker", CONFIG_INT, "10000", 16,
+                                        1000000, true,
+                                        "Open connections a worker serves at once; beyond it, "
+                                        "new connections wait until one closes."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -184,6 +189,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = SLOT(agent_llm_url, SLOT_STRING),
     [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
+    [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

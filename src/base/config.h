@@ -67,6 +67,7 @@ struct config {
     char *agent_llm_url;
     int stream_max_per_worker;
     int stream_max_per_key;
+    int max_connections_per_worker;
 };
 
 /* The key table, in documentation order. */

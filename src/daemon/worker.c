@@ -35,6 +35,7 @@
 #include "eval.h"
 #include "heartbeat.h"
 #include "http.h"
+#include "intake.h"
 #include "log.h"
 #include "ofrep.h"
 #include "proctitle.h"
@@ -91,6 +92,7 @@ static void start_drain(struct worker_runtime *rt)
     if (rt->w.draining)
         return;
     rt->w.draining = true;
+    intake_forget_listeners();
     for (size_t i = 0; i < rt->nbound; i++)
         evhttp_del_accept_socket(rt->w.http, rt->bound[i]);
     rt->nbound = 0;
@@ -161,10 +163,14 @@ static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(w->http, 60);
     evhttp_set_gencb(w->http, http_dispatch, w);
+    if (intake_start(w, (size_t)w->cfg->max_connections_per_worker,
+                     w->cfg->request_timeout_ms) != 0)
+        return -1;
     for (size_t i = 0; i < nfds && rt->nbound < WORKER_MAX_SOCKETS; i++) {
         rt->bound[rt->nbound] = evhttp_accept_socket_with_handle(w->http, fds[i]);
         if (rt->bound[rt->nbound] == NULL)
             return -1;
+        intake_add_listener(evhttp_bound_socket_get_listener(rt->bound[rt->nbound]));
         rt->nbound++;
     }
     return 0;
@@ -196,6 +202,7 @@ static void teardown(struct worker_runtime *rt)
     usage_batch_free(rt->w.usage_batch);
     if (rt->w.http != NULL)
         evhttp_free(rt->w.http);
+    intake_end();
     if (rt->w.db != NULL)
         db_close(rt->w.db);
     free(rt->w.openapi_json);

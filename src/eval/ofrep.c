@@ -22,6 +22,7 @@
 
 #include "eval.h"
 #include "http.h"
+#include "json_guard.h"
 #include "ratelimit.h"
 #include "shm.h"
 #include "served_snapshot.h"
@@ -284,6 +285,25 @@ static bool within_rate_limit(struct call *c, const char *digest)
     return false;
 }
 
+/* Object members a body may hold (context attributes and their nested
+ * members together): the bound on the work one request can cause, since
+ * parsing, the bulk ETag's canonical form and attribute lookups grow with
+ * it. A 900 KB context of 50,000 attributes is refused before json-c
+ * parses it. */
+#define OFREP_MAX_BODY_MEMBERS 1024
+
+/* What json_guard refuses, as this surface's error codes (decisions.md
+ * sections 3 and 9): text that is not UTF-8 is PARSE_ERROR, content no
+ * context may hold is INVALID_CONTEXT. */
+static enum ofrep_body_status guard_status(enum json_guard_verdict verdict, const char **detail)
+{
+    *detail = json_guard_message(verdict);
+    return verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE ||
+                   verdict == JSON_GUARD_DUPLICATE_KEY
+               ? OFREP_BODY_PARSE_ERROR
+               : OFREP_BODY_INVALID_CONTEXT;
+}
+
 enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *text, size_t len,
                                        int64_t now_us, struct json_object **body,
                                        struct eval_context *ctx, const char **detail)
@@ -291,7 +311,13 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *tex
     *body = NULL;
     *detail = NULL;
     if (text != NULL && len != strspn(text, " \t\r\n")) {
+        size_t members;
+        enum json_guard_verdict verdict =
+            json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
+        if (verdict != JSON_GUARD_OK)
+            return guard_status(verdict, detail);
         json_tokener_reset(tok);
+        json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
         *body = json_tokener_parse_ex(tok, text, (int)len);
         enum json_tokener_error err = json_tokener_get_error(tok);
         size_t end = json_tokener_get_parse_end(tok);
@@ -301,6 +327,8 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *tex
                                : "the request body is not valid JSON";
             return OFREP_BODY_PARSE_ERROR;
         }
+        if (!json_guard_members_kept(*body, members))
+            return guard_status(JSON_GUARD_DUPLICATE_KEY, detail);
     }
     struct json_object *context = NULL;
     if (*body != NULL)

@@ -32,6 +32,8 @@
 #include <strings.h>
 
 #include "config.h"
+#include "intake.h"
+#include "json_guard.h"
 #include "log.h"
 #include "server.h"
 
@@ -87,6 +89,21 @@ const char *http_body(struct http_request *r, size_t *len)
     return (const char *)evbuffer_pullup(in, -1);
 }
 
+/* Answers what json_guard found: 400 for text that is not UTF-8 (on
+ * /ofrep PARSE_ERROR), 422 for content no field may hold (on /ofrep
+ * INVALID_CONTEXT). */
+static void send_guard_error(struct http_request *r, enum json_guard_verdict verdict)
+{
+    bool text = verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE;
+    const char *message = json_guard_message(verdict);
+    if (r->surface == SURFACE_OFREP)
+        http_send_eval_error(r, 400, NULL, text ? "PARSE_ERROR" : "INVALID_CONTEXT", message);
+    else if (text)
+        http_send_error(r, 400, message);
+    else
+        http_send_validation_error(r, message, NULL);
+}
+
 bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_object **out)
 {
     size_t len;
@@ -98,11 +115,18 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
         http_send_error(r, 400, "a JSON request body is required");
         return false;
     }
+    size_t members;
+    enum json_guard_verdict verdict = json_guard_scan(text, len, 0, &members);
+    if (verdict != JSON_GUARD_OK) {
+        send_guard_error(r, verdict);
+        return false;
+    }
     struct json_tokener *tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
     if (tok == NULL) {
         http_send_error(r, 500, "out of memory");
         return false;
     }
+    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
     struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error err = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);
@@ -114,6 +138,11 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
             http_send_eval_error(r, 400, NULL, "PARSE_ERROR", "request body is not valid JSON");
         else
             http_send_error(r, 400, "request body is not valid JSON");
+        return false;
+    }
+    if (!json_guard_members_kept(obj, members)) {
+        json_object_put(obj);
+        send_guard_error(r, JSON_GUARD_DUPLICATE_KEY);
         return false;
     }
     *out = obj;
@@ -198,14 +227,14 @@ static void send_raw(struct http_request *r, int status, const char *content_typ
         add_cors_headers(req, r->server ? r->server->cfg : NULL);
     if ((status == 429 || status == 503) && evhttp_find_header(out, "Retry-After") == NULL)
         evhttp_add_header(out, "Retry-After", "1");
-    if (r->server != NULL && r->server->draining)
+    if ((r->server != NULL && r->server->draining) || r->close_connection)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = NULL;
     if (body != NULL) {
         evhttp_add_header(out, "Content-Type", content_type);
         buf = evbuffer_new();
-        const char *text = json_object_to_json_string_ext(
-            body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
+                                                                    JSON_C_TO_STRING_NOSLASHESCAPE);
         if (buf != NULL)
             evbuffer_add(buf, text, strlen(text));
         json_object_put(body);
@@ -227,7 +256,7 @@ void http_send_json_text(struct http_request *r, int status, const char *json_te
     if (r->surface == SURFACE_OFREP)
         add_cors_headers(r->req, r->server ? r->server->cfg : NULL);
     evhttp_add_header(out, "Content-Type", "application/json");
-    if (r->server != NULL && r->server->draining)
+    if ((r->server != NULL && r->server->draining) || r->close_connection)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = evbuffer_new();
     if (buf != NULL)
@@ -281,6 +310,20 @@ void http_send_eval_error(struct http_request *r, int status, const char *key,
     send_raw(r, status, "application/json", envelope_ofrep(status, key, error_code, details));
 }
 
+/* The request's method as sent, for messages (the router knows only the
+ * methods it routes). */
+static const char *command_name(enum evhttp_cmd_type type)
+{
+    switch (type) {
+    case EVHTTP_REQ_TRACE:
+        return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+        return "CONNECT";
+    default:
+        return NULL;
+    }
+}
+
 void http_send_method_not_allowed(struct http_request *r, unsigned methods)
 {
     char allow[128];
@@ -288,7 +331,10 @@ void http_send_method_not_allowed(struct http_request *r, unsigned methods)
     http_add_header(r, "Allow", allow);
     char message[192];
     snprintf(message, sizeof message, "method %s is not allowed here; allowed: %s",
-             router_method_name(r->method), allow);
+             command_name(evhttp_request_get_command(r->req)) != NULL
+                 ? command_name(evhttp_request_get_command(r->req))
+                 : router_method_name(r->method),
+             allow);
     http_send_error(r, 405, message);
 }
 
@@ -349,7 +395,8 @@ static void route_request(struct http_request *r)
         break;
     }
     char message[160];
-    snprintf(message, sizeof message, "no such path: %.120s", r->path);
+    snprintf(message, sizeof message, "no such path: %.*s", (int)json_guard_utf8_cut(r->path, 120),
+             r->path);
     if (r->surface == SURFACE_OFREP) /* not a flag: decisions.md section 8 */
         http_send_eval_error(r, 404, NULL, "GENERAL", message);
     else
@@ -393,6 +440,26 @@ void http_dispatch(struct evhttp_request *req, void *arg)
     w->in_flight++;
     if (w->requests_served != NULL)
         atomic_fetch_add_explicit(w->requests_served, 1, memory_order_relaxed);
+    if (req->major != 1 || req->minor > 1) { /* answered as HTTP/1.1 */
+        req->major = 1;
+        req->minor = 1;
+    }
+    int status = 0;
+    const char *framing = intake_dispatched(req, &status);
+    if (framing != NULL) {
+        r->close_connection = true;
+        http_send_error(r, status, framing);
+        return;
+    }
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT) {
+        /* libevent keeps a CONNECT connection open whatever the answer
+         * says (it expects a tunnel); as a GET it is closed as asked. */
+        req->type = EVHTTP_REQ_GET;
+        r->close_connection = true;
+        http_add_header(r, "Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+        http_send_error(r, 405, "method CONNECT is not supported");
+        return;
+    }
     if (r->path[0] != '/') {
         http_send_error(r, 400, "the request target must be an absolute path");
         return;
@@ -419,21 +486,27 @@ static bool headers_were_too_large(struct evhttp_request *req)
 /*
  * Replaces libevent's HTML error page. libevent frees the request URI
  * before it reports a malformed request or an oversized body, so the
- * surface is usually unknown here: the body is then {message, status},
- * the /v1 envelope, which every client of the three surfaces can read.
+ * surface comes from intake.c, which saw the request line; only when no
+ * request line was ever seen is the body {message, status}, the /v1
+ * envelope, which every client of the three surfaces can read.
  */
 void evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 {
     (void)reason;
-    if (error == 400 && req->uri == NULL && headers_were_too_large(req))
+    if (error == 400 && req->uri == NULL && intake_head_too_long(req) != 0)
+        error = intake_head_too_long(req);
+    else if (error == 400 && req->uri == NULL && headers_were_too_large(req))
         error = 431;
     if (req->major == 0) {
         req->major = 1;
         req->minor = 1;
     }
-    enum http_surface surface =
-        req->uri != NULL ? envelope_surface_for_path(req->uri) : SURFACE_V1;
+    int known = intake_surface(req);
+    enum http_surface surface = req->uri != NULL ? envelope_surface_for_path(req->uri)
+                                : known >= 0     ? (enum http_surface)known
+                                                 : SURFACE_V1;
     const char *message = error == 431   ? "request header fields too large"
+                          : error == 414 ? "request line too long"
                           : error == 413 ? "request body too large"
                           : error == 400 ? "malformed HTTP request"
                                          : envelope_reason_phrase(error);

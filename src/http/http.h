@@ -31,6 +31,7 @@ struct http_request {
     const char *query; /* query string or NULL */
     struct route_match match;
     bool answered;
+    bool close_connection; /* the answer carries Connection: close */
 };
 
 /* Route parameter value (decoded), or NULL. */

@@ -18,5 +18,6 @@ Suite *suite_validate(void);
 Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
 Suite *suite_heartbeat(void);
+Suite *suite_json_guard(void);
 
 #endif
