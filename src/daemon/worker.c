@@ -163,8 +163,8 @@ static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(w->http, 60);
     evhttp_set_gencb(w->http, http_dispatch, w);
-    if (intake_start(w, (size_t)w->cfg->max_connections_per_worker,
-                     w->cfg->request_timeout_ms) != 0)
+    size_t max_connections = (size_t)w->cfg->max_connections_per_worker;
+    if (intake_start(w, max_connections, w->cfg->request_timeout_ms) != 0)
         return -1;
     for (size_t i = 0; i < nfds && rt->nbound < WORKER_MAX_SOCKETS; i++) {
         rt->bound[rt->nbound] = evhttp_accept_socket_with_handle(w->http, fds[i]);
