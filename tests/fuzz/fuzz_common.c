@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "json_guard.h"
 #include "snapshot.h"
 #include "snapshot_build.h"
 
@@ -106,6 +108,94 @@ struct json_object *fuzz_json(const uint8_t *data, size_t size)
         return NULL;
     }
     return obj;
+}
+
+struct json_object *fuzz_json_guarded(const uint8_t *data, size_t size)
+{
+    static struct json_tokener *tok;
+    if (tok == NULL && (tok = json_tokener_new_ex(64)) == NULL)
+        abort();
+    size_t members;
+    if (size > INT32_MAX || json_guard_scan((const char *)data, size, 0, &members) != JSON_GUARD_OK)
+        return NULL;
+    json_tokener_reset(tok);
+    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+    json_object *obj = json_tokener_parse_ex(tok, (const char *)data, (int)size);
+    size_t end = json_tokener_get_parse_end(tok);
+    bool complete = json_tokener_get_error(tok) == json_tokener_success;
+    while (complete && end < size) {
+        char c = (char)data[end++];
+        complete = c == ' ' || c == '\t' || c == '\r' || c == '\n';
+    }
+    if (!complete || !json_guard_members_kept(obj, members)) {
+        json_object_put(obj);
+        return NULL;
+    }
+    fuzz_check_guarded(obj);
+    return obj;
+}
+
+/* An oracle independent of json_guard.c: strict UTF-8 (no overlong
+ * forms, no surrogates, at most U+10FFFF) and no NUL. */
+static bool clean_utf8(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned c = p[i];
+        size_t n = c < 0x80             ? 0
+                   : (c & 0xe0) == 0xc0 ? 1
+                   : (c & 0xf0) == 0xe0 ? 2
+                   : (c & 0xf8) == 0xf0 ? 3
+                                        : 9;
+        if (c == 0 || n == 9 || n >= len - i)
+            return false;
+        unsigned cp = n == 0 ? c : c & (0x3f >> n);
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        static const unsigned min[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+static void guarded_broken(const char *what)
+{
+    fprintf(stderr, "fuzz: json_guard accepted %s\n", what);
+    abort();
+}
+
+void fuzz_check_guarded(json_object *root)
+{
+    switch (json_object_get_type(root)) {
+    case json_type_string:
+        if (!clean_utf8(json_object_get_string(root), (size_t)json_object_get_string_len(root)))
+            guarded_broken("a string that is not clean UTF-8");
+        break;
+    case json_type_double:
+        if (!isfinite(json_object_get_double(root)))
+            guarded_broken("a number that is not finite");
+        break;
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(root); i++)
+            fuzz_check_guarded(json_object_array_get_idx(root, i));
+        break;
+    case json_type_object: {
+        json_object_object_foreach(root, key, value)
+        {
+            if (!clean_utf8(key, strlen(key)))
+                guarded_broken("a member name that is not clean UTF-8");
+            fuzz_check_guarded(value);
+        }
+        break;
+    }
+    default:
+        break;
+    }
 }
 
 /* ---- a snapshot from a spec ---- */

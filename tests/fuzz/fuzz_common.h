@@ -44,6 +44,20 @@ struct json_object;
 struct json_object *fuzz_json(const uint8_t *data, size_t size);
 
 /*
+ * The input as a request body is read on every surface (http.c and
+ * ofrep.c): json_guard_scan first, then json-c with UTF-8 validation, then
+ * json_guard_members_kept; NULL when any of them refuses. What it accepts
+ * is checked against the guard's promises (fuzz_check_guarded) and aborts
+ * when one is broken.
+ */
+struct json_object *fuzz_json_guarded(const uint8_t *data, size_t size);
+
+/* Aborts unless every string (member names too) in the tree is valid
+ * UTF-8 without NUL and every number is finite: what json_guard.h promises
+ * of an accepted body. */
+void fuzz_check_guarded(struct json_object *root);
+
+/*
  * Builds a snapshot from spec into path, in the format of the evaluator's
  * case files (tests/unit/test_eval.c: entities, segments, flags with the
  * same shorthands), one environment FUZZ_ENV_KEY of FUZZ_ORG_ID with the

@@ -5,10 +5,12 @@
  * ofrep_read_body exactly as the worker reads it (NUL-terminated, with its
  * length, parsed by one tokener reused between requests). A body that is
  * not a JSON object must be PARSE_ERROR, a bad context INVALID_CONTEXT,
- * both with a detail; an accepted context is then evaluated against every
- * flag of a fixed snapshot whose rules use every operator, entity data
- * types, segments, rollouts with bucketBy and $currentTime, and the bulk
- * ETag is computed over it (fuzz_evaluate_all checks the results).
+ * both with a detail; an accepted body must keep json_guard.h's promises
+ * (fuzz_check_guarded: clean UTF-8 without NUL, finite numbers), and its
+ * context is then evaluated against every flag of a fixed snapshot whose
+ * rules use every operator, entity data types, segments, rollouts with
+ * bucketBy and $currentTime, and the bulk ETag is computed over it
+ * (fuzz_evaluate_all checks the results).
  */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -113,9 +115,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *detail;
     enum ofrep_body_status st =
         ofrep_read_body(tok, size > 0 ? text : NULL, size, NOW_US, &body, &ctx, &detail);
-    if (st == OFREP_BODY_OK)
+    if (st == OFREP_BODY_OK) {
+        fuzz_check_guarded(body);
         fuzz_evaluate_all(&snap, &ctx, scratch, true);
-    else if (detail == NULL || *detail == '\0')
+    } else if (detail == NULL || *detail == '\0')
         abort(); /* every rejection says why */
     json_object_put(body);
     free(text);

@@ -2,7 +2,9 @@
  * fuzz_validate.c - libFuzzer target: management validation
  * (src/api/validate.c).
  *
- * The input is a management request body. The target runs the helpers the
+ * The input is a management request body, read as http.c reads one
+ * (fuzz_json_guarded: json_guard, json-c, the duplicate check, and the
+ * guard's promises checked). The target runs the helpers the
  * flag, rule and segment resources run on it: the conditions of a rule
  * ("conditions", segments allowed) and of a segment ("segmentConditions",
  * segments refused), a serve ("serve"), a key, a name, a priority, tags and
@@ -138,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *text = fuzz_text(data, size);
     check_text(text, size);
     free(text);
-    struct json_object *body = fuzz_json(data, size);
+    struct json_object *body = fuzz_json_guarded(data, size);
     if (json_object_is_type(body, json_type_object)) {
         struct validate v;
         validate_init(&v);
