@@ -24,6 +24,8 @@
 #include <event2/http.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <sys/queue.h>
 #include <stdio.h>
@@ -149,6 +151,73 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
     return true;
 }
 
+/* text (len bytes) as an IPv6 address, IPv4 mapped into ::ffff:0:0/96. */
+static bool parse_address(const char *text, size_t len, struct in6_addr *out)
+{
+    char buf[INET6_ADDRSTRLEN];
+    struct in_addr v4;
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    if (inet_pton(AF_INET6, buf, out) == 1)
+        return true;
+    if (inet_pton(AF_INET, buf, &v4) != 1)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->s6_addr[10] = 0xff;
+    out->s6_addr[11] = 0xff;
+    memcpy(&out->s6_addr[12], &v4, 4);
+    return true;
+}
+
+/* True when addr is one of the space-separated addresses of list. */
+static bool address_listed(const char *list, const struct in6_addr *addr)
+{
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        p += strspn(p, " \t");
+        size_t n = strcspn(p, " \t");
+        struct in6_addr entry;
+        if (n > 0 && parse_address(p, n, &entry) && memcmp(&entry, addr, sizeof entry) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/*
+ * Walks X-Forwarded-For from the right (the entry the nearest proxy
+ * added) past the trusted proxies to the first address that is not one:
+ * the client. Entries left of it are the client's to invent and are
+ * never read. Returns false when an entry is not an address.
+ */
+static bool forwarded_client(const struct evkeyvalq *headers, const char *trusted,
+                             struct in6_addr *client)
+{
+    const struct evkeyval *kv;
+    TAILQ_FOREACH_REVERSE(kv, headers, evkeyvalq, next)
+    {
+        if (strcasecmp(kv->key, "X-Forwarded-For") != 0)
+            continue;
+        const char *v = kv->value;
+        for (size_t end = strlen(v); end > 0;) {
+            size_t start = end;
+            while (start > 0 && v[start - 1] != ',')
+                start--;
+            const char *entry = v + start + strspn(v + start, " \t");
+            size_t n = (size_t)(v + end - entry);
+            while (n > 0 && (entry[n - 1] == ' ' || entry[n - 1] == '\t'))
+                n--;
+            if (!parse_address(entry, n, client))
+                return false;
+            if (!address_listed(trusted, client))
+                return true;
+            end = start > 0 ? start - 1 : 0;
+        }
+    }
+    return true; /* every hop trusted: the leftmost stands */
+}
+
 void http_client_address(const struct http_request *r, char *out, size_t outlen)
 {
     char *host = NULL;
@@ -160,8 +229,22 @@ void http_client_address(const struct http_request *r, char *out, size_t outlen)
     if (evcon == NULL)
         return;
     evhttp_connection_get_peer(evcon, &host, &port);
-    if (host != NULL)
-        snprintf(out, outlen, "%s", host);
+    if (host == NULL)
+        return;
+    snprintf(out, outlen, "%s", host);
+    const char *trusted = r->server != NULL ? r->server->cfg->trusted_proxies : NULL;
+    struct in6_addr peer, client;
+    if (trusted == NULL || trusted[0] == '\0' || !parse_address(host, strlen(host), &peer) ||
+        !address_listed(trusted, &peer))
+        return;
+    client = peer;
+    if (!forwarded_client(evhttp_request_get_input_headers(r->req), trusted, &client))
+        return; /* garbage from a trusted proxy: the proxy is the client */
+    char text[INET6_ADDRSTRLEN];
+    bool mapped = IN6_IS_ADDR_V4MAPPED(&client);
+    if (inet_ntop(mapped ? AF_INET : AF_INET6, mapped ? (const void *)&client.s6_addr[12] : &client,
+                  text, sizeof text) != NULL)
+        snprintf(out, outlen, "%s", text);
 }
 
 const char *http_bearer(const struct http_request *r)
