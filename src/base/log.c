@@ -3,7 +3,10 @@
  *
  * Owns the process-wide level and role tag. Each line is formatted into a
  * local buffer and written with one write(2), so lines from the master and
- * its children never interleave mid-line on the shared stderr.
+ * its children never interleave mid-line on the shared stderr. One event is
+ * one line: trailing white space is dropped and line breaks inside a
+ * message (libpq's "ERROR: ...\nDETAIL: ..." errors, text a client sent)
+ * become spaces, other control characters '?'.
  */
 #include "log.h"
 
@@ -51,6 +54,23 @@ static size_t format_prefix(char *buf, size_t size, enum log_level level)
     return more > 0 ? n + (size_t)more : n;
 }
 
+/* Makes len bytes of text one line (see the header comment); returns the
+ * new length. */
+static size_t one_line(char *text, size_t len)
+{
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
+                       text[len - 1] == '\t'))
+        len--;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n' || c == '\r')
+            text[i] = ' ';
+        else if ((c < 0x20 && c != '\t') || c == 0x7f)
+            text[i] = '?';
+    }
+    return len;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     if (level < current_level)
@@ -63,7 +83,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
     va_end(ap);
     if (body < 0)
         body = 0;
-    n += (size_t)body < sizeof line - n - 1 ? (size_t)body : sizeof line - n - 2;
+    size_t len = (size_t)body < sizeof line - n - 1 ? (size_t)body : sizeof line - n - 2;
+    n += one_line(line + n, len);
     line[n++] = '\n';
     ssize_t ignored = write(STDERR_FILENO, line, n);
     (void)ignored;

@@ -19,5 +19,6 @@ Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
 Suite *suite_heartbeat(void);
 Suite *suite_json_guard(void);
+Suite *suite_log(void);
 
 #endif
