@@ -576,6 +576,8 @@ static bool headers_were_too_large(struct evhttp_request *req)
 void evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 {
     (void)reason;
+    if (error == 413 && req->chunked && intake_chunk_size_malformed())
+        error = 400;
     if (error == 400 && req->uri == NULL && intake_head_too_long(req) != 0)
         error = intake_head_too_long(req);
     else if (error == 400 && req->uri == NULL && headers_were_too_large(req))
@@ -588,11 +590,12 @@ void evhttp_send_error(struct evhttp_request *req, int error, const char *reason
     enum http_surface surface = req->uri != NULL ? envelope_surface_for_path(req->uri)
                                 : known >= 0     ? (enum http_surface)known
                                                  : SURFACE_V1;
-    const char *message = error == 431   ? "request header fields too large"
-                          : error == 414 ? "request line too long"
-                          : error == 413 ? "request body too large"
-                          : error == 400 ? "malformed HTTP request"
-                                         : envelope_reason_phrase(error);
+    const char *message = error == 400 && req->chunked ? "malformed chunked request body"
+                          : error == 431               ? "request header fields too large"
+                          : error == 414               ? "request line too long"
+                          : error == 413               ? "request body too large"
+                          : error == 400               ? "malformed HTTP request"
+                                                       : envelope_reason_phrase(error);
     struct json_object *body;
     if (surface == SURFACE_OFREP)
         body = envelope_ofrep(error, NULL, "GENERAL", message);

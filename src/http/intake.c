@@ -369,6 +369,62 @@ int evhttp_parse_headers_(struct evhttp_request *req, struct evbuffer *buf)
     return status;
 }
 
+/* ---- chunk sizes ----
+ *
+ * libevent 2.1 reads a chunk-size line with evutil_strtoll(line, &end, 16)
+ * and accepts it only when the number ends the line or is followed by a
+ * space, so the valid chunk extension "20;ext=1" is refused, and any
+ * refusal is reported as a body too large (413). Chunk-size lines are the
+ * only base-16 calls: here a line is checked by RFC 9112 section 7.1
+ * (hex digits, optional white space, then ";" and an extension of
+ * visible characters), a valid one is handed back as ending at its number,
+ * and an invalid one returns -1, which libevent refuses, with
+ * chunk_size_malformed set for evhttp_send_error to answer 400. The worker
+ * is single-threaded and libevent reports the refusal before reading
+ * anything else, so one flag suffices. */
+
+static bool chunk_size_malformed;
+
+bool intake_chunk_size_malformed(void)
+{
+    return chunk_size_malformed;
+}
+
+static bool chunk_size_line_ok(const char *line, const char *end)
+{
+    if (end == line)
+        return false;
+    end += strspn(end, " \t");
+    if (*end == '\0')
+        return true;
+    if (*end != ';')
+        return false;
+    for (const unsigned char *p = (const unsigned char *)end; *p != '\0'; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            return false;
+    return true;
+}
+
+typedef ev_int64_t (*strtoll_fn)(const char *, char **, int);
+
+ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
+{
+    static strtoll_fn real;
+    if (real == NULL)
+        real = (strtoll_fn)original("evutil_strtoll");
+    char *end = NULL;
+    ev_int64_t value = real(s, &end, base);
+    if (base != 16 || intake.guards == NULL) {
+        if (endptr != NULL)
+            *endptr = end;
+        return value;
+    }
+    chunk_size_malformed = value < 0 || !chunk_size_line_ok(s, end);
+    if (endptr != NULL)
+        *endptr = chunk_size_malformed ? end : (char *)"";
+    return chunk_size_malformed ? -1 : value;
+}
+
 /* ---- what the dispatcher asks ---- */
 
 const char *intake_dispatched(struct evhttp_request *req, int *status)

@@ -21,6 +21,8 @@
  *    line, so the errors libevent raises itself answer the right body;
  *  - at max_connections_per_worker open connections the worker stops
  *    accepting (new clients wait in the kernel's queue) until one closes;
+ *  - chunk-size lines are checked by RFC 9112 section 7.1: a chunk
+ *    extension ("20;ext=1") is accepted, a malformed size is 400;
  *  - accept() failing for want of descriptors (EMFILE, ENFILE) pauses
  *    accepting for INTAKE_ACCEPT_PAUSE_MS and is logged once per
  *    INTAKE_LOG_INTERVAL_S, instead of libevent's retry loop and log flood.
@@ -62,6 +64,10 @@ const char *intake_dispatched(struct evhttp_request *req, int *status);
 /* 414 when req's request line, 431 when its headers outgrew
  * max_header_bytes; else 0. */
 int intake_head_too_long(struct evhttp_request *req);
+
+/* True when the last chunk-size line read was malformed (libevent then
+ * reports a body too large; the answer is 400). */
+bool intake_chunk_size_malformed(void);
 
 /* The surface of req's request line, or -1 when it was never seen. */
 int intake_surface(struct evhttp_request *req);

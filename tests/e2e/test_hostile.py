@@ -230,10 +230,26 @@ class HostileInputTest(FlagTestCase):
             b"GET /me HTTP/1.1\r\nHost a\r\n\r\n"))
         self.assertProblem(malformed, 400)
 
-    def test_valid_chunked_bodies_are_read(self):
+    def chunked(self, chunks):
+        return harness.parse_raw_response(self.raw(
+            b"POST " + EVAL.encode() + b" HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
+            self.sdk_key.encode() + b"\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n" + chunks))
+
+    def test_chunked_bodies(self):
         body = b'{"context": {"targetingKey": "u"}}'
-        data = self.raw(b"POST " + EVAL.encode() + b" HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer "
-                        + self.sdk_key.encode() + b"\r\nTransfer-Encoding: chunked\r\n"
-                        b"Connection: close\r\n\r\n" + b"%x\r\n" % len(body) + body +
-                        b"\r\n0\r\n\r\n")
-        self.assertEqual(harness.parse_raw_response(data).status, 200, data)
+        size = b"%x" % len(body)
+        for name, line in {"plain": size, "extension": size + b";ext=1",
+                           "quoted extension": size + b' ; a="b c"'}.items():
+            with self.subTest(name):
+                response = self.chunked(line + b"\r\n" + body + b"\r\n0;last\r\n\r\n")
+                self.assertEqual(response.status, 200, response)
+        for name, chunks in {"not hex": b"zz\r\nabc\r\n0\r\n\r\n",
+                             "negative": b"-5\r\nabcde\r\n0\r\n\r\n",
+                             "junk after the size": b"5 junk\r\nabcde\r\n0\r\n\r\n",
+                             "control character": b"5;\x01\r\nabcde\r\n0\r\n\r\n"}.items():
+            with self.subTest(name):
+                body_ = self.assertOfrepError(self.chunked(chunks), 400, "GENERAL")
+                self.assertIn("chunked", body_["errorDetails"])
+        self.assertOfrepError(self.chunked(b"7fffffffffff\r\nabc\r\n0\r\n\r\n"), 413,
+                              "GENERAL")
