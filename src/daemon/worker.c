@@ -200,6 +200,7 @@ static void teardown(struct worker_runtime *rt)
         event_free(rt->heartbeat_timer);
     flush_usage(-1, 0, &rt->w);
     usage_batch_free(rt->w.usage_batch);
+    intake_forget_listeners(); /* evhttp_free frees them before the connections */
     if (rt->w.http != NULL)
         evhttp_free(rt->w.http);
     intake_end();

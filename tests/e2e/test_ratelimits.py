@@ -55,9 +55,6 @@ class RateLimitTest(RateLimitTestCase):
         fixture.flag("limited-flag")
         cls.sdk_key, _ = fixture.sdk_key()
 
-    def waitlist_rows(self):
-        return self.database.query("SELECT count(*) FROM waitlist")
-
     def test_waitlist_rules(self):
         client = "198.51.100.1"
         ok = submit(self.server, {"email": "Jane.Doe@Example.com"}, client)
