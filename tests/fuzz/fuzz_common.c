@@ -17,7 +17,7 @@
 #include "eval.h"
 #include "json_guard.h"
 #include "snapshot.h"
-#include "snapshot_build.h"
+#include "eval_spec.h"
 
 char *fuzz_text(const uint8_t *data, size_t size)
 {
@@ -88,7 +88,8 @@ int fuzz_memfile(const uint8_t *data, size_t size, char path[FUZZ_PATH_MAX])
     return fd;
 }
 
-struct json_object *fuzz_json(const uint8_t *data, size_t size)
+/* The whole input as one JSON value (json-c flags), or NULL. */
+static json_object *parse_whole(const uint8_t *data, size_t size, int flags)
 {
     static struct json_tokener *tok;
     if (tok == NULL && (tok = json_tokener_new_ex(64)) == NULL)
@@ -96,6 +97,7 @@ struct json_object *fuzz_json(const uint8_t *data, size_t size)
     if (size > INT32_MAX)
         return NULL;
     json_tokener_reset(tok);
+    json_tokener_set_flags(tok, flags);
     json_object *obj = json_tokener_parse_ex(tok, (const char *)data, (int)size);
     size_t end = json_tokener_get_parse_end(tok);
     bool complete = json_tokener_get_error(tok) == json_tokener_success;
@@ -110,24 +112,18 @@ struct json_object *fuzz_json(const uint8_t *data, size_t size)
     return obj;
 }
 
+struct json_object *fuzz_json(const uint8_t *data, size_t size)
+{
+    return parse_whole(data, size, 0);
+}
+
 struct json_object *fuzz_json_guarded(const uint8_t *data, size_t size)
 {
-    static struct json_tokener *tok;
-    if (tok == NULL && (tok = json_tokener_new_ex(64)) == NULL)
-        abort();
     size_t members;
-    if (size > INT32_MAX || json_guard_scan((const char *)data, size, 0, &members) != JSON_GUARD_OK)
+    if (json_guard_scan((const char *)data, size, 0, &members) != JSON_GUARD_OK)
         return NULL;
-    json_tokener_reset(tok);
-    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
-    json_object *obj = json_tokener_parse_ex(tok, (const char *)data, (int)size);
-    size_t end = json_tokener_get_parse_end(tok);
-    bool complete = json_tokener_get_error(tok) == json_tokener_success;
-    while (complete && end < size) {
-        char c = (char)data[end++];
-        complete = c == ' ' || c == '\t' || c == '\r' || c == '\n';
-    }
-    if (!complete || !json_guard_members_kept(obj, members)) {
+    json_object *obj = parse_whole(data, size, JSON_TOKENER_VALIDATE_UTF8);
+    if (obj != NULL && !json_guard_members_kept(obj, members)) {
         json_object_put(obj);
         return NULL;
     }
@@ -198,133 +194,10 @@ void fuzz_check_guarded(json_object *root)
     }
 }
 
-/* ---- a snapshot from a spec ---- */
-
-#define SPEC_MAX_ITEMS 64 /* entities, segments, flags, rules, variants */
-
-static json_object *member(json_object *obj, const char *name)
-{
-    json_object *v = NULL;
-    if (json_object_is_type(obj, json_type_object))
-        json_object_object_get_ex(obj, name, &v);
-    return v;
-}
-
-static const char *member_string(json_object *obj, const char *name, const char *fallback)
-{
-    json_object *v = member(obj, name);
-    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : fallback;
-}
-
-/* JSON text for the builder: a string member as it is, anything else
- * serialized; fallback when absent. The text lives until obj is put. */
-static const char *member_json(json_object *obj, const char *name, const char *fallback)
-{
-    json_object *v = member(obj, name);
-    if (v == NULL)
-        return fallback;
-    if (json_object_is_type(v, json_type_string))
-        return json_object_get_string(v);
-    return json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
-}
-
-static size_t items(json_object *list)
-{
-    if (!json_object_is_type(list, json_type_array))
-        return 0;
-    size_t n = json_object_array_length(list);
-    return n < SPEC_MAX_ITEMS ? n : SPEC_MAX_ITEMS;
-}
-
-/* A row the builder refuses is skipped (it stays usable), as the refresher
- * would: the rest of the spec is still built. */
-static void add_entities(struct snapshot_builder *b, json_object *entities)
-{
-    for (size_t i = 0; i < items(entities); i++) {
-        json_object *e = json_object_array_get_idx(entities, i);
-        json_object *attrs = member(e, "attributes");
-        for (size_t k = 0; k < items(attrs); k++) {
-            json_object *a = json_object_array_get_idx(attrs, k);
-            snapshot_builder_add_entity_attribute(b, FUZZ_ORG_ID, member_string(e, "key", ""),
-                                                  member_string(a, "key", ""),
-                                                  member_string(a, "dataType", "string"));
-        }
-    }
-}
-
-static void add_segments(struct snapshot_builder *b, json_object *segments)
-{
-    for (size_t i = 0; i < items(segments); i++) {
-        json_object *g = json_object_array_get_idx(segments, i);
-        snapshot_builder_add_segment(b, FUZZ_ORG_ID, member_string(g, "key", ""),
-                                     member_json(g, "conditions", "[]"));
-    }
-}
-
-static void add_rules(struct snapshot_builder *b, json_object *flag)
-{
-    const char *key = member_string(flag, "key", "");
-    if (member(flag, "conditions") != NULL)
-        snapshot_builder_add_rule(b, FUZZ_ENV_ID, key, "r0", member_json(flag, "conditions", "[]"),
-                                  "{\"variant\":\"on\"}");
-    json_object *rules = member(flag, "rules");
-    for (size_t i = 0; i < items(rules); i++) {
-        json_object *r = json_object_array_get_idx(rules, i);
-        char id[32];
-        snprintf(id, sizeof id, "r%zu", i + 1);
-        snapshot_builder_add_rule(b, FUZZ_ENV_ID, key, member_string(r, "id", id),
-                                  member_json(r, "conditions", "[]"),
-                                  member_json(r, "serve", "{}"));
-    }
-}
-
-static void add_flag(struct snapshot_builder *b, json_object *flag)
-{
-    static const struct snapshot_variant_input on_off[] = {{"on", "true"}, {"off", "false"}};
-    struct snapshot_variant_input variants[SPEC_MAX_ITEMS];
-    bool shorthand = member(flag, "type") == NULL;
-    json_object *list = member(flag, "variants");
-    size_t n = shorthand ? 2 : items(list);
-    for (size_t i = 0; i < n; i++) {
-        json_object *v = shorthand ? NULL : json_object_array_get_idx(list, i);
-        variants[i] = shorthand ? on_off[i]
-                                : (struct snapshot_variant_input){member_string(v, "key", ""),
-                                                                  member_json(v, "value", "null")};
-    }
-    json_object *enabled = member(flag, "enabled");
-    struct snapshot_flag_input in = {
-        .env_id = FUZZ_ENV_ID,
-        .flag_id = member_string(flag, "id", member_string(flag, "key", "")),
-        .flag_key = member_string(flag, "key", ""),
-        .type = member_string(flag, "type", "boolean"),
-        .enabled = enabled == NULL || json_object_get_boolean(enabled),
-        .off_variant_key = member_string(flag, "offVariantKey", shorthand ? "off" : NULL),
-        .default_serve_json = member_json(flag, "defaultServe", "{\"variant\":\"off\"}"),
-        .variants = variants,
-        .variant_count = n,
-    };
-    if (snapshot_builder_add_flag(b, &in) == 0)
-        add_rules(b, flag);
-}
-
 int fuzz_build_snapshot(json_object *spec, uint64_t generation, const char *path)
 {
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    if (b == NULL)
-        abort();
     char err[256];
-    int rc = -1;
-    if (snapshot_builder_add_environment(b, FUZZ_ENV_ID, FUZZ_ORG_ID, FUZZ_ENV_KEY) == 0 &&
-        snapshot_builder_add_sdk_key(b, FUZZ_SDK_DIGEST, FUZZ_ENV_ID) == 0) {
-        add_entities(b, member(spec, "entities"));
-        add_segments(b, member(spec, "segments"));
-        json_object *flags = member(spec, "flags");
-        for (size_t i = 0; i < items(flags); i++)
-            add_flag(b, json_object_array_get_idx(flags, i));
-        rc = snapshot_builder_write(b, path, err, sizeof err);
-    }
-    snapshot_builder_free(b);
-    return rc;
+    return eval_spec_write(spec, generation, path, err, sizeof err) < 0 ? -1 : 0;
 }
 
 /* ---- evaluating everything ---- */

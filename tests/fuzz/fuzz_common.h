@@ -57,20 +57,9 @@ struct json_object *fuzz_json_guarded(const uint8_t *data, size_t size);
  * of an accepted body. */
 void fuzz_check_guarded(struct json_object *root);
 
-/*
- * Builds a snapshot from spec into path, in the format of the evaluator's
- * case files (tests/unit/test_eval.c: entities, segments, flags with the
- * same shorthands), one environment FUZZ_ENV_KEY of FUZZ_ORG_ID with the
- * SDK key digest FUZZ_SDK_DIGEST. Members of the wrong type are read as
- * absent; strings where the builder takes JSON text (conditions, serves)
- * are passed as they are, so the builder's own parsing is reached too.
- * Rows the builder refuses are skipped. Returns 0, or -1 when the file
- * could not be written.
- */
-#define FUZZ_ORG_ID "org-1"
-#define FUZZ_ENV_ID "env-1"
-#define FUZZ_ENV_KEY "production"
-#define FUZZ_SDK_DIGEST "aa00000000000000000000000000000000000000000000000000000000000001"
+/* Builds spec (the evaluator's case-file format, eval_spec.h) into path;
+ * rows the builder refuses are skipped. Returns 0, or -1 when the file
+ * could not be written. */
 int fuzz_build_snapshot(struct json_object *spec, uint64_t generation, const char *path);
 
 struct snapshot;
