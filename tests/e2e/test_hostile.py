@@ -49,6 +49,16 @@ class HostileInputTest(FlagTestCase):
         fixture.flag("kept-flag")
         cls.sdk_key, _ = fixture.sdk_key()
 
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        headers = {"Authorization": f"Bearer {cls.sdk_key}"}
+        if not harness.wait_for(lambda: cls.server.request("POST", EVAL, body=b"{}",
+                                                           headers=headers).status == 200,
+                                10.0, interval=0.1):
+            cls.tearDownClass()
+            raise AssertionError("no snapshot was served")
+
     def stored(self):
         return self.database.query(
             "SELECT count(*) || '/' || coalesce(max(updated_at)::text, '') FROM flags")

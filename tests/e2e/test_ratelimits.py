@@ -54,6 +54,7 @@ class RateLimitTest(RateLimitTestCase):
         fixture = Fixture(cls.database.conninfo)
         fixture.flag("limited-flag")
         cls.sdk_key, _ = fixture.sdk_key()
+        cls.probe_key, _ = fixture.sdk_key()  # its own budget: waits for the snapshot
 
     def test_waitlist_rules(self):
         client = "198.51.100.1"
@@ -117,6 +118,10 @@ class RateLimitTest(RateLimitTestCase):
     def test_evaluation_per_sdk_key(self):
         headers = {"Authorization": f"Bearer {self.sdk_key}", "Content-Type": "application/json"}
         path = "/ofrep/v1/evaluate/flags/limited-flag"
+        probe = {"Authorization": f"Bearer {self.probe_key}", "Content-Type": "application/json"}
+        self.assertTrue(harness.wait_for(
+            lambda: self.server.request("POST", path, body=b"{}", headers=probe).status == 200,
+            10.0, interval=0.1), "no snapshot was served")
         responses = [self.server.request("POST", path, body=b"{}", headers=headers)
                      for _ in range(LIMIT)]
         self.assertEqual([r.status for r in responses], [200] * LIMIT)
