@@ -49,9 +49,7 @@ static const char *const allowed_fields[] = {"email", NULL};
 
 void waitlist_submit(struct http_request *r)
 {
-    char address[64];
-    http_client_address(r, address, sizeof address);
-    if (!ratelimit_check(r, RATELIMIT_WAITLIST, address, strlen(address)))
+    if (!ratelimit_check_address(r, RATELIMIT_WAITLIST))
         return;
     struct json_object *body = mgmt_body_object(r);
     if (body == NULL)

@@ -226,6 +226,13 @@ bool ratelimit_apply(struct http_request *r, enum ratelimit_class c, const char 
     return out->allowed;
 }
 
+bool ratelimit_check_address(struct http_request *r, enum ratelimit_class c)
+{
+    char address[64];
+    http_client_address(r, address, sizeof address);
+    return ratelimit_check(r, c, address, strlen(address));
+}
+
 bool ratelimit_check(struct http_request *r, enum ratelimit_class c, const char *key, size_t keylen)
 {
     struct ratelimit_result result;

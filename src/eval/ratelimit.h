@@ -20,8 +20,9 @@
  * A limit of 0 disables a class.
  *
  * Called by shm.c (size and init), the OFREP handlers (evaluation, per SDK
- * key), management write handlers (per access token) and the waitlist (per
- * client address), through ratelimit_apply or ratelimit_check.
+ * key), management write handlers (per access token), the waitlist and
+ * session login (per client address, ratelimit_check_address), through
+ * ratelimit_apply or ratelimit_check.
  */
 #ifndef ENSIGN_RATELIMIT_H
 #define ENSIGN_RATELIMIT_H
@@ -87,5 +88,11 @@ bool ratelimit_apply(struct http_request *r, enum ratelimit_class c, const char 
  */
 bool ratelimit_check(struct http_request *r, enum ratelimit_class c, const char *key,
                      size_t keylen);
+
+/*
+ * ratelimit_check keyed by the client's address (http_client_address,
+ * which honours trusted_proxies): the waitlist and session login budgets.
+ */
+bool ratelimit_check_address(struct http_request *r, enum ratelimit_class c);
 
 #endif
