@@ -132,6 +132,21 @@ class HostileInputTest(FlagTestCase):
         self.assertEqual(ok.status, 200, ok)
         self.assertEqual(self.post_ofrep(b"{}", EVAL + "/" + "x%27%3B%20DROP%20TABLE%20flags")
                          .status, 404)
+        member = self.tokens["member"]
+        for path in ("/v1/orgs/acme%27%20OR%201=1--/flags", "/v1/orgs/acme/flags/x%27--",
+                     "/v1/orgs/acme/flags?archived=%27%20OR%201=1--",
+                     "/v1/orgs/acme/segments/%22%3B%20SELECT%201"):
+            with self.subTest(path=path):
+                response = self.server.get(path, token=member)
+                self.assertIn(response.status, (200, 404, 422), response)
+        response = self.server.request("PATCH", "/v1/orgs/acme/flags/kept-flag", body={
+            "name": sql, "description": "'); DELETE FROM flags; --"},
+            headers={"Authorization": f"Bearer {self.tokens['member']}"})
+        self.assertIn(response.status, (200, 422), response)
+        if response.status == 200:  # stored verbatim, nothing else touched
+            self.assertEqual(response.json["flag"]["name"], sql)
+            self.assertEqual(self.stored().split("/")[0], self.before.split("/")[0])
+            self.before = self.stored()
 
     def test_a_context_with_too_many_attributes_is_refused_early(self):
         context = {f"attr{i:05d}": "vv" for i in range(50000)}
