@@ -71,7 +71,8 @@ struct eval_scratch;
  * ETag of each environment, aborting when a result breaks eval.h's
  * contract: a successful result names a variant of its flag, with a value
  * and a reason other than ERROR; a failed one has an error code. With
- * trusted (a file the builder wrote) the value must also be JSON text.
+ * trusted (a file the builder wrote) the value must also be JSON text and
+ * the variant key free of NUL.
  */
 void fuzz_evaluate_all(const struct snapshot *s, const struct eval_context *ctx,
                        struct eval_scratch *scratch, bool trusted);
