@@ -725,6 +725,29 @@ static bool is_finite_number(struct json_object *value)
     return json_object_is_type(value, json_type_double) && isfinite(json_object_get_double(value));
 }
 
+#define EMAIL_PATTERN                                                                              \
+    "^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"         \
+    "(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
+
+bool validate_email_ok(const char *s, size_t len)
+{
+    static pcre2_code *re; /* compiled once per process, kept for its life */
+    if (re == NULL) {
+        int code;
+        PCRE2_SIZE offset;
+        re = pcre2_compile((PCRE2_SPTR)EMAIL_PATTERN, PCRE2_ZERO_TERMINATED, PCRE2_DOLLAR_ENDONLY,
+                           &code, &offset, NULL);
+        if (re == NULL)
+            return false;
+    }
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    if (md == NULL)
+        return false;
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    return rc >= 0;
+}
+
 static void check_pattern(struct validate *v, const char *pattern, size_t len)
 {
     int code;

@@ -174,6 +174,12 @@ enum validate_found validate_string(struct validate *v, const struct json_object
                                     const char *name, size_t min_chars, size_t max_chars,
                                     unsigned flags, const char **out);
 
+/* Email syntax (the HTML form's rule, with a dot in the domain), checked
+ * with PCRE2: a local part of 1-64 of the characters
+ * A-Za-z0-9.!#$%&'*+/=?^_`{|}~-, "@", dot-separated labels of 1-63
+ * letters, digits and inner hyphens. Length limits are the caller's. */
+bool validate_email_ok(const char *s, size_t len);
+
 /* A key (validate_key_ok). */
 enum validate_found validate_key(struct validate *v, const struct json_object *obj,
                                  const char *name, unsigned flags, const char **out);

@@ -56,6 +56,7 @@ enum key_index {
     KEY_STREAM_MAX_PER_WORKER,
     KEY_STREAM_MAX_PER_KEY,
     KEY_ACCESS_LOG,
+    KEY_MAX_CONNECTIONS_PER_WORKER,
     KEY_COUNT
 };
 
@@ -145,6 +146,10 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_ACCESS_LOG] = {"access_log", CONFIG_ONOFF, "on", 0, 0, true,
                         "Whether each request is logged at info level (method, path "
                         "without query, status, duration, bytes): on or off."},
+    [KEY_MAX_CONNECTIONS_PER_WORKER] = {"max_connections_per_worker", CONFIG_INT, "10000", 16,
+                                        1000000, true,
+                                        "Open connections a worker serves at once; beyond it, "
+                                        "new connections wait until one closes."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -189,6 +194,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
     [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_BOOL),
+    [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

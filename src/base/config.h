@@ -80,6 +80,7 @@ struct config {
     int stream_max_per_worker;
     int stream_max_per_key;
     bool access_log; /* one info line per request */
+    int max_connections_per_worker;
 };
 
 /* The key table, in documentation order. */

@@ -7,7 +7,10 @@
  * local buffer and written with one write(2), so lines from the master and
  * its children never interleave mid-line on the shared stderr. Free text
  * (log_msg) becomes the quoted msg field; log_event callers give their own
- * fields, quoting values through log_value.
+ * fields, quoting values through log_value. One event is one line: trailing
+ * white space is dropped and line breaks inside a message (libpq's
+ * "ERROR: ...\nDETAIL: ..." errors, text a client sent) become spaces,
+ * other control characters '?'.
  */
 #include "log.h"
 
@@ -125,6 +128,23 @@ static size_t append(char *line, size_t n, const char *fmt, va_list ap)
     return n + ((size_t)body < LOG_LINE_MAX - n - 1 ? (size_t)body : LOG_LINE_MAX - n - 2);
 }
 
+/* Makes len bytes of text one line (see the header comment); returns the
+ * new length. */
+static size_t one_line(char *text, size_t len)
+{
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
+                       text[len - 1] == '\t'))
+        len--;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n' || c == '\r')
+            text[i] = ' ';
+        else if ((c < 0x20 && c != '\t') || c == 0x7f)
+            text[i] = '?';
+    }
+    return len;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     if (level < current_level)
@@ -132,7 +152,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
     char text[LOG_LINE_MAX], line[LOG_LINE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    size_t len = append(text, 0, fmt, ap);
+    size_t len = one_line(text, append(text, 0, fmt, ap));
     va_end(ap);
     text[len] = '\0';
     size_t n = format_prefix(line, sizeof line, level);
@@ -151,7 +171,9 @@ void log_event(enum log_level level, const char *fmt, ...)
     size_t n = format_prefix(line, sizeof line, level);
     va_list ap;
     va_start(ap, fmt);
+    size_t start = n;
     n = append(line, n, fmt, ap);
     va_end(ap);
+    n = start + one_line(line + start, n - start);
     write_line(line, n);
 }

@@ -12,6 +12,11 @@
  *  - SIGHUP: re-read the configuration; on success start a new generation
  *    of children, then ask the old generation to drain (SIGTERM). The
  *    listening sockets stay open throughout.
+ *  - Every STALL_CHECK_MAX_MS at most: a worker whose heartbeat in shared
+ *    memory (heartbeat.h) is older than worker_stall_ms is killed with
+ *    SIGKILL and respawned like any dead child; its listening sockets
+ *    stay open here, so connections queued on them wait for the
+ *    replacement instead of being refused.
  *  - SIGTERM, SIGINT, SIGQUIT: ask every child to drain, wait (at most
  *    shutdown_timeout_ms, then SIGKILL), exit 0. The flusher is asked
  *    only once the last worker has exited, so its final flush carries
@@ -34,6 +39,7 @@
 
 #include "config.h"
 #include "flusher.h"
+#include "heartbeat.h"
 #include "listener.h"
 #include "log.h"
 #include "proctitle.h"
@@ -46,6 +52,7 @@
 #define QUICK_DEATH_MS 1000
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
+#define STALL_CHECK_MAX_MS 100
 
 enum child_role { ROLE_WORKER, ROLE_REFRESHER, ROLE_FLUSHER };
 
@@ -58,6 +65,7 @@ struct child {
     long long started_ms;
     long long respawn_at_ms;
     unsigned quick_deaths;
+    bool stall_killed; /* SIGKILLed for a stale heartbeat, not yet reaped */
 };
 
 struct master {
@@ -101,6 +109,11 @@ static size_t sockets_for_slot(const struct master *m, int slot, int *out)
     return n;
 }
 
+static unsigned child_slot(const struct master *m, const struct child *c)
+{
+    return (unsigned)(c - m->children);
+}
+
 static int run_child(struct master *m, const struct child *c)
 {
     int own[LISTENER_MAX];
@@ -116,7 +129,7 @@ static int run_child(struct master *m, const struct child *c)
         close(m->metrics_fd);
     switch (c->role) {
     case ROLE_WORKER:
-        return worker_main(c->slot, &m->cfg, &m->shm, own, nown, m->metrics_fd);
+        return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, own, nown, m->metrics_fd);
     case ROLE_REFRESHER:
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
@@ -128,6 +141,8 @@ static int run_child(struct master *m, const struct child *c)
 static void spawn(struct master *m, struct child *c)
 {
     char name[32];
+    c->stall_killed = false;
+    heartbeat_beat(m->shm.heartbeat, child_slot(m, c), heartbeat_now_ms());
     pid_t pid = fork();
     if (pid < 0) {
         log_error("fork %s: %s", role_name(c, name, sizeof name), strerror(errno));
@@ -273,6 +288,34 @@ static size_t live_children(const struct master *m, bool workers_only)
             n++;
     }
     return n;
+}
+
+/* Kills each worker whose heartbeat is older than worker_stall_ms; reap()
+ * then respawns it. */
+static void kill_stalled_workers(struct master *m)
+{
+    int64_t now = heartbeat_now_ms();
+    for (size_t i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &m->children[i];
+        if (!c->used || c->pid <= 0 || c->role != ROLE_WORKER || c->stall_killed ||
+            !heartbeat_stale(m->shm.heartbeat, child_slot(m, c), now, m->cfg.worker_stall_ms))
+            continue;
+        char name[32];
+        log_error("%s (pid %ld) has not run its event loop for %lld ms; killing it",
+                  role_name(c, name, sizeof name), (long)c->pid,
+                  (long long)(now - heartbeat_last(m->shm.heartbeat, child_slot(m, c))));
+        if (kill(c->pid, SIGKILL) == 0)
+            c->stall_killed = true;
+    }
+}
+
+/* How long the master may sleep before the next stall check. */
+static long long stall_check_ms(const struct master *m)
+{
+    if (m->cfg.worker_stall_ms <= 0)
+        return 1000;
+    long long every = m->cfg.worker_stall_ms / 4;
+    return every < 10 ? 10 : every > STALL_CHECK_MAX_MS ? STALL_CHECK_MAX_MS : every;
 }
 
 /* ---- reload and stop ---- */
@@ -461,6 +504,7 @@ static void supervise(struct master *m, const sigset_t *set)
             log_error("no worker can run; stopping");
             begin_stop(m, SIGTERM);
         }
+        kill_stalled_workers(m);
         long long next = respawn_due(m);
         stop_flusher_after_workers(m);
         if (m->stopping && live_children(m, false) == 0)
@@ -470,7 +514,8 @@ static void supervise(struct master *m, const sigset_t *set)
             signal_children(m, SIGKILL, false);
             m->kill_at_ms = now_ms() + 1000;
         }
-        wait_for_signal(m, set, next >= 0 && next < 1000 ? next : 1000);
+        long long check = stall_check_ms(m);
+        wait_for_signal(m, set, next >= 0 && next < check ? next : check);
     }
 }
 

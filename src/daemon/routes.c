@@ -21,6 +21,8 @@
 #include "members.h"
 #include "sdkkeys.h"
 #include "segments.h"
+/* section includes: waitlist */
+#include "waitlist.h"
 
 static const struct route route_table[] = {
     /* section: evaluation (/ofrep) */
@@ -134,6 +136,11 @@ static const struct route route_table[] = {
     {METHOD_GET, "/v1/orgs/{org}/members", members_v1_list,
      "List the organization's members with their roles", ROUTE_AUTH_ACCESS_TOKEN, NULL,
      members_v1_list_schema, 200},
+
+    /* section: waitlist */
+    {METHOD_POST, "/v1/waitlist", waitlist_submit,
+     "Join the waitlist (no credential; rate limited per client address)", ROUTE_AUTH_NONE,
+     waitlist_request_schema, waitlist_response_schema, 200},
 
     /* section: second document (no prefix) */
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,

@@ -17,6 +17,9 @@
  * owns everything in it: its view of the flag snapshot (served_snapshot.h)
  * and its batch of usage counts, moved to shared memory every
  * USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
+ *
+ * A timer beats the worker's heartbeat in shared memory (heartbeat.h);
+ * the master kills a worker whose loop stops turning.
  */
 #include "worker.h"
 
@@ -33,7 +36,9 @@
 #include "config.h"
 #include "db.h"
 #include "eval.h"
+#include "heartbeat.h"
 #include "http.h"
+#include "intake.h"
 #include "log.h"
 #include "metrics.h"
 #include "ofrep.h"
@@ -60,6 +65,8 @@ struct worker_runtime {
     struct event *signals[3];
     struct event *drain_timer;
     struct event *usage_timer;
+    struct event *heartbeat_timer;
+    unsigned heartbeat_slot;
     struct timespec drain_deadline;
     struct timespec grace_end;
 };
@@ -91,6 +98,7 @@ static void start_drain(struct worker_runtime *rt)
     if (rt->w.draining)
         return;
     rt->w.draining = true;
+    intake_forget_listeners();
     for (size_t i = 0; i < rt->nbound; i++)
         evhttp_del_accept_socket(rt->w.http, rt->bound[i]);
     rt->nbound = 0;
@@ -124,6 +132,25 @@ static void start_usage_timer(struct worker_runtime *rt)
         event_add(rt->usage_timer, &every);
 }
 
+static void beat(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct worker_runtime *rt = arg;
+    if (rt->w.shm != NULL)
+        heartbeat_beat(rt->w.shm->heartbeat, rt->heartbeat_slot, heartbeat_now_ms());
+}
+
+static void start_heartbeat(struct worker_runtime *rt)
+{
+    int64_t ms = heartbeat_interval_ms(rt->w.cfg->worker_stall_ms);
+    struct timeval every = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    rt->heartbeat_timer = event_new(rt->w.base, -1, EV_PERSIST, beat, rt);
+    if (rt->heartbeat_timer != NULL)
+        event_add(rt->heartbeat_timer, &every);
+    beat(-1, 0, rt);
+}
+
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
@@ -145,10 +172,14 @@ static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(w->http, 60);
     evhttp_set_gencb(w->http, http_dispatch, w);
+    size_t max_connections = (size_t)w->cfg->max_connections_per_worker;
+    if (intake_start(w, max_connections, w->cfg->request_timeout_ms) != 0)
+        return -1;
     for (size_t i = 0; i < nfds && rt->nbound < WORKER_MAX_SOCKETS; i++) {
         rt->bound[rt->nbound] = evhttp_accept_socket_with_handle(w->http, fds[i]);
         if (rt->bound[rt->nbound] == NULL)
             return -1;
+        intake_add_listener(evhttp_bound_socket_get_listener(rt->bound[rt->nbound]));
         rt->nbound++;
     }
     return 0;
@@ -190,12 +221,16 @@ static void teardown(struct worker_runtime *rt)
         event_free(rt->drain_timer);
     if (rt->usage_timer != NULL)
         event_free(rt->usage_timer);
+    if (rt->heartbeat_timer != NULL)
+        event_free(rt->heartbeat_timer);
     flush_usage(-1, 0, &rt->w);
     usage_batch_free(rt->w.usage_batch);
+    intake_forget_listeners(); /* evhttp_free frees them before the connections */
     if (rt->w.http != NULL)
         evhttp_free(rt->w.http);
     if (rt->metrics_http != NULL)
         evhttp_free(rt->metrics_http);
+    intake_end();
     if (rt->w.db != NULL)
         db_close(rt->w.db);
     free(rt->w.openapi_json);
@@ -226,8 +261,8 @@ static struct event_base *new_event_base(void)
     return base;
 }
 
-int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
-                size_t nfds, int metrics_fd)
+int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
+                struct shm_region *shm, const int *fds, size_t nfds, int metrics_fd)
 {
     char role[32];
     snprintf(role, sizeof role, "worker %d", index);
@@ -239,6 +274,7 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
     if (rt == NULL)
         return EXIT_FAILURE;
     rt->w.index = index;
+    rt->heartbeat_slot = heartbeat_slot;
     rt->w.cfg = cfg;
     rt->w.shm = shm;
     rt->w.routes = routes_table(&rt->w.route_count);
@@ -258,6 +294,7 @@ int worker_main(int index, const struct config *cfg, struct shm_region *shm, con
         http_bind_server(&rt->w);
         setup_signals(rt);
         start_usage_timer(rt);
+        start_heartbeat(rt);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
         if (rt->w.metrics != NULL)
             db_count_errors(rt->w.db, &rt->w.metrics->database_errors);

@@ -16,8 +16,9 @@ struct config;
 struct shm_region;
 
 /* Runs a worker until it drains; returns the process exit status.
+ * heartbeat_slot is the master's slot for it in the heartbeat table;
  * metrics_fd is the metrics_listen socket, or -1. */
-int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
-                size_t nfds, int metrics_fd);
+int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
+                struct shm_region *shm, const int *fds, size_t nfds, int metrics_fd);
 
 #endif

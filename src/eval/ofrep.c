@@ -22,6 +22,7 @@
 
 #include "eval.h"
 #include "http.h"
+#include "json_guard.h"
 #include "metrics.h"
 #include "ratelimit.h"
 #include "shm.h"
@@ -285,27 +286,62 @@ static bool within_rate_limit(struct call *c, const char *digest)
     return false;
 }
 
-/* Parses the body into c->body (NULL for an empty body); PARSE_ERROR if
- * it is not JSON or not an object. */
-static bool parse_body(struct call *c)
+/* Object members a body may hold (context attributes and their nested
+ * members together): the bound on the work one request can cause, since
+ * parsing, the bulk ETag's canonical form and attribute lookups grow with
+ * it. A 900 KB context of 50,000 attributes is refused before json-c
+ * parses it. */
+#define OFREP_MAX_BODY_MEMBERS 1024
+
+/* What json_guard refuses, as this surface's error codes (decisions.md
+ * sections 3 and 9): text that is not UTF-8 is PARSE_ERROR, content no
+ * context may hold is INVALID_CONTEXT. */
+static enum ofrep_body_status guard_status(enum json_guard_verdict verdict, const char **detail)
 {
-    size_t len;
-    const char *text = http_body(c->r, &len);
-    if (text == NULL || len == strspn(text, " \t\r\n"))
-        return true;
-    struct json_tokener *tok = c->state->tok;
-    json_tokener_reset(tok);
-    c->body = json_tokener_parse_ex(tok, text, (int)len);
-    enum json_tokener_error err = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
-    if (!complete || !json_object_is_type(c->body, json_type_object)) {
-        fail(c, 400, "PARSE_ERROR",
-             complete ? "the request body must be a JSON object"
-                      : "the request body is not valid JSON");
-        return false;
+    *detail = json_guard_message(verdict);
+    return verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE ||
+                   verdict == JSON_GUARD_DUPLICATE_KEY
+               ? OFREP_BODY_PARSE_ERROR
+               : OFREP_BODY_INVALID_CONTEXT;
+}
+
+enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *text, size_t len,
+                                       int64_t now_us, struct json_object **body,
+                                       struct eval_context *ctx, const char **detail)
+{
+    *body = NULL;
+    *detail = NULL;
+    if (text != NULL && len != strspn(text, " \t\r\n")) {
+        size_t members;
+        enum json_guard_verdict verdict =
+            json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
+        if (verdict != JSON_GUARD_OK)
+            return guard_status(verdict, detail);
+        json_tokener_reset(tok);
+        json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+        *body = json_tokener_parse_ex(tok, text, (int)len);
+        enum json_tokener_error err = json_tokener_get_error(tok);
+        size_t end = json_tokener_get_parse_end(tok);
+        bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+        if (!complete || !json_object_is_type(*body, json_type_object)) {
+            *detail = complete ? "the request body must be a JSON object"
+                               : "the request body is not valid JSON";
+            return OFREP_BODY_PARSE_ERROR;
+        }
+        if (!json_guard_members_kept(*body, members))
+            return guard_status(JSON_GUARD_DUPLICATE_KEY, detail);
     }
-    return true;
+    struct json_object *context = NULL;
+    if (*body != NULL)
+        json_object_object_get_ex(*body, "context", &context);
+    if (json_object_is_type(context, json_type_null))
+        context = NULL;
+    if (eval_context_init(ctx, context, now_us, detail) != EVAL_CONTEXT_OK) {
+        if (*detail == NULL)
+            *detail = "invalid context";
+        return OFREP_BODY_INVALID_CONTEXT;
+    }
+    return OFREP_BODY_OK;
 }
 
 static int64_t wall_clock_us(void)
@@ -315,19 +351,24 @@ static int64_t wall_clock_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static bool read_context(struct call *c)
+/* Reads the body into c->body and c->ctx; PARSE_ERROR when it is not a
+ * JSON object, INVALID_CONTEXT when its context is not valid. */
+static bool read_body(struct call *c)
 {
-    struct json_object *context = NULL;
-    if (c->body != NULL)
-        json_object_object_get_ex(c->body, "context", &context);
-    if (json_object_is_type(context, json_type_null))
-        context = NULL;
-    const char *detail = NULL;
-    if (eval_context_init(&c->ctx, context, c->now_us, &detail) != EVAL_CONTEXT_OK) {
-        fail(c, 400, "INVALID_CONTEXT", detail != NULL ? detail : "invalid context");
+    size_t len;
+    const char *text = http_body(c->r, &len);
+    const char *detail;
+    switch (ofrep_read_body(c->state->tok, text, len, c->now_us, &c->body, &c->ctx, &detail)) {
+    case OFREP_BODY_OK:
+        return true;
+    case OFREP_BODY_PARSE_ERROR:
+        fail(c, 400, "PARSE_ERROR", detail);
+        return false;
+    case OFREP_BODY_INVALID_CONTEXT:
+        fail(c, 400, "INVALID_CONTEXT", detail);
         return false;
     }
-    return true;
+    return false;
 }
 
 /* The checks every evaluation passes; false once an error was answered. */
@@ -346,8 +387,7 @@ static bool begin_call(struct call *c)
     }
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     c->now_us = wall_clock_us();
-    return authenticate(c, digest) && within_rate_limit(c, digest) && parse_body(c) &&
-           read_context(c);
+    return authenticate(c, digest) && within_rate_limit(c, digest) && read_body(c);
 }
 
 /* ---- results ---- */

@@ -22,12 +22,36 @@
 #ifndef ENSIGN_OFREP_H
 #define ENSIGN_OFREP_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eval.h"
+
 struct http_request;
+struct json_tokener;
 
 struct ofrep_state;
 
 void ofrep_evaluate_flag(struct http_request *r);
 void ofrep_evaluate_bulk(struct http_request *r);
+
+enum ofrep_body_status {
+    OFREP_BODY_OK,
+    OFREP_BODY_PARSE_ERROR,    /* 400 PARSE_ERROR: not JSON, or not an object */
+    OFREP_BODY_INVALID_CONTEXT /* 400 INVALID_CONTEXT */
+};
+
+/*
+ * Reads an evaluation request body: text (len bytes; NULL or only
+ * whitespace is an empty body) parsed with tok into *body (NULL for an
+ * empty body; the caller puts it, also on error), then ctx prepared from
+ * its `context` member (eval_context_init, clock now_us). On error *detail
+ * is the errorDetails text. Pure: no I/O, no globals (the fuzz target
+ * tests/fuzz/fuzz_ofrep_body.c calls it too).
+ */
+enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *text, size_t len,
+                                       int64_t now_us, struct json_object **body,
+                                       struct eval_context *ctx, const char **detail);
 
 /* Frees a worker's OFREP state (a JSON parser kept between requests and a
  * few recent SDK-key digests), made on the worker's first evaluation.

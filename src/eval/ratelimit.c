@@ -104,11 +104,17 @@ static bool claim_empty(struct ratelimit_slot *s, uint64_t key)
     return expected == key;
 }
 
-/* The bucket of key, claimed if need be; NULL when the run is full. */
+/*
+ * The bucket of key, claimed if need be: its own, an empty slot, a bucket
+ * that has refilled (it carries no information), or else the stalest
+ * bucket of the run (the earliest theoretical arrival time), which starts
+ * over full for key and is counted in overflows. NULL only when another
+ * process took that slot at the same instant.
+ */
 static struct ratelimit_slot *find_bucket(struct ratelimit_table *t, uint64_t key, uint64_t now)
 {
-    struct ratelimit_slot *idle = NULL;
-    uint64_t idle_key = 0;
+    struct ratelimit_slot *idle = NULL, *stalest = NULL;
+    uint64_t idle_key = 0, stalest_key = 0, stalest_tat = UINT64_MAX;
     size_t home = (size_t)(key % t->slots);
     size_t limit = t->slots < RATELIMIT_MAX_PROBES ? t->slots : RATELIMIT_MAX_PROBES;
     for (size_t i = 0; i < limit; i++) {
@@ -121,15 +127,29 @@ static struct ratelimit_slot *find_bucket(struct ratelimit_table *t, uint64_t ke
                 return s;
             continue;
         }
-        if (idle == NULL && atomic_load_explicit(&s->tat, memory_order_relaxed) <= now) {
+        uint64_t tat = atomic_load_explicit(&s->tat, memory_order_relaxed);
+        if (idle == NULL && tat <= now) {
             idle = s;
             idle_key = seen;
         }
+        if (tat < stalest_tat) {
+            stalest = s;
+            stalest_key = seen;
+            stalest_tat = tat;
+        }
     }
-    if (idle != NULL && atomic_compare_exchange_strong_explicit(
-                            &idle->key, &idle_key, key, memory_order_acq_rel, memory_order_relaxed))
-        return idle;
-    return NULL;
+    if (idle != NULL)
+        return atomic_compare_exchange_strong_explicit(&idle->key, &idle_key, key,
+                                                       memory_order_acq_rel, memory_order_relaxed)
+                   ? idle
+                   : NULL;
+    if (stalest == NULL ||
+        !atomic_compare_exchange_strong_explicit(&stalest->key, &stalest_key, key,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return NULL;
+    atomic_store_explicit(&stalest->tat, now, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->overflows, 1, memory_order_relaxed);
+    return stalest;
 }
 
 static uint32_t ceil_seconds(uint64_t ns)
@@ -151,8 +171,7 @@ bool ratelimit_take(struct ratelimit_table *t, enum ratelimit_class c, const cha
         return true;
     }
     struct ratelimit_slot *s = find_bucket(t, key_hash(c, key, keylen), now_ns);
-    if (s == NULL) {
-        atomic_fetch_add_explicit(&t->overflows, 1, memory_order_relaxed);
+    if (s == NULL) { /* lost a race for the last slot of the run */
         allow_unlimited(limit, out);
         return true;
     }
@@ -224,6 +243,13 @@ bool ratelimit_apply(struct http_request *r, enum ratelimit_class c, const char 
             metrics_add(&w->metrics->ratelimited[metrics_limit_of(c)], 1);
     }
     return out->allowed;
+}
+
+bool ratelimit_check_address(struct http_request *r, enum ratelimit_class c)
+{
+    char address[64];
+    http_client_address(r, address, sizeof address);
+    return ratelimit_check(r, c, address, strlen(address));
 }
 
 bool ratelimit_check(struct http_request *r, enum ratelimit_class c, const char *key, size_t keylen)

@@ -12,13 +12,17 @@
  *
  * Invariants: a slot's key never returns to empty, so probe runs never
  * break; a bucket that has fully refilled carries no information and may be
- * taken over by another key when its run has no empty slot left. When no
- * slot can be found the request is allowed (failing open keeps the service
- * up) and counted in ratelimit_overflows. A limit of 0 disables a class.
+ * taken over by another key when its run has no empty slot left. When the
+ * run (RATELIMIT_MAX_PROBES slots) holds no such bucket either, the stalest
+ * one is taken over and starts full for the new key (counted in
+ * ratelimit_overflows): a table with more clients than slots forgets the
+ * least recent ones, never grows and never stops limiting the active ones.
+ * A limit of 0 disables a class.
  *
  * Called by shm.c (size and init), the OFREP handlers (evaluation, per SDK
- * key), management write handlers (per access token) and the waitlist (per
- * client address), through ratelimit_apply or ratelimit_check.
+ * key), management write handlers (per access token), the waitlist and
+ * session login (per client address, ratelimit_check_address), through
+ * ratelimit_apply or ratelimit_check.
  */
 #ifndef ENSIGN_RATELIMIT_H
 #define ENSIGN_RATELIMIT_H
@@ -67,7 +71,7 @@ uint64_t ratelimit_now_ns(void);
 bool ratelimit_take(struct ratelimit_table *t, enum ratelimit_class c, const char *key,
                     size_t keylen, uint32_t limit, uint64_t now_ns, struct ratelimit_result *out);
 
-/* Requests allowed because no bucket could be found (table full). */
+/* Buckets taken over before they had refilled (the table was full). */
 uint64_t ratelimit_overflows(const struct ratelimit_table *t);
 
 /*
@@ -84,5 +88,11 @@ bool ratelimit_apply(struct http_request *r, enum ratelimit_class c, const char 
  */
 bool ratelimit_check(struct http_request *r, enum ratelimit_class c, const char *key,
                      size_t keylen);
+
+/*
+ * ratelimit_check keyed by the client's address (http_client_address,
+ * which honours trusted_proxies): the waitlist and session login budgets.
+ */
+bool ratelimit_check_address(struct http_request *r, enum ratelimit_class c);
 
 #endif

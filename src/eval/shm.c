@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "config.h"
+#include "heartbeat.h"
 #include "metrics.h"
 #include "ratelimit.h"
 #include "usage.h"
@@ -90,11 +91,30 @@ static void metrics_attach(struct shm_region *region, void *area)
     region->metrics = area;
 }
 
+static size_t heartbeat_size(const struct config *cfg)
+{
+    (void)cfg;
+    return heartbeat_area_size();
+}
+
+static void heartbeat_init(void *area, size_t size, const struct config *cfg)
+{
+    (void)size;
+    (void)cfg;
+    heartbeat_area_init(area);
+}
+
+static void heartbeat_attach(struct shm_region *region, void *area)
+{
+    region->heartbeat = area;
+}
+
 static const struct shm_user shm_users[] = {
     {"header", header_size, header_init, header_attach},
     {"ratelimit", ratelimit_size, ratelimit_init, ratelimit_attach},
     {"usage", usage_size, usage_init, usage_attach},
     {"metrics", metrics_area_size, metrics_init, metrics_attach},
+    {"heartbeat", heartbeat_size, heartbeat_init, heartbeat_attach},
 };
 
 #define SHM_ALIGN 64
@@ -140,5 +160,6 @@ void shm_destroy(struct shm_region *shm)
     shm->usage = NULL;
     shm->ratelimit = NULL;
     shm->metrics = NULL;
+    shm->heartbeat = NULL;
     shm->size = 0;
 }

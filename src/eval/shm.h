@@ -31,12 +31,14 @@ struct shm_header {
 struct usage_table;
 struct ratelimit_table;
 struct metrics_area;
+struct heartbeat_table;
 
 struct shm_region {
     struct shm_header *header;
     struct usage_table *usage;         /* evaluation counters (usage.h) */
     struct ratelimit_table *ratelimit; /* token buckets (ratelimit.h) */
     struct metrics_area *metrics;      /* /metrics counters (metrics.h) */
+    struct heartbeat_table *heartbeat; /* workers' liveness (heartbeat.h) */
     void *base;
     size_t size;
 };

@@ -441,7 +441,8 @@ static int check_records(const struct snapshot *s, char *err, size_t errlen)
         bool (*check)(const struct snapshot *);
         const char *what;
     } checks[] = {
-        {envs_ok, "environments"}, {sdk_keys_ok, "SDK keys"}, {flags_ok, "flags"},
+        /* flags before environments: envs_ok compares the flags' keys */
+        {flags_ok, "flags"},       {envs_ok, "environments"}, {sdk_keys_ok, "SDK keys"},
         {variants_ok, "variants"}, {rules_ok, "rules"},       {serves_ok, "serves"},
         {conds_ok, "conditions"},  {values_ok, "values"},     {paths_ok, "paths"},
         {segments_ok, "segments"}, {patterns_ok, "patterns"}, {flag_variants_ok, "flag serves"},

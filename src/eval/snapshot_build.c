@@ -153,9 +153,11 @@ static bool vec_append(struct vec *v, const void *data, size_t count)
     return true;
 }
 
+/* An element, or NULL for an empty vec that has no storage yet (NULL + 0
+ * is undefined behaviour in C). */
 static void *vec_at(const struct vec *v, size_t i)
 {
-    return v->data + i * v->size;
+    return v->data != NULL ? v->data + i * v->size : NULL;
 }
 
 static void vec_free(struct vec *v)

@@ -6,11 +6,18 @@
  * Pure functions: each returns a new json-c object the caller owns; an
  * errors object passed in is owned by the result. A NULL message, detail or
  * code falls back to the reason phrase (or GENERAL), so a body is always
- * complete. Called by http.c (answers) and openapi.c (reason phrases).
+ * complete. Every string put into a body is valid UTF-8: bytes that are
+ * not (a percent-decoded key such as %FF%FE) become U+FFFD, so a body is
+ * always JSON text. Called by http.c (answers) and openapi.c (reason
+ * phrases).
  */
 #include "envelope.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_guard.h"
 
 static const struct {
     int status;
@@ -98,9 +105,42 @@ enum http_surface envelope_surface_for_path(const char *path)
     return SURFACE_ROOT;
 }
 
+/* value with each byte that does not start a valid UTF-8 sequence
+ * replaced by U+FFFD; a new string the caller frees, or NULL. */
+static char *utf8_repaired(const char *value)
+{
+    size_t len = strlen(value);
+    char *out = malloc(len * 3 + 1);
+    if (out == NULL)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t step = 1;
+        while (step <= 4 && i + step <= len && !json_guard_utf8_valid(value + i, step))
+            step++;
+        if (step <= 4 && i + step <= len) {
+            memcpy(out + n, value + i, step);
+            n += step;
+            i += step;
+        } else {
+            memcpy(out + n, "\xEF\xBF\xBD", 3);
+            n += 3;
+            i++;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static void add_string(struct json_object *obj, const char *key, const char *value)
 {
-    json_object_object_add(obj, key, json_object_new_string(value));
+    if (json_guard_utf8_valid(value, strlen(value))) {
+        json_object_object_add(obj, key, json_object_new_string(value));
+        return;
+    }
+    char *repaired = utf8_repaired(value);
+    json_object_object_add(obj, key, json_object_new_string(repaired != NULL ? repaired : "?"));
+    free(repaired);
 }
 
 struct json_object *envelope_v1(int status, const char *message, struct json_object *errors)

@@ -28,6 +28,8 @@
 #include <event2/http.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <sys/queue.h>
 #include <time.h>
@@ -37,6 +39,8 @@
 #include <strings.h>
 
 #include "config.h"
+#include "intake.h"
+#include "json_guard.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -93,6 +97,21 @@ const char *http_body(struct http_request *r, size_t *len)
     return (const char *)evbuffer_pullup(in, -1);
 }
 
+/* Answers what json_guard found: 400 for text that is not UTF-8 (on
+ * /ofrep PARSE_ERROR), 422 for content no field may hold (on /ofrep
+ * INVALID_CONTEXT). */
+static void send_guard_error(struct http_request *r, enum json_guard_verdict verdict)
+{
+    bool text = verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE;
+    const char *message = json_guard_message(verdict);
+    if (r->surface == SURFACE_OFREP)
+        http_send_eval_error(r, 400, NULL, text ? "PARSE_ERROR" : "INVALID_CONTEXT", message);
+    else if (text)
+        http_send_error(r, 400, message);
+    else
+        http_send_validation_error(r, message, NULL);
+}
+
 bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_object **out)
 {
     size_t len;
@@ -104,11 +123,18 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
         http_send_error(r, 400, "a JSON request body is required");
         return false;
     }
+    size_t members;
+    enum json_guard_verdict verdict = json_guard_scan(text, len, 0, &members);
+    if (verdict != JSON_GUARD_OK) {
+        send_guard_error(r, verdict);
+        return false;
+    }
     struct json_tokener *tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
     if (tok == NULL) {
         http_send_error(r, 500, "out of memory");
         return false;
     }
+    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
     struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error err = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);
@@ -122,8 +148,80 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
             http_send_error(r, 400, "request body is not valid JSON");
         return false;
     }
+    if (!json_guard_members_kept(obj, members)) {
+        json_object_put(obj);
+        send_guard_error(r, JSON_GUARD_DUPLICATE_KEY);
+        return false;
+    }
     *out = obj;
     return true;
+}
+
+/* text (len bytes) as an IPv6 address, IPv4 mapped into ::ffff:0:0/96. */
+static bool parse_address(const char *text, size_t len, struct in6_addr *out)
+{
+    char buf[INET6_ADDRSTRLEN];
+    struct in_addr v4;
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    if (inet_pton(AF_INET6, buf, out) == 1)
+        return true;
+    if (inet_pton(AF_INET, buf, &v4) != 1)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->s6_addr[10] = 0xff;
+    out->s6_addr[11] = 0xff;
+    memcpy(&out->s6_addr[12], &v4, 4);
+    return true;
+}
+
+/* True when addr is one of the space-separated addresses of list. */
+static bool address_listed(const char *list, const struct in6_addr *addr)
+{
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        p += strspn(p, " \t");
+        size_t n = strcspn(p, " \t");
+        struct in6_addr entry;
+        if (n > 0 && parse_address(p, n, &entry) && memcmp(&entry, addr, sizeof entry) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/*
+ * Walks X-Forwarded-For from the right (the entry the nearest proxy
+ * added) past the trusted proxies to the first address that is not one:
+ * the client. Entries left of it are the client's to invent and are
+ * never read. Returns false when an entry is not an address.
+ */
+static bool forwarded_client(const struct evkeyvalq *headers, const char *trusted,
+                             struct in6_addr *client)
+{
+    const struct evkeyval *kv;
+    TAILQ_FOREACH_REVERSE(kv, headers, evkeyvalq, next)
+    {
+        if (strcasecmp(kv->key, "X-Forwarded-For") != 0)
+            continue;
+        const char *v = kv->value;
+        for (size_t end = strlen(v); end > 0;) {
+            size_t start = end;
+            while (start > 0 && v[start - 1] != ',')
+                start--;
+            const char *entry = v + start + strspn(v + start, " \t");
+            size_t n = (size_t)(v + end - entry);
+            while (n > 0 && (entry[n - 1] == ' ' || entry[n - 1] == '\t'))
+                n--;
+            if (!parse_address(entry, n, client))
+                return false;
+            if (!address_listed(trusted, client))
+                return true;
+            end = start > 0 ? start - 1 : 0;
+        }
+    }
+    return true; /* every hop trusted: the leftmost stands */
 }
 
 void http_client_address(const struct http_request *r, char *out, size_t outlen)
@@ -137,8 +235,22 @@ void http_client_address(const struct http_request *r, char *out, size_t outlen)
     if (evcon == NULL)
         return;
     evhttp_connection_get_peer(evcon, &host, &port);
-    if (host != NULL)
-        snprintf(out, outlen, "%s", host);
+    if (host == NULL)
+        return;
+    snprintf(out, outlen, "%s", host);
+    const char *trusted = r->server != NULL ? r->server->cfg->trusted_proxies : NULL;
+    struct in6_addr peer, client;
+    if (trusted == NULL || trusted[0] == '\0' || !parse_address(host, strlen(host), &peer) ||
+        !address_listed(trusted, &peer))
+        return;
+    client = peer;
+    if (!forwarded_client(evhttp_request_get_input_headers(r->req), trusted, &client))
+        return; /* garbage from a trusted proxy: the proxy is the client */
+    char text[INET6_ADDRSTRLEN];
+    bool mapped = IN6_IS_ADDR_V4MAPPED(&client);
+    if (inet_ntop(mapped ? AF_INET : AF_INET6, mapped ? (const void *)&client.s6_addr[12] : &client,
+                  text, sizeof text) != NULL)
+        snprintf(out, outlen, "%s", text);
 }
 
 const char *http_bearer(const struct http_request *r)
@@ -229,15 +341,15 @@ static void send_raw(struct http_request *r, int status, const char *content_typ
         add_cors_headers(req, r->server ? r->server->cfg : NULL);
     if ((status == 429 || status == 503) && evhttp_find_header(out, "Retry-After") == NULL)
         evhttp_add_header(out, "Retry-After", "1");
-    if (r->server != NULL && r->server->draining)
+    if ((r->server != NULL && r->server->draining) || r->close_connection)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = NULL;
     size_t bytes = 0;
     if (body != NULL) {
         evhttp_add_header(out, "Content-Type", content_type);
         buf = evbuffer_new();
-        const char *text = json_object_to_json_string_ext(
-            body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
+                                                                    JSON_C_TO_STRING_NOSLASHESCAPE);
         bytes = strlen(text);
         if (buf != NULL)
             evbuffer_add(buf, text, bytes);
@@ -261,7 +373,7 @@ void http_send_text(struct http_request *r, int status, const char *content_type
     if (r->surface == SURFACE_OFREP)
         add_cors_headers(r->req, r->server ? r->server->cfg : NULL);
     evhttp_add_header(out, "Content-Type", content_type);
-    if (r->server != NULL && r->server->draining)
+    if ((r->server != NULL && r->server->draining) || r->close_connection)
         evhttp_add_header(out, "Connection", "close");
     struct evbuffer *buf = evbuffer_new();
     if (buf != NULL)
@@ -320,6 +432,20 @@ void http_send_eval_error(struct http_request *r, int status, const char *key,
     send_raw(r, status, "application/json", envelope_ofrep(status, key, error_code, details));
 }
 
+/* The request's method as sent, for messages (the router knows only the
+ * methods it routes). */
+static const char *command_name(enum evhttp_cmd_type type)
+{
+    switch (type) {
+    case EVHTTP_REQ_TRACE:
+        return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+        return "CONNECT";
+    default:
+        return NULL;
+    }
+}
+
 void http_send_method_not_allowed(struct http_request *r, unsigned methods)
 {
     char allow[128];
@@ -327,7 +453,10 @@ void http_send_method_not_allowed(struct http_request *r, unsigned methods)
     http_add_header(r, "Allow", allow);
     char message[192];
     snprintf(message, sizeof message, "method %s is not allowed here; allowed: %s",
-             router_method_name(r->method), allow);
+             command_name(evhttp_request_get_command(r->req)) != NULL
+                 ? command_name(evhttp_request_get_command(r->req))
+                 : router_method_name(r->method),
+             allow);
     http_send_error(r, 405, message);
 }
 
@@ -388,7 +517,8 @@ static void route_request(struct http_request *r)
         break;
     }
     char message[160];
-    snprintf(message, sizeof message, "no such path: %.120s", r->path);
+    snprintf(message, sizeof message, "no such path: %.*s", (int)json_guard_utf8_cut(r->path, 120),
+             r->path);
     if (r->surface == SURFACE_OFREP) /* not a flag: decisions.md section 8 */
         http_send_eval_error(r, 404, NULL, "GENERAL", message);
     else
@@ -433,6 +563,26 @@ void http_dispatch(struct evhttp_request *req, void *arg)
     w->in_flight++;
     if (w->requests_served != NULL)
         atomic_fetch_add_explicit(w->requests_served, 1, memory_order_relaxed);
+    if (req->major != 1 || req->minor > 1) { /* answered as HTTP/1.1 */
+        req->major = 1;
+        req->minor = 1;
+    }
+    int status = 0;
+    const char *framing = intake_dispatched(req, &status);
+    if (framing != NULL) {
+        r->close_connection = true;
+        http_send_error(r, status, framing);
+        return;
+    }
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT) {
+        /* libevent keeps a CONNECT connection open whatever the answer
+         * says (it expects a tunnel); as a GET it is closed as asked. */
+        req->type = EVHTTP_REQ_GET;
+        r->close_connection = true;
+        http_add_header(r, "Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+        http_send_error(r, 405, "method CONNECT is not supported");
+        return;
+    }
     if (r->path[0] != '/') {
         http_send_error(r, 400, "the request target must be an absolute path");
         return;
@@ -476,24 +626,33 @@ static bool headers_were_too_large(struct evhttp_request *req)
 /*
  * Replaces libevent's HTML error page. libevent frees the request URI
  * before it reports a malformed request or an oversized body, so the
- * surface is usually unknown here: the body is then {message, status},
- * the /v1 envelope, which every client of the three surfaces can read.
+ * surface comes from intake.c, which saw the request line; only when no
+ * request line was ever seen is the body {message, status}, the /v1
+ * envelope, which every client of the three surfaces can read.
  */
 void evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 {
     (void)reason;
-    if (error == 400 && req->uri == NULL && headers_were_too_large(req))
+    if (error == 413 && req->chunked && intake_chunk_size_malformed())
+        error = 400;
+    if (error == 400 && req->uri == NULL && intake_head_too_long(req) != 0)
+        error = intake_head_too_long(req);
+    else if (error == 400 && req->uri == NULL && headers_were_too_large(req))
         error = 431;
     if (req->major == 0) {
         req->major = 1;
         req->minor = 1;
     }
-    enum http_surface surface =
-        req->uri != NULL ? envelope_surface_for_path(req->uri) : SURFACE_V1;
-    const char *message = error == 431   ? "request header fields too large"
-                          : error == 413 ? "request body too large"
-                          : error == 400 ? "malformed HTTP request"
-                                         : envelope_reason_phrase(error);
+    int known = intake_surface(req);
+    enum http_surface surface = req->uri != NULL ? envelope_surface_for_path(req->uri)
+                                : known >= 0     ? (enum http_surface)known
+                                                 : SURFACE_V1;
+    const char *message = error == 400 && req->chunked ? "malformed chunked request body"
+                          : error == 431               ? "request header fields too large"
+                          : error == 414               ? "request line too long"
+                          : error == 413               ? "request body too large"
+                          : error == 400               ? "malformed HTTP request"
+                                                       : envelope_reason_phrase(error);
     struct json_object *body;
     if (surface == SURFACE_OFREP)
         body = envelope_ofrep(error, NULL, "GENERAL", message);

@@ -34,6 +34,7 @@ struct http_request {
     bool answered;
     bool on_metrics_listener; /* arrived on metrics_listen's socket */
     uint64_t started_us;      /* CLOCK_MONOTONIC at dispatch */
+    bool close_connection;    /* the answer carries Connection: close */
 };
 
 /* Route parameter value (decoded), or NULL. */

@@ -267,13 +267,15 @@ def raw_response_complete(data):
 
 class LoadLoop:
     """Background clients looping on one GET, each request on a new
-    connection, counting successes and recording every failure."""
+    connection, counting successes (and when each came) and recording
+    every failure."""
 
     def __init__(self, port, path="/v1/healthz", threads=2, timeout=5.0):
         self.port = port
         self.path = path
         self.timeout = timeout
         self.ok = 0
+        self.answered_at = []  # time.monotonic() of each success
         self.failures = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -289,10 +291,12 @@ class LoadLoop:
             with self._lock:
                 if failure is None:
                     self.ok += 1
+                    self.answered_at.append(time.monotonic())
                 else:
                     self.failures.append(failure)
 
     def __enter__(self):
+        self.started = time.monotonic()
         for t in self._threads:
             t.start()
         return self
@@ -301,7 +305,13 @@ class LoadLoop:
         self._stop.set()
         for t in self._threads:
             t.join(self.timeout + 5)
+        self.ended = time.monotonic()
         return False
+
+    def longest_silence(self):
+        """The longest time without a success while the loop ran (call after exit)."""
+        times = [self.started] + sorted(self.answered_at) + [self.ended]
+        return max(b - a for a, b in zip(times, times[1:]))
 
     def count(self):
         with self._lock:

@@ -20,6 +20,9 @@ int main(void)
     srunner_add_suite(runner, suite_usage());
     srunner_add_suite(runner, suite_ratelimit());
     srunner_add_suite(runner, suite_metrics());
+    srunner_add_suite(runner, suite_heartbeat());
+    srunner_add_suite(runner, suite_json_guard());
+    srunner_add_suite(runner, suite_log());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

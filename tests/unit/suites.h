@@ -18,5 +18,8 @@ Suite *suite_validate(void);
 Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
 Suite *suite_metrics(void);
+Suite *suite_heartbeat(void);
+Suite *suite_json_guard(void);
+Suite *suite_log(void);
 
 #endif

@@ -4,7 +4,7 @@
  * the rollout test vectors of spec/decisions.md section 3, the context
  * checks (INVALID_CONTEXT), the bulk ETag, and the coercion helpers.
  *
- * A case file is one JSON object:
+ * A case file is one JSON object (built by eval_spec.c):
  *   {"entities":  [{"key", "attributes": [{"key", "dataType"}]}],
  *    "segments":  [{"key", "conditions": [...]}],
  *    "flags":     [{"key", "type"?, "enabled"?, "variants"?: [{"key", "value"}],
@@ -28,137 +28,25 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "eval_spec.h"
 #include "isotime.h"
 #include "murmur3.h"
 #include "snapshot.h"
-#include "snapshot_build.h"
 #include "suites.h"
 
-#define ENV_ID "env-1"
-#define ORG_ID "org-1"
 #define DEFAULT_NOW "2024-06-01T12:00:00Z"
 
-/* ---- building a snapshot from a spec ---- */
-
-static const char *text_of(json_object *obj)
-{
-    return obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN) : NULL;
-}
-
-static json_object *member(json_object *obj, const char *name)
-{
-    json_object *v = NULL;
-    json_object_object_get_ex(obj, name, &v);
-    return v;
-}
-
-static const char *member_text(json_object *obj, const char *name, const char *fallback)
-{
-    json_object *v = member(obj, name);
-    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : fallback;
-}
-
-/* json-c asserts on the length of a non-array: absent lists are empty. */
-static size_t array_len(json_object *list)
-{
-    return json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
-}
-
-static void add_entities(struct snapshot_builder *b, json_object *entities)
-{
-    for (size_t i = 0; i < array_len(entities); i++) {
-        json_object *e = json_object_array_get_idx(entities, i);
-        json_object *attrs = member(e, "attributes");
-        for (size_t k = 0; k < array_len(attrs); k++) {
-            json_object *a = json_object_array_get_idx(attrs, k);
-            ck_assert_int_eq(snapshot_builder_add_entity_attribute(
-                                 b, ORG_ID, member_text(e, "key", ""), member_text(a, "key", ""),
-                                 member_text(a, "dataType", "string")),
-                             0);
-        }
-    }
-}
-
-static void add_segments(struct snapshot_builder *b, json_object *segments)
-{
-    for (size_t i = 0; i < array_len(segments); i++) {
-        json_object *g = json_object_array_get_idx(segments, i);
-        ck_assert_int_eq(snapshot_builder_add_segment(b, ORG_ID, member_text(g, "key", ""),
-                                                      text_of(member(g, "conditions"))),
-                         0);
-    }
-}
-
-static void add_rules(struct snapshot_builder *b, json_object *flag)
-{
-    const char *key = member_text(flag, "key", "");
-    json_object *conditions = member(flag, "conditions");
-    if (conditions != NULL)
-        ck_assert_int_eq(snapshot_builder_add_rule(b, ENV_ID, key, "r1", text_of(conditions),
-                                                   "{\"variant\":\"on\"}"),
-                         0);
-    json_object *rules = member(flag, "rules");
-    for (size_t i = 0; i < array_len(rules); i++) {
-        json_object *r = json_object_array_get_idx(rules, i);
-        char id[32];
-        snprintf(id, sizeof id, "r%zu", i + 1);
-        ck_assert_int_eq(snapshot_builder_add_rule(b, ENV_ID, key, member_text(r, "id", id),
-                                                   text_of(member(r, "conditions")),
-                                                   text_of(member(r, "serve"))),
-                         0);
-    }
-}
-
-static void add_flag(struct snapshot_builder *b, json_object *flag)
-{
-    struct snapshot_variant_input variants[64];
-    char *texts[64];
-    json_object *list = member(flag, "variants");
-    bool shorthand = member(flag, "type") == NULL;
-    size_t n = shorthand ? 2 : array_len(list);
-    ck_assert_uint_le(n, 64);
-    for (size_t i = 0; i < n; i++) {
-        json_object *v = shorthand ? NULL : json_object_array_get_idx(list, i);
-        variants[i].key = shorthand ? (i == 0 ? "on" : "off") : member_text(v, "key", "");
-        texts[i] = strdup(shorthand ? (i == 0 ? "true" : "false") : text_of(member(v, "value")));
-        variants[i].value_json = texts[i];
-    }
-    json_object *enabled = member(flag, "enabled");
-    struct snapshot_flag_input in = {
-        .env_id = ENV_ID,
-        .flag_id = member_text(flag, "id", member_text(flag, "key", "")),
-        .flag_key = member_text(flag, "key", ""),
-        .type = member_text(flag, "type", "boolean"),
-        .enabled = enabled ? json_object_get_boolean(enabled) : true,
-        .off_variant_key = member_text(flag, "offVariantKey", shorthand ? "off" : NULL),
-        .default_serve_json = member(flag, "defaultServe") ? text_of(member(flag, "defaultServe"))
-                                                           : "{\"variant\":\"off\"}",
-        .variants = variants,
-        .variant_count = n,
-    };
-    ck_assert_msg(snapshot_builder_add_flag(b, &in) == 0, "%s", snapshot_builder_error(b));
-    for (size_t i = 0; i < n; i++)
-        free(texts[i]);
-    add_rules(b, flag);
-}
-
-/* Builds spec into a temporary file and opens it into *out. */
+/* Builds spec (eval_spec.h) into a temporary file and opens it into *out;
+ * every row must go in. */
 static void open_spec(json_object *spec, uint64_t generation, struct snapshot *out)
 {
     char path[] = "/tmp/ensign-eval-XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV_ID, ORG_ID, "production"), 0);
-    add_entities(b, member(spec, "entities"));
-    add_segments(b, member(spec, "segments"));
-    json_object *flags = member(spec, "flags");
-    for (size_t i = 0; i < array_len(flags); i++)
-        add_flag(b, json_object_array_get_idx(flags, i));
     char err[256];
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
+    int refused = eval_spec_write(spec, generation, path, err, sizeof err);
+    ck_assert_msg(refused == 0, "%d rows refused (%s)", refused, refused < 0 ? err : "");
     ck_assert_msg(snapshot_open(path, out, err, sizeof err) == 0, "%s", err);
     unlink(path);
 }
@@ -199,35 +87,36 @@ static void check_match_shorthand(const struct case_run *run, json_object *match
 static void check_expectations(const struct case_run *run, json_object *c)
 {
     const struct eval_result *r = &run->result;
-    if (member(c, "match") != NULL)
-        check_match_shorthand(run, member(c, "match"));
-    if (member(c, "error") != NULL) {
-        expect_text(run, "error", member_text(c, "error", ""), eval_error_code(r->status));
+    if (eval_spec_member(c, "match") != NULL)
+        check_match_shorthand(run, eval_spec_member(c, "match"));
+    if (eval_spec_member(c, "error") != NULL) {
+        expect_text(run, "error", eval_spec_string(c, "error", ""), eval_error_code(r->status));
         return;
     }
     ck_assert_msg(r->status == EVAL_OK, "%s case %zu: error %s (%s)", run->file, run->index,
                   eval_error_code(r->status), r->error_detail);
-    if (member(c, "variant") != NULL)
-        expect_text(run, "variant", member_text(c, "variant", ""), r->variant_key);
-    if (member(c, "reason") != NULL)
-        expect_text(run, "reason", member_text(c, "reason", ""), eval_reason_name(r->reason));
-    if (member(c, "value") != NULL)
-        expect_text(run, "value", text_of(member(c, "value")), r->value_json);
-    if (member(c, "ruleId") != NULL)
-        expect_text(run, "ruleId", member_text(c, "ruleId", ""), r->rule_id);
+    if (eval_spec_member(c, "variant") != NULL)
+        expect_text(run, "variant", eval_spec_string(c, "variant", ""), r->variant_key);
+    if (eval_spec_member(c, "reason") != NULL)
+        expect_text(run, "reason", eval_spec_string(c, "reason", ""), eval_reason_name(r->reason));
+    if (eval_spec_member(c, "value") != NULL)
+        expect_text(run, "value", eval_spec_text(eval_spec_member(c, "value")), r->value_json);
+    if (eval_spec_member(c, "ruleId") != NULL)
+        expect_text(run, "ruleId", eval_spec_string(c, "ruleId", ""), r->rule_id);
 }
 
 static void run_case(const struct snapshot *s, struct eval_scratch *scratch, struct case_run *run,
                      json_object *c)
 {
-    const struct snapshot_env *env = snapshot_env_by_key(s, ORG_ID, "production");
-    const char *key = member_text(c, "flag", "");
+    const struct snapshot_env *env = snapshot_env_by_key(s, EVAL_SPEC_ORG_ID, "production");
+    const char *key = eval_spec_string(c, "flag", "");
     const struct snapshot_flag *flag = snapshot_flag_by_key(s, env, key, strlen(key));
     ck_assert_msg(flag != NULL, "%s case %zu: no flag %s", run->file, run->index, key);
     struct eval_context ctx;
     const char *detail;
-    enum eval_context_status st = eval_context_init(
-        &ctx, member(c, "context"), parse_now(member_text(c, "now", DEFAULT_NOW)), &detail);
+    enum eval_context_status st =
+        eval_context_init(&ctx, eval_spec_member(c, "context"),
+                          parse_now(eval_spec_string(c, "now", DEFAULT_NOW)), &detail);
     ck_assert_msg(st == EVAL_CONTEXT_OK, "%s case %zu: %s", run->file, run->index, detail);
     eval_flag(s, flag, &ctx, scratch, &run->result);
     check_expectations(run, c);
@@ -241,8 +130,8 @@ static size_t run_case_file(const char *path, const char *name)
     open_spec(spec, 1, &s);
     struct eval_scratch *scratch = eval_scratch_new();
     ck_assert_ptr_nonnull(scratch);
-    json_object *cases = member(spec, "cases");
-    size_t n = array_len(cases);
+    json_object *cases = eval_spec_member(spec, "cases");
+    size_t n = eval_spec_length(cases);
     for (size_t i = 0; i < n; i++) {
         struct case_run run = {.file = name, .index = i};
         run_case(&s, scratch, &run, json_object_array_get_idx(cases, i));
@@ -293,7 +182,7 @@ static json_object *spec_from_text(const char *text)
 static const char *variant_for(const struct snapshot *s, struct eval_scratch *scratch,
                                const char *flag_key, const char *context_json)
 {
-    const struct snapshot_env *env = snapshot_env_by_key(s, ORG_ID, "production");
+    const struct snapshot_env *env = snapshot_env_by_key(s, EVAL_SPEC_ORG_ID, "production");
     const struct snapshot_flag *flag = snapshot_flag_by_key(s, env, flag_key, strlen(flag_key));
     ck_assert_ptr_nonnull(flag);
     json_object *context = json_tokener_parse(context_json);
@@ -503,7 +392,7 @@ static const char etag_spec[] = "{\"flags\": [{\"key\": \"t\", \"conditions\": [
 static void etag_of(const struct snapshot *s, const char *context_json, const char *now,
                     char out[EVAL_ETAG_SIZE])
 {
-    const struct snapshot_env *env = snapshot_env_by_key(s, ORG_ID, "production");
+    const struct snapshot_env *env = snapshot_env_by_key(s, EVAL_SPEC_ORG_ID, "production");
     json_object *context = context_json ? json_tokener_parse(context_json) : NULL;
     eval_bulk_etag(s, env, context, parse_now(now), out);
     json_object_put(context);
@@ -559,7 +448,7 @@ START_TEST(etag_many_keys_sorted)
         snprintf(key, sizeof key, "k%03d", 199 - i);
         json_object_object_add(backward, key, json_object_new_int(199 - i));
     }
-    const struct snapshot_env *env = snapshot_env_by_key(&s, ORG_ID, "production");
+    const struct snapshot_env *env = snapshot_env_by_key(&s, EVAL_SPEC_ORG_ID, "production");
     char a[EVAL_ETAG_SIZE], b[EVAL_ETAG_SIZE];
     eval_bulk_etag(&s, env, forward, 0, a);
     eval_bulk_etag(&s, env, backward, 0, b);

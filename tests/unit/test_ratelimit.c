@@ -99,16 +99,21 @@ START_TEST(keys_and_classes_are_separate)
 }
 END_TEST
 
-START_TEST(full_table_fails_open_and_idle_buckets_are_reused)
+START_TEST(full_table_reuses_the_stalest_and_idle_buckets)
 {
     struct ratelimit_table *t = new_table(1024);
     struct ratelimit_result r;
     char key[32];
-    for (int i = 0; i < 4000; i++) {
+    for (int i = 0; i < 4000; i++) { /* more distinct clients than slots */
         snprintf(key, sizeof key, "key-%d", i);
-        ck_assert(take(t, key, 5, T0, &r)); /* each key's first request */
+        ck_assert(take(t, key, 5, T0 + (uint64_t)i, &r)); /* each key's first request */
+        ck_assert_uint_eq(r.remaining, 4);
     }
     ck_assert_uint_gt(ratelimit_overflows(t), 0);
+    /* The most recent client was not forgotten: its limit still holds. */
+    for (int i = 0; i < 4; i++)
+        ck_assert(take(t, "key-3999", 5, T0 + 4000, &r));
+    ck_assert(!take(t, "key-3999", 5, T0 + 4000, &r));
     uint64_t overflows = ratelimit_overflows(t);
     /* A minute later every bucket is full again: new keys take them over. */
     for (int i = 0; i < 256; i++) {
@@ -141,7 +146,7 @@ Suite *suite_ratelimit(void)
     tcase_add_test(tc, buckets_refill_with_time);
     tcase_add_test(tc, steady_rate_at_the_limit_is_allowed);
     tcase_add_test(tc, keys_and_classes_are_separate);
-    tcase_add_test(tc, full_table_fails_open_and_idle_buckets_are_reused);
+    tcase_add_test(tc, full_table_reuses_the_stalest_and_idle_buckets);
     tcase_add_test(tc, huge_limits_work);
     suite_add_tcase(s, tc);
     return s;

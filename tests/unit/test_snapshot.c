@@ -500,6 +500,14 @@ START_TEST(corrupt_files_refused)
     reseal(buf, len);
     expect_refused(path, buf, len, "bad environments");
 
+    /* a key outside the string table, in an environment of several flags
+     * (found by fuzz_snapshot: the sort check read it before flags_ok) */
+    memcpy(buf, good, len);
+    flags = (struct snapshot_flag *)(buf + h.sections[SNAPSHOT_SEC_FLAGS].offset);
+    flags[1].key.off = 0x7fffff00;
+    reseal(buf, len);
+    expect_refused(path, buf, len, "bad flags");
+
     /* a serve naming a variant beyond its flag's list */
     memcpy(buf, good, len);
     struct snapshot_serve *serves =

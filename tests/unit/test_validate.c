@@ -757,6 +757,25 @@ START_TEST(names_round_trip)
 }
 END_TEST
 
+START_TEST(email_syntax)
+{
+    const char *good[] = {"a@b.co", "Jane.Doe+tag@Example.COM", "x_y-z@sub.domain-1.example",
+                          "o'neil@example.ie"};
+    const char *bad[] = {"",          "plain",          "@example.com", "a@",           "a@b",
+                         "a@-b.com",  "a@b-.com",       "a b@c.com",    "a@b..com",     "a@@b.com",
+                         "a@b.com\n", "\xc3\xa9@b.com", "a@b_c.com",    "a;DROP@b.com'"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(validate_email_ok(good[i], strlen(good[i])), "%s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!validate_email_ok(bad[i], strlen(bad[i])), "%s", bad[i]);
+    char local[72];
+    memset(local, 'a', 65);
+    memcpy(local + 65, "@b.co", 6);
+    ck_assert(!validate_email_ok(local, strlen(local))); /* local part over 64 */
+    ck_assert(validate_email_ok(local + 1, strlen(local + 1)));
+}
+END_TEST
+
 Suite *suite_validate(void)
 {
     Suite *s = suite_create("validate");
@@ -815,6 +834,7 @@ Suite *suite_validate(void)
     tcase_add_test(serve, rollout_weights_not_all_zero);
     tcase_add_test(serve, rollout_item_count_boundary);
     tcase_add_test(serve, bucket_by_boundary);
+    tcase_add_test(serve, email_syntax);
     suite_add_tcase(s, serve);
     return s;
 }

@@ -1,0 +1,75 @@
+/*
+ * waitlist.c - the public waitlist intake: POST /v1/waitlist.
+ *
+ * flags-and-evaluation-api.md (Meta, waitlist, identity) and decisions.md
+ * section 9: no credential; {email} of at most 320 characters in email
+ * syntax (validate_email_ok, PCRE2), else 422 with field errors; an
+ * address already on the list (compared case-insensitively, the unique
+ * index on lower(email)) is a no-op success; {accepted: true} once stored
+ * or already there, {accepted: false} only while the configuration says
+ * `waitlist = closed`.
+ *
+ * Invariants: every submission takes one request from the client
+ * address's waitlist budget before anything else is looked at, so rejected
+ * submissions count too (429 in the first document's envelope with
+ * Retry-After). The address comes from http_client_address (trusted
+ * proxies). One statement per stored submission.
+ *
+ * Called by the worker's dispatch from the route table (routes.c).
+ */
+#include "waitlist.h"
+
+#include <json-c/json.h>
+#include <string.h>
+
+#include "config.h"
+#include "http.h"
+#include "mgmt.h"
+#include "ratelimit.h"
+#include "server.h"
+#include "validate.h"
+
+#define EMAIL_MAX_CHARS 320
+#define EMAIL_MIN_CHARS 3
+
+/* $1 email. A repeat (any case) changes nothing. */
+static const char INSERT_SQL[] =
+    "WITH stored AS (INSERT INTO waitlist (email) VALUES ($1)"
+    " ON CONFLICT ((lower(email))) DO NOTHING RETURNING 1)"
+    " SELECT 200 AS status, '{\"accepted\":true}' AS body, NULL::text AS message";
+
+const char waitlist_request_schema[] =
+    "{\"type\":\"object\",\"required\":[\"email\"],\"additionalProperties\":false,"
+    "\"properties\":{\"email\":{\"type\":\"string\",\"format\":\"email\",\"maxLength\":320}}}";
+
+const char waitlist_response_schema[] = "{\"type\":\"object\",\"required\":[\"accepted\"],"
+                                        "\"properties\":{\"accepted\":{\"type\":\"boolean\"}}}";
+
+static const char *const allowed_fields[] = {"email", NULL};
+
+void waitlist_submit(struct http_request *r)
+{
+    if (!ratelimit_check_address(r, RATELIMIT_WAITLIST))
+        return;
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    validate_only_fields(&v, body, allowed_fields);
+    const char *email = NULL;
+    if (validate_string(&v, body, "email", EMAIL_MIN_CHARS, EMAIL_MAX_CHARS, VALIDATE_REQUIRED,
+                        &email) == VALIDATE_SET &&
+        !validate_email_ok(email, strlen(email)))
+        validate_error(&v, "email", "must be an email address");
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else if (!r->server->cfg->waitlist_open) {
+        http_send_json_text(r, 200, "{\"accepted\":false}");
+    } else {
+        const char *params[] = {email};
+        mgmt_query(r, INSERT_SQL, 1, params, mgmt_answer_cb, r);
+    }
+    validate_free(&v);
+    json_object_put(body);
+}

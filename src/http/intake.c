@@ -1,0 +1,496 @@
+/*
+ * intake.c - connections and request heads before dispatch (see intake.h).
+ *
+ * The interposition: an executable's definition of a function that a
+ * shared library calls through its PLT takes the library's place (http.c
+ * does the same with evhttp_send_error). The definitions below call
+ * libevent's own through dlsym(RTLD_NEXT) and add the guard's work before
+ * or after it. They act only on requests of the evhttp that intake_start
+ * was given; any other caller gets libevent's behaviour unchanged.
+ * libevent 2.1's head parsers return 1 (all data read), 0 (more data
+ * expected) or a negative error, the values used here.
+ *
+ * Invariants: a guard is in use exactly while its request lives (taken in
+ * evhttp_request_new, returned in evhttp_request_free); its deadline timer
+ * is pending only between the request's first byte and its dispatch; the
+ * listeners are enabled exactly when accepting is not paused and fewer than
+ * the maximum connections are open. Nothing is allocated after
+ * intake_start.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_NEXT */
+#endif
+#include "intake.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/http_struct.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include "log.h"
+#include "server.h"
+
+#define PARSE_ALL_DATA_READ 1
+#define PARSE_DATA_TOO_LONG (-3)
+#define MAX_LISTENERS 256
+#define SURFACE_PEEK 48
+
+struct guard {
+    struct evhttp_request *req; /* NULL while free */
+    struct event *deadline;
+    struct guard *next_free;
+    int surface; /* -1 until the request line is seen */
+    int framing_status;
+    const char *framing_error;
+    int too_long_status; /* 414 or 431 once the head outgrew its limit */
+    bool armed;
+};
+
+struct intake {
+    struct http_server *w;
+    struct guard *guards;
+    size_t count, in_use;
+    struct guard *free_list;
+    struct timeval timeout;
+    struct evconnlistener *listeners[MAX_LISTENERS];
+    size_t nlisteners;
+    bool listening; /* listeners currently enabled */
+    bool paused;    /* out of descriptors: waiting for resume */
+    struct event *resume;
+    time_t last_report;
+    unsigned long suppressed;
+};
+
+static struct intake intake;
+
+/* ---- libevent's originals ---- */
+
+typedef struct evhttp_request *(*request_new_fn)(void (*)(struct evhttp_request *, void *), void *);
+typedef void (*request_free_fn)(struct evhttp_request *);
+typedef int (*parse_fn)(struct evhttp_request *, struct evbuffer *);
+
+static void *original(const char *name)
+{
+    void *fn = dlsym(RTLD_NEXT, name);
+    if (fn == NULL) {
+        log_error("libevent has no %s: %s", name, dlerror());
+        abort();
+    }
+    return fn;
+}
+
+/* ---- accepting ---- */
+
+static void set_listening(void)
+{
+    bool want = !intake.paused && intake.in_use < intake.count;
+    if (want == intake.listening)
+        return;
+    for (size_t i = 0; i < intake.nlisteners; i++) {
+        if (want)
+            evconnlistener_enable(intake.listeners[i]);
+        else
+            evconnlistener_disable(intake.listeners[i]);
+    }
+    intake.listening = want;
+}
+
+static void resume_accepting(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    intake.paused = false;
+    set_listening();
+}
+
+static void report_accept_error(int err)
+{
+    time_t now = time(NULL);
+    if (now - intake.last_report < INTAKE_LOG_INTERVAL_S) {
+        intake.suppressed++;
+        return;
+    }
+    log_warn("accept: %s; pausing new connections for %d ms (%lu more since the last report)",
+             strerror(err), INTAKE_ACCEPT_PAUSE_MS, intake.suppressed);
+    intake.last_report = now;
+    intake.suppressed = 0;
+}
+
+static void on_accept_error(struct evconnlistener *listener, void *arg)
+{
+    (void)listener;
+    (void)arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    report_accept_error(err);
+    intake.paused = true;
+    set_listening();
+    struct timeval pause = {0, INTAKE_ACCEPT_PAUSE_MS * 1000};
+    if (intake.resume != NULL)
+        event_add(intake.resume, &pause);
+}
+
+void intake_add_listener(struct evconnlistener *listener)
+{
+    if (listener == NULL || intake.nlisteners >= MAX_LISTENERS)
+        return;
+    evconnlistener_set_error_cb(listener, on_accept_error);
+    intake.listeners[intake.nlisteners++] = listener;
+    if (!intake.listening)
+        evconnlistener_disable(listener);
+}
+
+void intake_forget_listeners(void)
+{
+    intake.nlisteners = 0;
+}
+
+/* ---- libevent's log ---- */
+
+/* libevent's own messages, in Ensign's format and at most a few a second. */
+static void libevent_log(int severity, const char *msg)
+{
+    static time_t window;
+    static unsigned in_window;
+    time_t now = time(NULL);
+    if (now != window) {
+        window = now;
+        in_window = 0;
+    }
+    if (++in_window > 5)
+        return;
+    enum log_level level = severity >= EVENT_LOG_ERR    ? LOG_LEVEL_ERROR
+                           : severity == EVENT_LOG_WARN ? LOG_LEVEL_WARN
+                                                        : LOG_LEVEL_DEBUG;
+    log_msg(level, "libevent: %s", msg);
+}
+
+/* ---- the pool ---- */
+
+static void on_complete(struct evhttp_request *req, void *arg)
+{
+    (void)req;
+    (void)arg;
+}
+
+static struct guard *guard_of(struct evhttp_request *req)
+{
+    if (intake.guards == NULL || req == NULL || req->on_complete_cb != on_complete)
+        return NULL;
+    return req->on_complete_cb_arg;
+}
+
+static void deadline_passed(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct guard *g = arg;
+    struct evhttp_connection *evcon = g->req != NULL ? evhttp_request_get_connection(g->req) : NULL;
+    g->armed = false;
+    if (evcon == NULL)
+        return;
+    log_debug("closing a connection whose request did not arrive within %ld ms",
+              (long)(intake.timeout.tv_sec * 1000 + intake.timeout.tv_usec / 1000));
+    evhttp_connection_free(evcon); /* frees g->req, which returns g */
+}
+
+int intake_start(struct http_server *w, size_t max_connections, int request_timeout_ms)
+{
+    event_set_log_callback(libevent_log);
+    intake.w = w;
+    intake.count = max_connections;
+    intake.timeout.tv_sec = request_timeout_ms / 1000;
+    intake.timeout.tv_usec = (suseconds_t)(request_timeout_ms % 1000) * 1000;
+    intake.guards = calloc(max_connections, sizeof *intake.guards);
+    intake.resume = evtimer_new(w->base, resume_accepting, NULL);
+    if (intake.guards == NULL || intake.resume == NULL)
+        goto fail;
+    for (size_t i = 0; i < max_connections; i++) {
+        struct guard *g = &intake.guards[i];
+        g->deadline = evtimer_new(w->base, deadline_passed, g);
+        if (g->deadline == NULL)
+            goto fail;
+        g->next_free = intake.free_list;
+        intake.free_list = g;
+    }
+    intake.listening = true;
+    return 0;
+fail:
+    intake_end();
+    return -1;
+}
+
+void intake_end(void)
+{
+    for (size_t i = 0; intake.guards != NULL && i < intake.count; i++)
+        if (intake.guards[i].deadline != NULL)
+            event_free(intake.guards[i].deadline);
+    free(intake.guards);
+    if (intake.resume != NULL)
+        event_free(intake.resume);
+    memset(&intake, 0, sizeof intake);
+}
+
+/* ---- the interposed functions ---- */
+
+struct evhttp_request *evhttp_request_new(void (*cb)(struct evhttp_request *, void *), void *arg)
+{
+    static request_new_fn real;
+    if (real == NULL)
+        real = (request_new_fn)original("evhttp_request_new");
+    struct evhttp_request *req = real(cb, arg);
+    if (req == NULL || intake.guards == NULL || arg != intake.w->http)
+        return req;
+    struct guard *g = intake.free_list;
+    if (g == NULL) { /* at the cap: shed this connection */
+        evhttp_request_free(req);
+        return NULL;
+    }
+    intake.free_list = g->next_free;
+    *g = (struct guard){.req = req, .deadline = g->deadline, .surface = -1};
+    evhttp_request_set_on_complete_cb(req, on_complete, g);
+    intake.in_use++;
+    set_listening();
+    return req;
+}
+
+void evhttp_request_free(struct evhttp_request *req)
+{
+    static request_free_fn real;
+    if (real == NULL)
+        real = (request_free_fn)original("evhttp_request_free");
+    struct guard *g = guard_of(req);
+    if (g != NULL) {
+        event_del(g->deadline);
+        g->req = NULL;
+        g->next_free = intake.free_list;
+        intake.free_list = g;
+        intake.in_use--;
+        set_listening();
+    }
+    real(req);
+}
+
+/* The surface named by the request line at the start of buf, or -1. */
+static int peek_surface(struct evbuffer *buf)
+{
+    char line[SURFACE_PEEK + 1];
+    ev_ssize_t n = evbuffer_copyout(buf, line, SURFACE_PEEK);
+    if (n <= 0)
+        return -1;
+    line[n] = '\0';
+    char *space = memchr(line, ' ', (size_t)n);
+    if (space == NULL || space[1] != '/')
+        return -1;
+    char *end = strpbrk(space + 1, " ?");
+    if (end == NULL && n == SURFACE_PEEK)
+        end = line + n; /* a long path: its first segments suffice */
+    if (end == NULL)
+        return -1;
+    *end = '\0';
+    return (int)envelope_surface_for_path(space + 1);
+}
+
+int evhttp_parse_firstline_(struct evhttp_request *req, struct evbuffer *buf);
+int evhttp_parse_firstline_(struct evhttp_request *req, struct evbuffer *buf)
+{
+    static parse_fn real;
+    if (real == NULL)
+        real = (parse_fn)original("evhttp_parse_firstline_");
+    struct guard *g = guard_of(req);
+    if (g != NULL && !g->armed && evbuffer_get_length(buf) > 0) {
+        g->armed = true;
+        event_add(g->deadline, &intake.timeout);
+    }
+    if (g != NULL && g->surface < 0)
+        g->surface = peek_surface(buf);
+    int status = real(req, buf);
+    if (g != NULL && status == PARSE_DATA_TOO_LONG)
+        g->too_long_status = 414;
+    return status;
+}
+
+/* True when a NUL byte comes before the end of the head in buf. */
+static bool nul_in_head(struct evbuffer *buf)
+{
+    struct evbuffer_ptr nul = evbuffer_search(buf, "", 1, NULL);
+    if (nul.pos < 0)
+        return false;
+    struct evbuffer_ptr end = evbuffer_search(buf, "\r\n\r\n", 4, NULL);
+    struct evbuffer_ptr lf_end = evbuffer_search(buf, "\n\n", 2, NULL);
+    if (end.pos < 0 || (lf_end.pos >= 0 && lf_end.pos < end.pos))
+        end = lf_end;
+    return end.pos < 0 || nul.pos < end.pos;
+}
+
+/* Removes every header called name. */
+static void remove_all(struct evkeyvalq *headers, const char *name)
+{
+    while (evhttp_remove_header(headers, name) == 0)
+        ;
+}
+
+int evhttp_parse_headers_(struct evhttp_request *req, struct evbuffer *buf);
+int evhttp_parse_headers_(struct evhttp_request *req, struct evbuffer *buf)
+{
+    static parse_fn real;
+    if (real == NULL)
+        real = (parse_fn)original("evhttp_parse_headers_");
+    struct guard *g = guard_of(req);
+    if (g != NULL && g->framing_error == NULL && nul_in_head(buf)) {
+        g->framing_error = "a NUL byte in the request head";
+        g->framing_status = 400;
+    }
+    int status = real(req, buf);
+    if (g != NULL && status == PARSE_DATA_TOO_LONG)
+        g->too_long_status = 431;
+    if (g == NULL || status != PARSE_ALL_DATA_READ || req->kind != EVHTTP_REQUEST)
+        return status;
+    if (g->framing_error == NULL)
+        g->framing_error =
+            intake_framing_check(req->input_headers, req->major, req->minor, &g->framing_status);
+    if (g->framing_error != NULL) {
+        /* Read no body: it could be a second request in disguise. The
+         * answer closes the connection (http.c). */
+        remove_all(req->input_headers, "Content-Length");
+        remove_all(req->input_headers, "Transfer-Encoding");
+        remove_all(req->input_headers, "Expect");
+    }
+    return status;
+}
+
+/* ---- chunk sizes ----
+ *
+ * libevent 2.1 reads a chunk-size line with evutil_strtoll(line, &end, 16)
+ * and accepts it only when the number ends the line or is followed by a
+ * space, so the valid chunk extension "20;ext=1" is refused, and any
+ * refusal is reported as a body too large (413). Chunk-size lines are the
+ * only base-16 calls: here a line is checked by RFC 9112 section 7.1
+ * (hex digits, optional white space, then ";" and an extension of
+ * visible characters), a valid one is handed back as ending at its number,
+ * and an invalid one returns -1, which libevent refuses, with
+ * chunk_size_malformed set for evhttp_send_error to answer 400. The worker
+ * is single-threaded and libevent reports the refusal before reading
+ * anything else, so one flag suffices. */
+
+static bool chunk_size_malformed;
+
+bool intake_chunk_size_malformed(void)
+{
+    return chunk_size_malformed;
+}
+
+static bool chunk_size_line_ok(const char *line, const char *end)
+{
+    if (end == line)
+        return false;
+    end += strspn(end, " \t");
+    if (*end == '\0')
+        return true;
+    if (*end != ';')
+        return false;
+    for (const unsigned char *p = (const unsigned char *)end; *p != '\0'; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            return false;
+    return true;
+}
+
+typedef ev_int64_t (*strtoll_fn)(const char *, char **, int);
+
+ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
+{
+    static strtoll_fn real;
+    if (real == NULL)
+        real = (strtoll_fn)original("evutil_strtoll");
+    char *end = NULL;
+    ev_int64_t value = real(s, &end, base);
+    if (base != 16 || intake.guards == NULL) {
+        if (endptr != NULL)
+            *endptr = end;
+        return value;
+    }
+    chunk_size_malformed = value < 0 || !chunk_size_line_ok(s, end);
+    if (endptr != NULL)
+        *endptr = chunk_size_malformed ? end : (char *)"";
+    return chunk_size_malformed ? -1 : value;
+}
+
+/* ---- what the dispatcher asks ---- */
+
+const char *intake_dispatched(struct evhttp_request *req, int *status)
+{
+    struct guard *g = guard_of(req);
+    if (g == NULL)
+        return NULL;
+    event_del(g->deadline);
+    *status = g->framing_status;
+    return g->framing_error;
+}
+
+int intake_head_too_long(struct evhttp_request *req)
+{
+    struct guard *g = guard_of(req);
+    return g != NULL ? g->too_long_status : 0;
+}
+
+int intake_surface(struct evhttp_request *req)
+{
+    struct guard *g = guard_of(req);
+    return g != NULL ? g->surface : -1;
+}
+
+/* ---- the framing rules ---- */
+
+static size_t count_headers(const struct evkeyvalq *headers, const char *name, const char **first,
+                            bool *differ)
+{
+    size_t n = 0;
+    const struct evkeyval *kv;
+    *first = NULL;
+    *differ = false;
+    TAILQ_FOREACH(kv, headers, next)
+    {
+        if (strcasecmp(kv->key, name) != 0)
+            continue;
+        if (n++ == 0)
+            *first = kv->value;
+        else if (strcmp(kv->value, *first) != 0)
+            *differ = true;
+    }
+    return n;
+}
+
+const char *intake_framing_check(const struct evkeyvalq *headers, int major, int minor, int *status)
+{
+    const char *length, *coding, *host;
+    bool lengths_differ, codings_differ, hosts_differ;
+    size_t nlength = count_headers(headers, "Content-Length", &length, &lengths_differ);
+    size_t ncoding = count_headers(headers, "Transfer-Encoding", &coding, &codings_differ);
+    size_t nhost = count_headers(headers, "Host", &host, &hosts_differ);
+    *status = 400;
+    if (major != 1) {
+        *status = 505;
+        return "only HTTP/1.x is supported";
+    }
+    if (lengths_differ)
+        return "conflicting Content-Length headers";
+    if (ncoding > 1 || (ncoding == 1 && strcasecmp(coding, "chunked") != 0))
+        return "the only transfer coding accepted is chunked";
+    if (ncoding > 0 && nlength > 0)
+        return "Transfer-Encoding and Content-Length together";
+    if (nhost > 1)
+        return "more than one Host header";
+    if (nhost == 0 && minor >= 1)
+        return "an HTTP/1.1 request needs a Host header";
+    return NULL;
+}

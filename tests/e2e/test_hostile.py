@@ -1,0 +1,280 @@
+"""test_hostile.py - hostile input on every surface (issue 10).
+
+Each case is answered with a clear 4xx in the surface's own body (the
+first document's envelope on /v1, the OFREP error body with errorCode on
+/ofrep, the Problem body elsewhere), the server keeps serving, and nothing
+stored changes. Framing cases go over raw sockets.
+"""
+
+import json
+import socket
+import time
+
+import harness
+from flagfixture import FlagTestCase
+from test_evaluation import Fixture
+
+FLAGS = "/v1/orgs/acme/flags"
+EVAL = "/ofrep/v1/evaluate/flags"
+
+
+def exchange(port, data, timeout=5.0):
+    """Sends data; returns every byte received until the server closes
+    (b'...<open>' appended when it kept the connection open)."""
+    received = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        s.settimeout(1.5)
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return received
+                received += chunk
+        except socket.timeout:
+            return received + b"<open>"
+        except ConnectionResetError:
+            return received
+
+
+class HostileInputTest(FlagTestCase):
+
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        fixture = Fixture(cls.database.conninfo)
+        fixture.flag("kept-flag")
+        cls.sdk_key, _ = fixture.sdk_key()
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        headers = {"Authorization": f"Bearer {cls.sdk_key}"}
+        if not harness.wait_for(lambda: cls.server.request("POST", EVAL, body=b"{}",
+                                                           headers=headers).status == 200,
+                                10.0, interval=0.1):
+            cls.tearDownClass()
+            raise AssertionError("no snapshot was served")
+
+    def stored(self):
+        return self.database.query(
+            "SELECT count(*) || '/' || coalesce(max(updated_at)::text, '') FROM flags")
+
+    def setUp(self):
+        self.before = self.stored()
+
+    def tearDown(self):
+        self.assertEqual(self.server.get("/v1/healthz").status, 200, "the server stopped serving")
+        self.assertEqual(self.stored(), self.before, "stored data changed")
+
+    def post_v1(self, raw):
+        return self.server.request("POST", FLAGS, body=raw, headers={
+            "Authorization": f"Bearer {self.tokens['member']}",
+            "Content-Type": "application/json"})
+
+    def post_ofrep(self, raw, path=EVAL):
+        return self.server.request("POST", path, body=raw, headers={
+            "Authorization": f"Bearer {self.sdk_key}", "Content-Type": "application/json"})
+
+    def assertOfrepError(self, response, status, code):
+        self.assertEqual(response.status, status, response)
+        body = response.json
+        self.assertEqual(body["errorCode"], code, body)
+        self.assertEqual(body["status"], status)
+        return body
+
+    # --- JSON bodies -------------------------------------------------------
+
+    BODIES = {
+        # name: (raw body, /v1 status, /ofrep errorCode)
+        "malformed": (b'{"slug": "x",', 400, "PARSE_ERROR"),
+        "deep nesting": (b"[" * 100000 + b"]" * 100000, 400, "PARSE_ERROR"),
+        "invalid utf-8": (b'{"slug": "bad-\xff\xfe", "context": {"a": "\xc3("}}', 400,
+                          "PARSE_ERROR"),
+        "lone surrogate": (b'{"slug": "x\\ud800", "context": {"a": "\\udc00"}}', 400,
+                           "PARSE_ERROR"),
+        "nul in value": (b'{"slug": "nul-demo\\u0000<script>",'
+                         b' "context": {"a": "x\\u0000y"}}', 422, "INVALID_CONTEXT"),
+        "nul in key": (b'{"slug\\u0000x": "nul-key", "context": {"country\\u0000x": "NL"}}',
+                       422, "INVALID_CONTEXT"),
+        "number out of range": (b'{"slug": "big", "context": {"n": 123456789012345678901234567890}}',
+                                422, "INVALID_CONTEXT"),
+        "double overflow": (b'{"slug": "big", "context": {"n": 1e999}}', 422, "INVALID_CONTEXT"),
+        "duplicate keys": (b'{"slug": "dup-a", "slug": "dup-b", "context": {"a": 1, "a": 2}}',
+                           422, "PARSE_ERROR"),
+    }
+
+    def test_json_bodies_on_v1(self):
+        for name, (raw, status, _) in self.BODIES.items():
+            with self.subTest(name):
+                self.assertV1Error(self.post_v1(raw), status)
+
+    def test_json_bodies_on_ofrep(self):
+        for name, (raw, _, code) in self.BODIES.items():
+            for path in (EVAL, EVAL + "/kept-flag"):
+                with self.subTest(name, path=path):
+                    self.assertOfrepError(self.post_ofrep(raw, path), 400, code)
+
+    def test_wrong_types_and_sql_metacharacters(self):
+        self.assertStatus(self.post_v1(b'{"slug": 42}'), 422)
+        self.assertIn(self.post_v1(b'["slug"]').status, (400, 422))
+        self.assertOfrepError(self.post_ofrep(b'{"context": "x"}'), 400, "INVALID_CONTEXT")
+        self.assertOfrepError(self.post_ofrep(b'{"context": {"targetingKey": 5}}'), 400,
+                              "INVALID_CONTEXT")
+        self.assertOfrepError(self.post_ofrep(b'[1]'), 400, "PARSE_ERROR")
+        sql = "x'; DROP TABLE flags; --"
+        response = self.post_v1(json.dumps({"slug": sql, "name": sql}).encode())
+        self.assertEqual(self.assertStatus(response, 422)["status"], 422)
+        ok = self.post_ofrep(json.dumps({"context": {"targetingKey": sql, sql: sql}}).encode())
+        self.assertEqual(ok.status, 200, ok)
+        self.assertEqual(self.post_ofrep(b"{}", EVAL + "/" + "x%27%3B%20DROP%20TABLE%20flags")
+                         .status, 404)
+        member = self.tokens["member"]
+        for path in ("/v1/orgs/acme%27%20OR%201=1--/flags", "/v1/orgs/acme/flags/x%27--",
+                     "/v1/orgs/acme/flags?archived=%27%20OR%201=1--",
+                     "/v1/orgs/acme/segments/%22%3B%20SELECT%201"):
+            with self.subTest(path=path):
+                response = self.server.get(path, token=member)
+                self.assertIn(response.status, (200, 404, 422), response)
+        response = self.server.request("PATCH", "/v1/orgs/acme/flags/kept-flag", body={
+            "name": sql, "description": "'); DELETE FROM flags; --"},
+            headers={"Authorization": f"Bearer {self.tokens['member']}"})
+        self.assertIn(response.status, (200, 422), response)
+        if response.status == 200:  # stored verbatim, nothing else touched
+            self.assertEqual(response.json["flag"]["name"], sql)
+            self.assertEqual(self.stored().split("/")[0], self.before.split("/")[0])
+            self.before = self.stored()
+
+    def test_a_context_with_too_many_attributes_is_refused_early(self):
+        context = {f"attr{i:05d}": "vv" for i in range(50000)}
+        raw = json.dumps({"context": context}).encode()
+        started = time.monotonic()
+        body = self.assertOfrepError(self.post_ofrep(raw), 400, "INVALID_CONTEXT")
+        self.assertIn("too many", body["errorDetails"])
+        self.assertLess(time.monotonic() - started, 2.0)
+        context = {f"attr{i:03d}": "vv" for i in range(500)}
+        self.assertEqual(self.post_ofrep(json.dumps({"context": context}).encode()).status, 200)
+
+    # --- paths ---------------------------------------------------------------
+
+    def test_paths(self):
+        key = self.post_ofrep(b"{}", EVAL + "/%FF%FE")
+        body = self.assertOfrepError(key, 404, "FLAG_NOT_FOUND")
+        json.dumps(body)  # parsed as UTF-8 JSON already; the key was not echoed raw
+        self.assertNotIn("\udcff", body.get("key", ""))
+        for path in (EVAL + "/..", EVAL + "/%2E%2E", EVAL + "/a%2Fb", EVAL + "/" + "k" * 5000):
+            with self.subTest(path=path[:60]):
+                response = self.post_ofrep(b"{}", path)
+                self.assertIn(response.status, (400, 404), response)
+                self.assertIn("errorCode", response.json)
+        for path in ("/v1/orgs/acme/flags/..%2F..%2Fsdk-keys", "/v1/orgs/acme/flags/" + "f" * 5000,
+                     "/v1/../v1/orgs/acme/flags/x"):
+            with self.subTest(path=path[:60]):
+                response = self.server.get(path, token=self.tokens["member"])
+                self.assertIn(response.status, (400, 404), response)
+                self.assertV1Error(response, response.status)
+
+    def test_error_echo_is_cut_on_a_character_boundary(self):
+        for prefix in ("/v1/", "/v1/x", "/zz/", "/zz/x"):
+            path = prefix + "é" * 100
+            raw = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+            response = harness.parse_raw_response(exchange(self.server.port, raw))
+            self.assertEqual(response.status, 404)
+            response.json  # raises on invalid UTF-8
+
+    # --- framing over raw sockets --------------------------------------------
+
+    def raw(self, data):
+        return exchange(self.server.port, data)
+
+    def test_conflicting_content_length_is_400_and_closed(self):
+        smuggled = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        data = self.raw(b"POST /v1/orgs/acme/flags HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                        b"Content-Length: %d\r\n\r\n" % len(smuggled) + smuggled)
+        self.assertEqual(data.count(b"HTTP/1.1 "), 1, data)
+        self.assertFalse(data.endswith(b"<open>"), data)
+        self.assertV1Error(harness.parse_raw_response(data), 400)
+
+    def test_transfer_codings_other_than_chunked_are_400_and_closed(self):
+        smuggled = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        for coding in (b"gzip", b"gzip, chunked", b"chunked\r\nContent-Length: 3"):
+            with self.subTest(coding):
+                data = self.raw(b"POST /ofrep/v1/evaluate/flags HTTP/1.1\r\nHost: x\r\n"
+                                b"Transfer-Encoding: " + coding + b"\r\n\r\n" + smuggled)
+                self.assertEqual(data.count(b"HTTP/1.1 "), 1, data)
+                self.assertFalse(data.endswith(b"<open>"), data)
+                self.assertOfrepError(harness.parse_raw_response(data), 400, "GENERAL")
+
+    def test_host_header_rules(self):
+        for head in (b"GET /v1/healthz HTTP/1.1\r\n\r\n",
+                     b"GET /v1/healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"):
+            with self.subTest(head):
+                self.assertV1Error(harness.parse_raw_response(self.raw(head)), 400)
+        ok = self.raw(b"GET /v1/healthz HTTP/1.0\r\n\r\n")
+        self.assertEqual(harness.parse_raw_response(ok).status, 200)
+
+    def test_versions_and_methods(self):
+        data = self.raw(b"GET /v1/healthz HTTP/1.2\r\nHost: a\r\n\r\n")
+        self.assertTrue(data.startswith(b"HTTP/1.1 200"), data)
+        data = self.raw(b"CONNECT example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n")
+        self.assertFalse(data.endswith(b"<open>"), data)
+        self.assertIn(harness.parse_raw_response(data).status, (400, 405))
+        data = self.raw(b"TRACE /v1/healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        response = harness.parse_raw_response(data)
+        self.assertEqual(response.status, 405)
+        self.assertIn("TRACE", response.json["message"])
+
+    def test_nul_in_a_header_does_not_authenticate(self):
+        data = self.raw(b"GET /v1/orgs/acme/flags HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer "
+                        + self.tokens["member"].encode() + b"\0junk\r\n\r\n")
+        self.assertV1Error(harness.parse_raw_response(data), 400)
+
+    def test_libevent_failures_answer_the_surface_body(self):
+        big = b"Content-Length: 99999999\r\n\r\n"
+        ofrep = harness.parse_raw_response(self.raw(b"POST " + EVAL.encode() +
+                                                    b" HTTP/1.1\r\nHost: a\r\n" + big))
+        self.assertOfrepError(ofrep, 413, "GENERAL")
+        root = harness.parse_raw_response(self.raw(b"POST /me HTTP/1.1\r\nHost: a\r\n" + big))
+        self.assertProblem(root, 413)
+        v1 = harness.parse_raw_response(self.raw(b"POST /v1/orgs/acme/flags HTTP/1.1\r\n"
+                                                 b"Host: a\r\n" + big))
+        self.assertV1Error(v1, 413)
+        long_path = harness.parse_raw_response(self.raw(
+            b"GET /ofrep/v1/" + b"a" * 10000 + b" HTTP/1.1\r\nHost: a\r\n\r\n"))
+        self.assertOfrepError(long_path, 414, "GENERAL")
+        long_root = harness.parse_raw_response(self.raw(
+            b"GET /zz/" + b"a" * 10000 + b" HTTP/1.1\r\nHost: a\r\n\r\n"))
+        self.assertProblem(long_root, 414)
+        headers = harness.parse_raw_response(self.raw(
+            b"GET /ofrep/v1/x HTTP/1.1\r\nHost: a\r\nX: " + b"a" * 20000 + b"\r\n\r\n"))
+        self.assertOfrepError(headers, 431, "GENERAL")
+        malformed = harness.parse_raw_response(self.raw(
+            b"GET /me HTTP/1.1\r\nHost a\r\n\r\n"))
+        self.assertProblem(malformed, 400)
+
+    def chunked(self, chunks):
+        return harness.parse_raw_response(self.raw(
+            b"POST " + EVAL.encode() + b" HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
+            self.sdk_key.encode() + b"\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n" + chunks))
+
+    def test_chunked_bodies(self):
+        body = b'{"context": {"targetingKey": "u"}}'
+        size = b"%x" % len(body)
+        for name, line in {"plain": size, "extension": size + b";ext=1",
+                           "quoted extension": size + b' ; a="b c"'}.items():
+            with self.subTest(name):
+                response = self.chunked(line + b"\r\n" + body + b"\r\n0;last\r\n\r\n")
+                self.assertEqual(response.status, 200, response)
+        for name, chunks in {"not hex": b"zz\r\nabc\r\n0\r\n\r\n",
+                             "negative": b"-5\r\nabcde\r\n0\r\n\r\n",
+                             "junk after the size": b"5 junk\r\nabcde\r\n0\r\n\r\n",
+                             "control character": b"5;\x01\r\nabcde\r\n0\r\n\r\n"}.items():
+            with self.subTest(name):
+                body_ = self.assertOfrepError(self.chunked(chunks), 400, "GENERAL")
+                self.assertIn("chunked", body_["errorDetails"])
+        self.assertOfrepError(self.chunked(b"7fffffffffff\r\nabc\r\n0\r\n\r\n"), 413,
+                              "GENERAL")
