@@ -17,5 +17,7 @@ Suite *suite_openapi(void);
 Suite *suite_validate(void);
 Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
+Suite *suite_http_internal(void);
+Suite *suite_agent_parse(void);
 
 #endif
