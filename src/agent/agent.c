@@ -282,14 +282,15 @@ static void explain(struct conversation *cv, const struct agent_outcome *o, FILE
 {
     struct http_server *w = cv->r->server;
     const struct snapshot *s = w->snapshot ? served_snapshot_current(w->snapshot) : NULL;
-    const char *context = json_object_to_json_string_ext(o->explain_context,
-                                                         JSON_C_TO_STRING_PLAIN);
+    const char *context =
+        json_object_to_json_string_ext(o->explain_context, JSON_C_TO_STRING_PLAIN);
     const struct snapshot_env *env = s ? snapshot_env_by_key(s, cv->org_id, o->explain_env) : NULL;
     const struct snapshot_flag *flag =
         env ? snapshot_flag_by_key(s, env, o->explain_flag, strlen(o->explain_flag)) : NULL;
     if (flag == NULL) {
-        fprintf(f, "%s is not served in %s yet (changes are served within refresh_interval_ms); "
-                   "try again in a moment.",
+        fprintf(f,
+                "%s is not served in %s yet (changes are served within refresh_interval_ms); "
+                "try again in a moment.",
                 o->explain_flag, o->explain_env);
         return;
     }
@@ -302,9 +303,8 @@ static void explain(struct conversation *cv, const struct agent_outcome *o, FILE
     struct eval_result res;
     eval_flag(s, flag, &ctx, w->eval_scratch, &res);
     if (res.status != EVAL_OK) {
-        fprintf(f, "%s cannot be evaluated in %s for %s: %s (%s).", o->explain_flag,
-                o->explain_env, context, eval_error_code(res.status),
-                res.error_detail ? res.error_detail : "");
+        fprintf(f, "%s cannot be evaluated in %s for %s: %s (%s).", o->explain_flag, o->explain_env,
+                context, eval_error_code(res.status), res.error_detail ? res.error_detail : "");
         return;
     }
     fprintf(f, "For the context %s, %s in %s serves the variant %.*s (value %.*s). Reason %s: %s",
@@ -417,7 +417,8 @@ static void on_llm_answer(void *arg, struct json_object *message, struct json_ob
     }
     fclose(f);
     const char *text = reply && *reply ? reply : "(no reply)";
-    send_answer(cv, text, actions, usage_member(usage, "prompt_tokens", (long long)words_in(cv->messages)),
+    send_answer(cv, text, actions,
+                usage_member(usage, "prompt_tokens", (long long)words_in(cv->messages)),
                 usage_member(usage, "completion_tokens", (long long)words_out(text, actions)));
     free(reply);
     conversation_free(cv);
@@ -572,8 +573,7 @@ static void on_execute_org(struct http_request *r, const struct mgmt_ctx *ctx, v
         execution_free(ex);
         return;
     }
-    log_debug("agent: executing %s as %s %s", ex->tool, router_method_name(call.method),
-              call.path);
+    log_debug("agent: executing %s as %s %s", ex->tool, router_method_name(call.method), call.path);
     int rc = http_internal_request(r, call.method, call.path, call.body, on_executed, ex);
     free(call.body);
     if (rc != 0) {

@@ -32,7 +32,8 @@ void agent_catalog_free(struct agent_catalog *c)
 static const char *string_member(const struct json_object *obj, const char *name)
 {
     struct json_object *value;
-    if (!json_object_object_get_ex(obj, name, &value) || !json_object_is_type(value, json_type_string))
+    if (!json_object_object_get_ex(obj, name, &value) ||
+        !json_object_is_type(value, json_type_string))
         return "";
     return json_object_get_string(value);
 }
@@ -145,9 +146,8 @@ const char *agent_closest(const struct json_object *candidates, const char *name
     size_t n = json_object_array_length(candidates);
     for (size_t i = 0; i < n; i++) {
         struct json_object *item = json_object_array_get_idx(candidates, i);
-        const char *key = json_object_is_type(item, json_type_string)
-                              ? json_object_get_string(item)
-                              : string_member(item, "key");
+        const char *key = json_object_is_type(item, json_type_string) ? json_object_get_string(item)
+                                                                      : string_member(item, "key");
         int distance = agent_edit_distance(name, key, cap);
         if (distance > cap && prefix_related(name, key))
             distance = cap;

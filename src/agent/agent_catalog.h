@@ -27,7 +27,7 @@
 #define AGENT_SERVED_DAYS 30
 
 struct agent_catalog {
-    struct json_object *root; /* owned */
+    struct json_object *root;                            /* owned */
     struct json_object *flags, *environments, *segments; /* borrowed from root */
 };
 

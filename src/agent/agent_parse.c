@@ -35,8 +35,8 @@ struct word {
 struct text {
     struct word *w;
     size_t n;
-    char *buf;                    /* both spellings of every word */
-    struct json_object *json;     /* a JSON object found in the text, or NULL */
+    char *buf;                /* both spellings of every word */
+    struct json_object *json; /* a JSON object found in the text, or NULL */
 };
 
 struct parse {
@@ -172,14 +172,19 @@ static bool is_one_of(const char *s, const char *const *words)
 
 /* Grammar words: never taken for a key the user meant. */
 static const char *const grammar_words[] = {
-    "a", "an", "the", "flag", "flags", "feature", "in", "on", "off", "for", "of", "to", "and",
-    "or", "with", "by", "please", "can", "you", "could", "would", "i", "want", "set", "make",
-    "turn", "switch", "enable", "disable", "activate", "deactivate", "create", "add", "new",
-    "archive", "restore", "unarchive", "serve", "rule", "default", "roll", "out", "rollout",
-    "segment", "variant", "variants", "environment", "env", "it", "this", "that", "is", "be",
-    "called", "named", "users", "user", "everyone", "all", "percent", "explain", "what", "does",
-    "get", "gets", "why", "which", "bucketed", "bucket", "rest", "others", "remaining", "now",
-    "me", "my", "our", "at", "from", "where", "whose", "who", "key", "value", "values", NULL};
+    "a",       "an",        "the",        "flag",     "flags",       "feature", "in",
+    "on",      "off",       "for",        "of",       "to",          "and",     "or",
+    "with",    "by",        "please",     "can",      "you",         "could",   "would",
+    "i",       "want",      "set",        "make",     "turn",        "switch",  "enable",
+    "disable", "activate",  "deactivate", "create",   "add",         "new",     "archive",
+    "restore", "unarchive", "serve",      "rule",     "default",     "roll",    "out",
+    "rollout", "segment",   "variant",    "variants", "environment", "env",     "it",
+    "this",    "that",      "is",         "be",       "called",      "named",   "users",
+    "user",    "everyone",  "all",        "percent",  "explain",     "what",    "does",
+    "get",     "gets",      "why",        "which",    "bucketed",    "bucket",  "rest",
+    "others",  "remaining", "now",        "me",       "my",          "our",     "at",
+    "from",    "where",     "whose",      "who",      "key",         "value",   "values",
+    NULL};
 
 static bool is_grammar(const char *low)
 {
@@ -210,7 +215,7 @@ static void say_list(struct parse *p, const struct json_object *items)
     for (size_t i = 0; i < shown; i++) {
         struct json_object *item = json_object_array_get_idx(items, i);
         const char *s = json_object_is_type(item, json_type_string) ? json_object_get_string(item)
-                                                                   : agent_flag_key(item);
+                                                                    : agent_flag_key(item);
         say(p, "%s%s", i == 0 ? "" : i + 1 == shown && shown == n ? " and " : ", ", s);
     }
     if (shown < n)
@@ -272,7 +277,8 @@ static struct json_object *earlier_flag(struct parse *p)
         struct json_object *found = named_flags(p->c, &tx);
         struct json_object *flag =
             json_object_array_length(found) == 1
-                ? agent_catalog_flag(p->c, json_object_get_string(json_object_array_get_idx(found, 0)))
+                ? agent_catalog_flag(p->c,
+                                     json_object_get_string(json_object_array_get_idx(found, 0)))
                 : NULL;
         size_t count = json_object_array_length(found);
         json_object_put(found);
@@ -286,8 +292,8 @@ static struct json_object *earlier_flag(struct parse *p)
 /* A word after one of anchors that looks like a key the user meant. */
 static const char *key_candidate(const struct parse *p, const char *const *anchors)
 {
-    static const char *const skip[] = {"the", "a", "an", "flag", "feature", "called", "named",
-                                       NULL};
+    static const char *const skip[] = {"the",     "a",      "an",    "flag",
+                                       "feature", "called", "named", NULL};
     for (size_t i = 0; i < p->tx.n; i++) {
         if (!is_one_of(p->tx.w[i].low, anchors))
             continue;
@@ -301,9 +307,9 @@ static const char *key_candidate(const struct parse *p, const char *const *ancho
     return NULL;
 }
 
-static const char *const flag_anchors[] = {"flag", "enable", "disable", "activate", "deactivate",
-                                           "archive", "restore", "unarchive", "for", "of",
-                                           "explain", NULL};
+static const char *const flag_anchors[] = {"flag",       "enable",  "disable", "activate",
+                                           "deactivate", "archive", "restore", "unarchive",
+                                           "for",        "of",      "explain", NULL};
 
 /* The flag the text is about, or NULL after saying why. */
 static struct json_object *flag_slot(struct parse *p)
@@ -312,7 +318,8 @@ static struct json_object *flag_slot(struct parse *p)
     size_t n = json_object_array_length(found);
     struct json_object *flag = NULL;
     if (n == 1) {
-        flag = agent_catalog_flag(p->c, json_object_get_string(json_object_array_get_idx(found, 0)));
+        flag =
+            agent_catalog_flag(p->c, json_object_get_string(json_object_array_get_idx(found, 0)));
     } else if (n > 1) {
         say(p, "Which flag do you mean: ");
         say_list(p, found);
@@ -459,10 +466,11 @@ static bool attribute_ok(const char *s)
  */
 static struct json_object *audience(struct parse *p, size_t i, char *text_out, size_t text_len)
 {
-    static const char *const skip[] = {"users", "user", "people", "contexts", "everybody",
-                                       "with", "whose", "where", "from", "the", "a", "an", NULL};
-    static const char *const joiners[] = {"is", "in", "=", "equals", "of", "one", "any", "are",
-                                          NULL};
+    static const char *const skip[] = {"users", "user",  "people", "contexts", "everybody",
+                                       "with",  "whose", "where",  "from",     "the",
+                                       "a",     "an",    NULL};
+    static const char *const joiners[] = {"is",  "in",  "=",   "equals", "of",
+                                          "one", "any", "are", NULL};
     while (i < p->tx.n && (is_one_of(p->tx.w[i].low, skip) ||
                            (strcmp(p->tx.w[i].low, "in") == 0 && i + 1 < p->tx.n &&
                             strcmp(p->tx.w[i + 1].low, "segment") == 0)))
@@ -508,8 +516,7 @@ static struct json_object *audience(struct parse *p, size_t i, char *text_out, s
         json_object_array_add(values, json_object_new_string(p->tx.w[i].orig));
         if (used > 0 && (size_t)used < text_len)
             used += snprintf(text_out + used, text_len - (size_t)used, "%s %s",
-                             json_object_array_length(values) == 1 ? "" : " or",
-                             p->tx.w[i].orig);
+                             json_object_array_length(values) == 1 ? "" : " or", p->tx.w[i].orig);
     }
     if (json_object_array_length(values) == 0) {
         json_object_put(values);
@@ -592,7 +599,8 @@ static void intent_default(struct parse *p)
         say(p, "?");
     } else {
         long to = -1;
-        for (long i = find_word(&p->tx, "to", 0); i >= 0; i = find_word(&p->tx, "to", (size_t)i + 1))
+        for (long i = find_word(&p->tx, "to", 0); i >= 0;
+             i = find_word(&p->tx, "to", (size_t)i + 1))
             to = i;
         if (to < 0)
             to = find_word(&p->tx, "serve", 0);
@@ -614,8 +622,9 @@ static double percentage(const struct text *tx)
         const char *s = tx->w[i].low;
         size_t len = strlen(s);
         bool sign = len > 1 && s[len - 1] == '%';
-        bool word = !sign && i + 1 < tx->n &&
-                    (strcmp(tx->w[i + 1].low, "%") == 0 || strcmp(tx->w[i + 1].low, "percent") == 0);
+        bool word =
+            !sign && i + 1 < tx->n &&
+            (strcmp(tx->w[i + 1].low, "%") == 0 || strcmp(tx->w[i + 1].low, "percent") == 0);
         if (!sign && !word)
             continue;
         char number[32];
@@ -656,12 +665,13 @@ static bool rollout_variants(struct parse *p, const struct json_object *flag, co
     struct json_object *named = named_variants(p, flag), *all = agent_flag_variants(flag);
     size_t n = json_object_array_length(named), total = all ? json_object_array_length(all) : 0;
     bool ok = false;
+    /* named holds copies: take the catalogue's strings, which outlive it */
     if (n == 2) {
-        *share = json_object_get_string(json_object_array_get_idx(named, 0));
-        *rest = json_object_get_string(json_object_array_get_idx(named, 1));
+        *share = variant_of(flag, json_object_get_string(json_object_array_get_idx(named, 0)));
+        *rest = variant_of(flag, json_object_get_string(json_object_array_get_idx(named, 1)));
         ok = true;
     } else if (n == 1 && total == 2) {
-        *share = json_object_get_string(json_object_array_get_idx(named, 0));
+        *share = variant_of(flag, json_object_get_string(json_object_array_get_idx(named, 0)));
         const char *first = json_object_get_string(json_object_array_get_idx(all, 0));
         *rest = strcmp(first, *share) == 0
                     ? json_object_get_string(json_object_array_get_idx(all, 1))
@@ -669,13 +679,13 @@ static bool rollout_variants(struct parse *p, const struct json_object *flag, co
         ok = true;
     }
     if (!ok) {
-        say(p, "Which variant of %s gets the percentage, and which the rest? Say e.g. \"roll "
-               "out %s variant A to 25%% and B to the rest in production\". Its variants: ",
+        say(p,
+            "Which variant of %s gets the percentage, and which the rest? Say e.g. \"roll "
+            "out %s variant A to 25%% and B to the rest in production\". Its variants: ",
             agent_flag_key(flag), agent_flag_key(flag));
         say_list(p, all);
         say(p, ".");
     }
-    /* the strings live in the catalogue, not in named */
     json_object_put(named);
     return ok;
 }
@@ -739,10 +749,10 @@ static void intent_rule(struct parse *p)
         return;
     }
     long to = find_word(&p->tx, "to", (size_t)serve + 1);
-    bool everyone = to >= 0 && (size_t)to + 1 < p->tx.n &&
-                    (strcmp(p->tx.w[to + 1].low, "everyone") == 0 ||
-                     strcmp(p->tx.w[to + 1].low, "all") == 0 ||
-                     strcmp(p->tx.w[to + 1].low, "everybody") == 0);
+    bool everyone =
+        to >= 0 && (size_t)to + 1 < p->tx.n &&
+        (strcmp(p->tx.w[to + 1].low, "everyone") == 0 || strcmp(p->tx.w[to + 1].low, "all") == 0 ||
+         strcmp(p->tx.w[to + 1].low, "everybody") == 0);
     const char *env = env_slot(p);
     if (env == NULL)
         return;
@@ -808,8 +818,9 @@ static const char *new_key(struct parse *p, const char *noun)
         if (at > 0 && validate_key_ok(p->tx.w[at - 1].orig) && !is_grammar(p->tx.w[at - 1].low) &&
             validate_flag_type_from_name(p->tx.w[at - 1].low) < 0)
             return p->tx.w[at - 1].orig;
-        say(p, "What key should the %s have? Keys are 1 to 63 lowercase letters, digits and "
-               "dashes, e.g. new-checkout.",
+        say(p,
+            "What key should the %s have? Keys are 1 to 63 lowercase letters, digits and "
+            "dashes, e.g. new-checkout.",
             noun);
         return NULL;
     }
@@ -866,10 +877,9 @@ static struct json_object *variant_list(struct parse *p, const char *type, bool 
 
 static const char *flag_type_named(struct parse *p, bool *ambiguous)
 {
-    static const char *const names[] = {"boolean", "bool", "string", "number", "numeric", "json",
-                                        NULL};
-    static const char *const types[] = {"boolean", "boolean", "string", "number", "number",
-                                        "json"};
+    static const char *const names[] = {"boolean", "bool", "string", "number",
+                                        "numeric", "json", NULL};
+    static const char *const types[] = {"boolean", "boolean", "string", "number", "number", "json"};
     const char *type = NULL;
     *ambiguous = false;
     for (size_t i = 0; names[i]; i++) {
@@ -905,15 +915,17 @@ static void intent_create_flag(struct parse *p)
         return;
     size_t count = json_object_array_length(variants);
     if (strcmp(type, "boolean") == 0 && given) {
-        say(p, "Boolean flags always have the two variants on and off; say \"create a string "
-               "flag %s with variants ...\" for other values.",
+        say(p,
+            "Boolean flags always have the two variants on and off; say \"create a string "
+            "flag %s with variants ...\" for other values.",
             key);
         json_object_put(variants);
         return;
     }
     if (strcmp(type, "json") == 0 && count > 0) {
-        say(p, "I cannot read JSON variant values from a sentence: create the json flag %s "
-               "without variants and add them with POST /v1/orgs/{org}/flags/%s/variants.",
+        say(p,
+            "I cannot read JSON variant values from a sentence: create the json flag %s "
+            "without variants and add them with POST /v1/orgs/{org}/flags/%s/variants.",
             key, key);
         json_object_put(variants);
         return;
@@ -982,8 +994,7 @@ static long days_in_text(const struct text *tx)
     for (size_t i = 0; i + 1 < tx->n; i++) {
         char *end;
         long days = strtol(tx->w[i].low, &end, 10);
-        if (end != tx->w[i].low && *end == '\0' &&
-            (strncmp(tx->w[i + 1].low, "day", 3) == 0))
+        if (end != tx->w[i].low && *end == '\0' && (strncmp(tx->w[i + 1].low, "day", 3) == 0))
             return days;
     }
     return -1;
@@ -1004,11 +1015,13 @@ static void answer_unused(struct parse *p, long days)
     }
     size_t count = json_object_array_length(list);
     if (days < 0)
-        say(p, count ? "These active flags have never been evaluated: " :
-                       "Every active flag has been evaluated at least once.");
+        say(p, count ? "These active flags have never been evaluated: "
+                     : "Every active flag has been evaluated at least once.");
     else
-        say(p, count ? "These active flags were not evaluated in the last %ld days: " :
-                       "Every active flag was evaluated in the last %ld days.", days);
+        say(p,
+            count ? "These active flags were not evaluated in the last %ld days: "
+                  : "Every active flag was evaluated in the last %ld days.",
+            days);
     if (count) {
         say_list(p, list);
         say(p, ".");
@@ -1039,8 +1052,9 @@ static void answer_single_variant(struct parse *p)
     if (found)
         say(p, ". Such flags may be ready to clean up.");
     else
-        say(p, "No flag served a single variant to everyone in the last %d days (flags never "
-               "evaluated are not counted: ask \"which flags are unused?\").",
+        say(p,
+            "No flag served a single variant to everyone in the last %d days (flags never "
+            "evaluated are not counted: ask \"which flags are unused?\").",
             AGENT_SERVED_DAYS);
 }
 
@@ -1072,7 +1086,8 @@ static struct json_object *context_from_words(const struct text *tx)
                 json_object_object_add(ctx, name, json_object_new_string(eq + 1));
             continue;
         }
-        bool user = strcmp(tx->w[i].low, "user") == 0 || strcmp(tx->w[i].low, "targetingkey") == 0 ||
+        bool user = strcmp(tx->w[i].low, "user") == 0 ||
+                    strcmp(tx->w[i].low, "targetingkey") == 0 ||
                     (strcmp(tx->w[i].low, "does") == 0 && i + 1 < tx->n &&
                      strcmp(tx->w[i + 1].low, "user") != 0);
         if (user && i + 1 < tx->n && !is_grammar(tx->w[i + 1].low))
@@ -1095,8 +1110,9 @@ static void intent_explain(struct parse *p)
         return;
     struct json_object *ctx = p->tx.json ? json_object_get(p->tx.json) : context_from_words(&p->tx);
     if (ctx == NULL) {
-        say(p, "For which context? Say e.g. \"what does user user-42 get for %s in %s\", add "
-               "attributes as country=NL, or give the context as a JSON object.",
+        say(p,
+            "For which context? Say e.g. \"what does user user-42 get for %s in %s\", add "
+            "attributes as country=NL, or give the context as a JSON object.",
             agent_flag_key(flag), env);
         return;
     }
@@ -1147,14 +1163,14 @@ static bool is_percent_word(const struct text *tx)
 
 static enum intent classify(const struct text *tx)
 {
-    static const char *const destructive[] = {"delete", "remove", "drop", "erase", "destroy",
-                                              "wipe", "purge", NULL};
+    static const char *const destructive[] = {"delete",  "remove", "drop",  "erase",
+                                              "destroy", "wipe",   "purge", NULL};
     static const char *const question[] = {"which", "list", "show", NULL};
-    static const char *const usage_words[] = {"unused", "evaluated", "used", "variant", "never",
-                                              "stale", NULL};
+    static const char *const usage_words[] = {"unused", "evaluated", "used", "variant",
+                                              "never",  "stale",     NULL};
     static const char *const create[] = {"create", "add", "new", "make", NULL};
-    static const char *const toggle[] = {"enable", "disable", "activate", "deactivate", "turn",
-                                         "switch", NULL};
+    static const char *const toggle[] = {"enable", "disable", "activate", "deactivate",
+                                         "turn",   "switch",  NULL};
     if (has_any(tx, destructive))
         return INTENT_REFUSE;
     if ((has_any(tx, question) || (has(tx, "what") && has(tx, "flags"))) && has(tx, "flags") &&
@@ -1169,7 +1185,7 @@ static enum intent classify(const struct text *tx)
         return INTENT_RESTORE;
     if (has_any(tx, create) && has(tx, "segment"))
         return INTENT_SEGMENT;
-    if (has_any(tx, create) && has(tx, "flag") && !has(tx, "rule"))
+    if (has_any(tx, create) && has(tx, "flag") && !has(tx, "rule") && !has(tx, "default"))
         return INTENT_FLAG;
     if ((has(tx, "roll") && has(tx, "out")) || has(tx, "rollout") || is_percent_word(tx))
         return INTENT_ROLLOUT;

@@ -114,9 +114,10 @@ int agent_tool_request(const char *tool, const struct json_object *input, const 
     memset(out, 0, sizeof *out);
     const struct tool *t = tool_named(tool);
     if (t == NULL) {
-        validate_error(v, "tool", "unknown tool; the tools are create_flag, "
-                                  "update_flag_environment, add_rule, archive_flag, "
-                                  "restore_flag, create_segment");
+        validate_error(v, "tool",
+                       "unknown tool; the tools are create_flag, "
+                       "update_flag_environment, add_rule, archive_flag, "
+                       "restore_flag, create_segment");
         return -1;
     }
     struct tool_input in;
@@ -198,8 +199,7 @@ static void check_rule(struct validate *v, const struct agent_catalog *c,
 static void check_new_flag(struct validate *v, const struct agent_catalog *c,
                            const struct json_object *body)
 {
-    static const char *const allowed[] = {"slug", "description", "type", "variants", "tags",
-                                          NULL};
+    static const char *const allowed[] = {"slug", "description", "type", "variants", "tags", NULL};
     size_t mark = validate_push_field(v, "input");
     validate_only_fields(v, body, allowed);
     const char *slug, *type = "boolean";

@@ -24,8 +24,9 @@
 #include "server.h"
 
 /*
- * $1 org slug (or id: the second document's org_id), $2 user id ("" for an organization token), $3 the
- * organization token's org id ("" for a personal token), $4 token id.
+ * $1 org slug (or id: the second document's org_id), $2 user id ("" for
+ * an organization token), $3 the organization token's org id ("" for a
+ * personal token), $4 token id.
  * Rows: id, slug, role, actor name; none when the caller is not in the
  * organization.
  */
@@ -166,23 +167,37 @@ static const struct mgmt_op *op_entry(struct mgmt_need need, mgmt_cb cb, void *a
     return &ops[ops_count++];
 }
 
-static void on_identity(struct http_request *r, const struct identity *who, void *arg)
+/*
+ * The management rate limit (writes), then the organization query. Returns
+ * false after answering r (cb then not called by this path).
+ */
+static bool lookup_org(struct http_request *r, const struct identity *who, const char *org,
+                       struct mgmt_need need, mgmt_cb cb, void *arg, bool call_on_failure)
 {
-    const struct mgmt_op *op = arg;
-    if (op->need.write &&
+    if (need.write &&
         !ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
-        return;
+        return false;
     struct mgmt_request *mr = calloc(1, sizeof *mr);
     if (mr == NULL) {
         auth_send_db_failure(r, NULL, "out of memory");
-        return;
+        return false;
     }
-    *mr = (struct mgmt_request){.r = r, .need = op->need, .cb = op->cb, .arg = op->arg};
+    *mr = (struct mgmt_request){
+        .r = r, .need = need, .cb = cb, .arg = arg, .call_on_failure = call_on_failure};
     mr->ctx.who = *who;
     snprintf(mr->ctx.actor_user_id, sizeof mr->ctx.actor_user_id, "%s", who->user_id);
-    const char *params[] = {mgmt_param(r, "org"), who->user_id, who->org_id, who->token_id};
-    if (mgmt_query(r, ORG_ROLE_SQL, 4, params, on_org_row, mr) != 0)
+    const char *params[] = {org, who->user_id, who->org_id, who->token_id};
+    if (mgmt_query(r, ORG_ROLE_SQL, 4, params, on_org_row, mr) != 0) {
         free(mr);
+        return false;
+    }
+    return true;
+}
+
+static void on_identity(struct http_request *r, const struct identity *who, void *arg)
+{
+    const struct mgmt_op *op = arg;
+    lookup_org(r, who, mgmt_param(r, "org"), op->need, op->cb, op->arg, false);
 }
 
 static void on_identity_unknown_org(struct http_request *r, const struct identity *who, void *arg)
@@ -210,26 +225,8 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
 void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,
                     struct mgmt_need need, mgmt_cb cb, void *arg)
 {
-    if (need.write &&
-        !ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id))) {
+    if (!lookup_org(r, who, org, need, cb, arg, true))
         cb(r, NULL, arg);
-        return;
-    }
-    struct mgmt_request *mr = calloc(1, sizeof *mr);
-    if (mr == NULL) {
-        auth_send_db_failure(r, NULL, "out of memory");
-        cb(r, NULL, arg);
-        return;
-    }
-    *mr = (struct mgmt_request){
-        .r = r, .need = need, .cb = cb, .arg = arg, .call_on_failure = true};
-    mr->ctx.who = *who;
-    snprintf(mr->ctx.actor_user_id, sizeof mr->ctx.actor_user_id, "%s", who->user_id);
-    const char *params[] = {org, who->user_id, who->org_id, who->token_id};
-    if (mgmt_query(r, ORG_ROLE_SQL, 4, params, on_org_row, mr) != 0) {
-        free(mr);
-        cb(r, NULL, arg);
-    }
 }
 
 int mgmt_query(struct http_request *r, const char *sql, int nparams, const char *const *params,

@@ -206,10 +206,8 @@ static void send_raw(struct http_request *r, int status, const char *content_typ
                      struct json_object *body)
 {
     if (r->sink != NULL) {
-        internal_capture(r, status,
-                         body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
-                                                                         JSON_C_TO_STRING_NOSLASHESCAPE)
-                              : NULL);
+        const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+        internal_capture(r, status, body ? json_object_to_json_string_ext(body, flags) : NULL);
         json_object_put(body);
         return;
     }
@@ -466,7 +464,7 @@ static void internal_capture(struct http_request *r, int status, const char *tex
 
 /* A request without a connection carrying origin's credential and body. */
 static struct evhttp_request *internal_evrequest(const struct http_request *origin,
-                                                const char *body)
+                                                 const char *body)
 {
     struct evhttp_request *req = evhttp_request_new(NULL, NULL);
     if (req == NULL)

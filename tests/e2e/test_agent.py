@@ -263,6 +263,12 @@ class AgentIntentsTest(AgentCase):
         self.assertIn("busy-flag served only on in production", single)
         self.assertNotIn("stale-flag", single)
 
+    def test_openapi_lists_the_agent_routes(self):
+        paths = self.server.get("/openapi.json").json["paths"]
+        for path in ("/ai/messages", "/ai/actions/execute"):
+            self.assertIn("post", paths[path], path)
+            self.assertIn("requestBody", paths[path]["post"], path)
+
     def test_usage_counts_words(self):
         body = self.ask("archive nothing-here please")
         self.assertEqual(body["usage"]["input_tokens"], 3)
