@@ -54,10 +54,16 @@ static bool is_separator(char ch)
     return isspace((unsigned char)ch) || ch == ',';
 }
 
-/* Cuts the first parseable JSON object out of s (replaced by spaces). */
+/* Cuts the first parseable JSON object out of s (replaced by spaces),
+ * trying at most JSON_STARTS_MAX opening braces so that a text full of them
+ * costs linear time. */
+#define JSON_STARTS_MAX 8
+
 static struct json_object *cut_json_object(char *s)
 {
-    for (char *open = strchr(s, '{'); open != NULL; open = strchr(open + 1, '{')) {
+    int starts = 0;
+    for (char *open = strchr(s, '{'); open != NULL && starts++ < JSON_STARTS_MAX;
+         open = strchr(open + 1, '{')) {
         struct json_tokener *tok = json_tokener_new_ex(16);
         if (tok == NULL)
             return NULL;
@@ -89,7 +95,9 @@ static void strip_word(char **start, size_t *len)
 
 static void text_free(struct text *tx);
 
-static int text_init(struct text *tx, const char *content)
+/* Cuts content into words; with want_json, a JSON object in it is kept
+ * aside (tx->json) first. */
+static int text_init(struct text *tx, const char *content, bool want_json)
 {
     memset(tx, 0, sizeof *tx);
     size_t len = strlen(content);
@@ -102,7 +110,8 @@ static int text_init(struct text *tx, const char *content)
         text_free(tx);
         return -1;
     }
-    tx->json = cut_json_object(copy);
+    if (want_json)
+        tx->json = cut_json_object(copy);
     char *out = tx->buf;
     for (char *p = copy; *p && tx->n < cap;) {
         while (*p && is_separator(*p))
@@ -272,7 +281,7 @@ static struct json_object *earlier_flag(struct parse *p)
             !json_object_object_get_ex(msg, "content", &content))
             continue;
         struct text tx;
-        if (text_init(&tx, json_object_get_string(content)) != 0)
+        if (text_init(&tx, json_object_get_string(content), false) != 0)
             return NULL;
         struct json_object *found = named_flags(p->c, &tx);
         struct json_object *flag =
@@ -534,6 +543,17 @@ static struct json_object *audience(struct parse *p, size_t i, char *text_out, s
 
 /* ---- intents ---- */
 
+/* The flag (not archived) and environment of a configuration write, or
+ * false after saying what is missing. */
+static bool writable_flag_in_env(struct parse *p, struct json_object **flag, const char **env)
+{
+    *flag = flag_slot(p);
+    if (*flag == NULL || archived_refusal(p, *flag))
+        return false;
+    *env = env_slot(p);
+    return *env != NULL;
+}
+
 static struct json_object *env_input(const char *flag, const char *env)
 {
     struct json_object *input = json_object_new_object();
@@ -551,11 +571,9 @@ static void intent_toggle(struct parse *p)
         say(p, "Should the flag be enabled or disabled? Please say only one.");
         return;
     }
-    struct json_object *flag = flag_slot(p);
-    if (flag == NULL || archived_refusal(p, flag))
-        return;
-    const char *env = env_slot(p);
-    if (env == NULL)
+    struct json_object *flag;
+    const char *env;
+    if (!writable_flag_in_env(p, &flag, &env))
         return;
     struct json_object *input = env_input(agent_flag_key(flag), env);
     struct json_object *changes = json_object_new_object();
@@ -583,11 +601,9 @@ static void propose_default(struct parse *p, const struct json_object *flag, con
 
 static void intent_default(struct parse *p)
 {
-    struct json_object *flag = flag_slot(p);
-    if (flag == NULL || archived_refusal(p, flag))
-        return;
-    const char *env = env_slot(p);
-    if (env == NULL)
+    struct json_object *flag;
+    const char *env;
+    if (!writable_flag_in_env(p, &flag, &env))
         return;
     struct json_object *named = named_variants(p, flag);
     size_t n = json_object_array_length(named);
@@ -697,11 +713,9 @@ static void intent_rollout(struct parse *p)
         say(p, "A percentage must be between 0 and 100.");
         return;
     }
-    struct json_object *flag = flag_slot(p);
-    if (flag == NULL || archived_refusal(p, flag))
-        return;
-    const char *env = env_slot(p);
-    if (env == NULL)
+    struct json_object *flag;
+    const char *env;
+    if (!writable_flag_in_env(p, &flag, &env))
         return;
     if (pct < 0) {
         say(p, "Roll %s out to what percentage? Say e.g. \"to 25%%\".", agent_flag_key(flag));
@@ -739,8 +753,9 @@ static void intent_rollout(struct parse *p)
 
 static void intent_rule(struct parse *p)
 {
-    struct json_object *flag = flag_slot(p);
-    if (flag == NULL || archived_refusal(p, flag))
+    struct json_object *flag;
+    const char *env;
+    if (!writable_flag_in_env(p, &flag, &env))
         return;
     long serve = find_word(&p->tx, "serve", 0);
     if (serve < 0) {
@@ -753,9 +768,6 @@ static void intent_rule(struct parse *p)
         to >= 0 && (size_t)to + 1 < p->tx.n &&
         (strcmp(p->tx.w[to + 1].low, "everyone") == 0 || strcmp(p->tx.w[to + 1].low, "all") == 0 ||
          strcmp(p->tx.w[to + 1].low, "everybody") == 0);
-    const char *env = env_slot(p);
-    if (env == NULL)
-        return;
     const char *variant = variant_after(p, flag, serve);
     if (variant == NULL)
         return;
@@ -1260,7 +1272,7 @@ static int parse_text(struct parse *p, char **merged)
     size_t n = json_object_array_length(p->messages);
     const char *last = message_field(p->messages, n - 1, "content");
     *merged = NULL;
-    if (text_init(&p->tx, last) != 0)
+    if (text_init(&p->tx, last, true) != 0)
         return -1;
     if (classify(&p->tx) != INTENT_NONE || n < 3 ||
         strcmp(message_field(p->messages, n - 2, "role"), "assistant") != 0 ||
@@ -1273,7 +1285,7 @@ static int parse_text(struct parse *p, char **merged)
         return -1;
     snprintf(*merged, len, "%s %s", before, last);
     struct text tx;
-    if (text_init(&tx, *merged) != 0)
+    if (text_init(&tx, *merged, true) != 0)
         return -1;
     if (classify(&tx) == INTENT_NONE) {
         text_free(&tx);
