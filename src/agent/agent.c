@@ -6,8 +6,9 @@
  * (agent_llm.c, when agent_llm_url is set; its tool calls checked by
  * agent_tool_check) or the built-in parser (agent_parse.c). "Explain"
  * evaluates from the worker's served snapshot with the evaluator itself
- * (eval_flag), the same code and data OFREP answers from. Nothing here
- * writes.
+ * (eval_flag), the same code and data OFREP answers from; a matched rule
+ * is then read by id for its priority, description and conditions.
+ * Nothing here writes.
  *
  * /ai/actions/execute: token, body, organization, then the tool's REST
  * request (agent_tools.c) dispatched internally (http_internal_request)
@@ -190,12 +191,18 @@ struct conversation {
     struct json_object *messages; /* owned */
     char org_id[AUTH_UUID_LEN + 1];
     struct agent_catalog catalog;
+    /* the built-in answer while the matched rule is read (explain) */
+    char *reply;                 /* owned */
+    struct json_object *actions; /* owned */
+    char rule_id[AUTH_UUID_LEN + 1];
 };
 
 static void conversation_free(struct conversation *cv)
 {
     json_object_put(cv->messages);
     agent_catalog_free(&cv->catalog);
+    free(cv->reply);
+    json_object_put(cv->actions);
     free(cv);
 }
 
@@ -311,9 +318,48 @@ static void explain(struct conversation *cv, const struct agent_outcome *o, FILE
             context, o->explain_flag, o->explain_env, (int)res.variant_key_len, res.variant_key,
             (int)res.value_json_len, res.value_json, eval_reason_name(res.reason),
             reason_text(res.reason));
-    if (res.rule_id != NULL)
+    if (res.rule_id != NULL) {
         fprintf(f, " (rule %.*s)", (int)res.rule_id_len, res.rule_id);
+        if (res.rule_id_len < sizeof cv->rule_id)
+            snprintf(cv->rule_id, sizeof cv->rule_id, "%.*s", (int)res.rule_id_len, res.rule_id);
+    }
     fputc('.', f);
+}
+
+/* Sends the built-in answer kept in cv and frees cv. */
+static void finish_builtin(struct conversation *cv)
+{
+    send_answer(cv, cv->reply, json_object_get(cv->actions), (long long)words_in(cv->messages),
+                (long long)words_out(cv->reply, cv->actions));
+    conversation_free(cv);
+}
+
+/* $1 rule id, $2 organization id: the matched rule as the REST API shows it. */
+static const char RULE_SQL[] = "SELECT r.priority, r.description, r.conditions::text"
+                               "  FROM rules r JOIN flags f ON f.id = r.flag_id"
+                               " WHERE r.id = $1::uuid AND f.org_id = $2::uuid";
+
+/* Appends the matched rule's priority, description and conditions. */
+static void on_rule(PGresult *res, const char *error, void *arg)
+{
+    struct conversation *cv = arg;
+    char *longer = NULL;
+    if (db_result_ok(res) && PQntuples(res) == 1) {
+        bool described = !PQgetisnull(res, 0, 1);
+        if (asprintf(&longer, "%s The rule has priority %s%s%s%s and the conditions %s.", cv->reply,
+                     PQgetvalue(res, 0, 0), described ? " (\"" : "",
+                     described ? PQgetvalue(res, 0, 1) : "", described ? "\")" : "",
+                     PQgetvalue(res, 0, 2)) < 0)
+            longer = NULL;
+    } else {
+        log_debug("agent: the matched rule %s could not be read: %s", cv->rule_id,
+                  error ? error : "no such rule (changed since the snapshot)");
+    }
+    if (longer != NULL) {
+        free(cv->reply);
+        cv->reply = longer;
+    }
+    finish_builtin(cv);
 }
 
 static void answer_builtin(struct conversation *cv)
@@ -324,22 +370,26 @@ static void answer_builtin(struct conversation *cv)
         conversation_free(cv);
         return;
     }
-    char *reply = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&reply, &len);
+    FILE *f = open_memstream(&cv->reply, &len);
     if (f != NULL) {
         fputs(o.reply, f);
         if (o.explain)
             explain(cv, &o, f);
         fclose(f);
     }
-    const char *text = reply ? reply : o.reply;
-    struct json_object *actions = json_object_get(o.actions);
-    send_answer(cv, text, actions, (long long)words_in(cv->messages),
-                (long long)words_out(text, actions));
-    free(reply);
+    if (cv->reply == NULL && (cv->reply = strdup(o.reply)) == NULL) {
+        http_send_error(cv->r, 500, "out of memory");
+        agent_outcome_free(&o);
+        conversation_free(cv);
+        return;
+    }
+    cv->actions = json_object_get(o.actions);
     agent_outcome_free(&o);
-    conversation_free(cv);
+    const char *params[] = {cv->rule_id, cv->org_id};
+    if (cv->rule_id[0] == '\0' ||
+        db_query(cv->r->server->db, RULE_SQL, 2, params, on_rule, cv) != 0)
+        finish_builtin(cv);
 }
 
 /* ---- the language model's answer ---- */

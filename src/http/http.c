@@ -8,7 +8,8 @@
  *    304, which carry no body.
  *  - Each dispatched request is answered exactly once; the answer frees the
  *    struct http_request. worker->in_flight counts dispatched, unanswered
- *    requests, which is what a draining worker waits for.
+ *    requests (internal ones included), which is what a draining worker
+ *    waits for.
  *  - /ofrep responses always carry the CORS headers (decisions.md section 8).
  *
  * libevent answers some malformed requests itself (bad request line,

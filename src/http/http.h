@@ -7,7 +7,9 @@
  * /ofrep. Every response is JSON with a JSON content type. A handler must
  * answer exactly once, now or later (after an asynchronous query); the
  * answer releases the http_request. If the client went away meanwhile,
- * the answer is dropped quietly.
+ * the answer is dropped quietly. An internal request (http_internal_request)
+ * has no client: the same handlers answer it through the same functions,
+ * and its answer goes to a callback instead of a socket.
  */
 #ifndef ENSIGN_HTTP_H
 #define ENSIGN_HTTP_H

@@ -155,6 +155,8 @@ class AgentIntentsTest(AgentCase):
         self.assertEqual(explained["proposals"]["actions"], [])
         self.assertIn("TARGETING_MATCH", explained["reply"])
         self.assertIn(made["id"], explained["reply"])
+        self.assertIn("The rule has priority", explained["reply"])
+        self.assertIn('"values": ["NL", "BE"]', explained["reply"])
         json_context = self.ask('explain new-checkout in production for '
                                 '{"targetingKey": "u2", "country": "DE"}')
         self.assertIn("DEFAULT", json_context["reply"])
