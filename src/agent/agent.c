@@ -437,6 +437,18 @@ static void take_tool_call(struct conversation *cv, const struct json_object *ca
     json_object_put(input);
 }
 
+/* Writes at most max bytes of the UTF-8 text s, never half a character. */
+static void fputs_bounded(const char *s, size_t max, FILE *f)
+{
+    size_t len = strlen(s);
+    if (len > max) {
+        len = max;
+        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+            len--;
+    }
+    fwrite(s, 1, len, f);
+}
+
 static void on_llm_answer(void *arg, struct json_object *message, struct json_object *usage,
                           const char *error)
 {
@@ -459,7 +471,7 @@ static void on_llm_answer(void *arg, struct json_object *message, struct json_ob
     }
     if (json_object_object_get_ex(message, "content", &content) &&
         json_object_is_type(content, json_type_string))
-        fputs(json_object_get_string(content), f);
+        fputs_bounded(json_object_get_string(content), AGENT_MESSAGE_MAX_BYTES, f);
     if (json_object_object_get_ex(message, "tool_calls", &calls) &&
         json_object_is_type(calls, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(calls) && i < 16; i++)

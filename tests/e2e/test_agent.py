@@ -478,7 +478,8 @@ class FakeModel(http.server.BaseHTTPRequestHandler):
                     tool_call("create_flag", {"slug": "llm-flag"}),
                     tool_call("archive_flag", {"flag": "llm-flag", "extra": 1})],
         }.get(word, [])
-        answer = {"choices": [{"message": {"role": "assistant", "content": f"model says {word}",
+        content = "é" * 5000 if word == "long" else f"model says {word}"
+        answer = {"choices": [{"message": {"role": "assistant", "content": content,
                                            "tool_calls": calls}}],
                   "usage": {"prompt_tokens": 111, "completion_tokens": 22}}
         self.reply_raw(json.dumps(answer).encode())
@@ -547,6 +548,11 @@ class AgentModelTest(AgentCase):
                        "nobody", "exists already", "extra"):
             self.assertIn(needle, body["reply"])
         self.assertEqual((self.flag_count(), self.revision_count()), before)
+
+    def test_long_model_reply_is_cut(self):
+        reply = self.ask("long answer please")["reply"]
+        self.assertLessEqual(len(reply.encode()), 4000)
+        self.assertEqual(set(reply), {"é"})
 
     def test_failing_endpoint_falls_back_to_the_built_in_agent(self):
         for word in ("fail", "garbage"):
