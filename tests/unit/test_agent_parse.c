@@ -340,6 +340,17 @@ START_TEST(test_closest_and_tools)
     input = json_tokener_parse("{\"slug\":\"color\",\"type\":\"string\"}");
     ck_assert(!agent_tool_check(&catalog, "create_flag", input, why, sizeof why));
     json_object_put(input);
+    struct json_object *tools = agent_tools_openai();
+    ck_assert_uint_eq(json_object_array_length(tools), 6);
+    for (size_t i = 0; i < 6; i++) {
+        struct json_object *function, *parameters;
+        ck_assert(
+            json_object_object_get_ex(json_object_array_get_idx(tools, i), "function", &function));
+        ck_assert(json_object_object_get_ex(function, "parameters", &parameters));
+        ck_assert(json_object_is_type(parameters, json_type_object));
+    }
+    json_object_put(tools);
+
     input = json_tokener_parse("{\"flag\":\"color\",\"environment\":\"preview\",\"rule\":{"
                                "\"serve\":{\"variant\":\"red\"},\"conditions\":[{\"segment\":"
                                "\"beta-testers\"}]}}");
