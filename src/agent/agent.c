@@ -49,29 +49,36 @@
 #include "server.h"
 #include "validate.h"
 
-/* $1 organization id. One row: the catalogue as agent_catalog.h describes it. */
+/*
+ * $1 organization id, $2 AGENT_SERVED_DAYS. One row: the catalogue as
+ * agent_catalog.h describes it. Variants and the served variants are aggregated once for the whole
+ * organization (usage through the organization's environments, whose
+ * index usage_counters has), then joined to the flags.
+ */
 static const char CATALOG_SQL[] =
+    "WITH f AS (SELECT id, key, type, archived_at FROM flags WHERE org_id = $1::uuid),"
+    " v AS (SELECT v.flag_id, jsonb_agg(v.key ORDER BY v.sort_order, v.created_at) AS keys"
+    "         FROM variants v JOIN f ON f.id = v.flag_id GROUP BY v.flag_id),"
+    " s AS (SELECT x.flag_id, jsonb_object_agg(x.env, x.variants) AS served"
+    "         FROM (SELECT u.flag_id, e.key AS env, jsonb_agg(DISTINCT u.variant_key) AS variants"
+    "                 FROM usage_counters u JOIN environments e ON e.id = u.environment_id"
+    "                WHERE e.org_id = $1::uuid AND u.count > 0"
+    "                  AND u.hour >= now() - make_interval(days => $2::int)"
+    "                GROUP BY u.flag_id, e.key) x"
+    "        GROUP BY x.flag_id)"
     "SELECT jsonb_build_object("
     "  'environments', (SELECT coalesce(jsonb_agg(e.key ORDER BY e.sort_order, e.key), '[]')"
     "                     FROM environments e WHERE e.org_id = $1::uuid),"
-    "  'segments', (SELECT coalesce(jsonb_agg(s.key ORDER BY s.key), '[]')"
-    "                 FROM segments s WHERE s.org_id = $1::uuid),"
+    "  'segments', (SELECT coalesce(jsonb_agg(g.key ORDER BY g.key), '[]')"
+    "                 FROM segments g WHERE g.org_id = $1::uuid),"
     "  'flags', (SELECT coalesce(jsonb_agg(jsonb_build_object("
     "      'key', f.key, 'type', f.type, 'archived', f.archived_at IS NOT NULL,"
-    "      'variants', (SELECT coalesce(jsonb_agg(v.key ORDER BY v.sort_order, v.created_at), '[]')"
-    "                     FROM variants v WHERE v.flag_id = f.id),"
-    "      'total', coalesce(t.total, 0),"
+    "      'variants', coalesce(v.keys, '[]'), 'total', coalesce(t.total, 0),"
     "      'idleDays', CASE WHEN t.last_seen_at IS NULL OR t.total = 0 THEN NULL"
     "                  ELSE floor(extract(epoch FROM now() - t.last_seen_at) / 86400)::int END,"
-    "      'served', (SELECT coalesce(jsonb_object_agg(x.env, x.variants), '{}') FROM ("
-    "                   SELECT e.key AS env, jsonb_agg(DISTINCT u.variant_key) AS variants"
-    "                     FROM usage_counters u JOIN environments e ON e.id = u.environment_id"
-    "                    WHERE u.flag_id = f.id AND u.count > 0"
-    "                      AND u.hour >= now() - interval '30 days'"
-    "                    GROUP BY e.key) x)"
-    "    ) ORDER BY f.key), '[]')"
-    "    FROM flags f LEFT JOIN flag_usage_totals t ON t.flag_id = f.id"
-    "   WHERE f.org_id = $1::uuid)"
+    "      'served', coalesce(s.served, '{}')) ORDER BY f.key), '[]')"
+    "    FROM f LEFT JOIN v ON v.flag_id = f.id LEFT JOIN s ON s.flag_id = f.id"
+    "    LEFT JOIN flag_usage_totals t ON t.flag_id = f.id)"
     ")::text";
 
 const char agent_messages_request_schema[] =
@@ -521,8 +528,10 @@ static void on_messages_org(struct http_request *r, const struct mgmt_ctx *ctx, 
         return;
     }
     snprintf(cv->org_id, sizeof cv->org_id, "%s", ctx->org_id);
-    const char *params[] = {cv->org_id};
-    if (mgmt_query(r, CATALOG_SQL, 1, params, on_catalog, cv) != 0)
+    char days[16];
+    snprintf(days, sizeof days, "%d", AGENT_SERVED_DAYS);
+    const char *params[] = {cv->org_id, days};
+    if (mgmt_query(r, CATALOG_SQL, 2, params, on_catalog, cv) != 0)
         conversation_free(cv);
 }
 
