@@ -24,8 +24,9 @@
 #include "server.h"
 
 /*
- * $1 org slug, $2 user id ("" for an organization token), $3 the
- * organization token's org id ("" for a personal token), $4 token id.
+ * $1 org slug (or id: the second document's org_id), $2 user id ("" for
+ * an organization token), $3 the organization token's org id ("" for a
+ * personal token), $4 token id.
  * Rows: id, slug, role, actor name; none when the caller is not in the
  * organization.
  */
@@ -37,7 +38,8 @@ static const char ORG_ROLE_SQL[] =
     "  FROM orgs o"
     "  LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = NULLIF($2, '')::uuid"
     "  LEFT JOIN users u ON u.id = m.user_id"
-    " WHERE o.slug = $1"
+    " WHERE (o.slug = $1 OR o.id = (CASE WHEN $1 ~* '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$'"
+    "                                   THEN $1 END)::uuid)"
     "   AND (($3 <> '' AND o.id = NULLIF($3, '')::uuid)"
     "        OR ($3 = '' AND m.user_id IS NOT NULL))";
 
@@ -50,6 +52,7 @@ struct mgmt_request {
     struct mgmt_need need;
     mgmt_cb cb;
     void *arg;
+    bool call_on_failure; /* mgmt_begin_org: cb also runs (ctx NULL) after a failure */
     struct mgmt_ctx ctx;
 };
 
@@ -106,6 +109,7 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
 {
     struct mgmt_request *mr = arg;
     struct http_request *r = mr->r;
+    bool called = false;
     if (!db_result_ok(res)) {
         auth_send_db_failure(r, res, error);
     } else if (PQntuples(res) != 1) {
@@ -117,9 +121,13 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
         copy_column(ctx->actor_name, sizeof ctx->actor_name, res, COL_ACTOR_NAME);
         int role = mgmt_role_from_name(PQgetvalue(res, 0, COL_ROLE));
         ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
-        if (allowed(r, ctx, mr->need))
+        if (allowed(r, ctx, mr->need)) {
             mr->cb(r, ctx, mr->arg);
+            called = true;
+        }
     }
+    if (!called && mr->call_on_failure)
+        mr->cb(r, NULL, mr->arg);
     free(mr);
 }
 
@@ -159,23 +167,37 @@ static const struct mgmt_op *op_entry(struct mgmt_need need, mgmt_cb cb, void *a
     return &ops[ops_count++];
 }
 
-static void on_identity(struct http_request *r, const struct identity *who, void *arg)
+/*
+ * The management rate limit (writes), then the organization query. Returns
+ * false after answering r (cb then not called by this path).
+ */
+static bool lookup_org(struct http_request *r, const struct identity *who, const char *org,
+                       struct mgmt_need need, mgmt_cb cb, void *arg, bool call_on_failure)
 {
-    const struct mgmt_op *op = arg;
-    if (op->need.write &&
+    if (need.write &&
         !ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
-        return;
+        return false;
     struct mgmt_request *mr = calloc(1, sizeof *mr);
     if (mr == NULL) {
         auth_send_db_failure(r, NULL, "out of memory");
-        return;
+        return false;
     }
-    *mr = (struct mgmt_request){.r = r, .need = op->need, .cb = op->cb, .arg = op->arg};
+    *mr = (struct mgmt_request){
+        .r = r, .need = need, .cb = cb, .arg = arg, .call_on_failure = call_on_failure};
     mr->ctx.who = *who;
     snprintf(mr->ctx.actor_user_id, sizeof mr->ctx.actor_user_id, "%s", who->user_id);
-    const char *params[] = {mgmt_param(r, "org"), who->user_id, who->org_id, who->token_id};
-    if (mgmt_query(r, ORG_ROLE_SQL, 4, params, on_org_row, mr) != 0)
+    const char *params[] = {org, who->user_id, who->org_id, who->token_id};
+    if (mgmt_query(r, ORG_ROLE_SQL, 4, params, on_org_row, mr) != 0) {
         free(mr);
+        return false;
+    }
+    return true;
+}
+
+static void on_identity(struct http_request *r, const struct identity *who, void *arg)
+{
+    const struct mgmt_op *op = arg;
+    lookup_org(r, who, mgmt_param(r, "org"), op->need, op->cb, op->arg, false);
 }
 
 static void on_identity_unknown_org(struct http_request *r, const struct identity *who, void *arg)
@@ -198,6 +220,13 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
         return;
     }
     auth_access_token(r, on_identity, (void *)op);
+}
+
+void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,
+                    struct mgmt_need need, mgmt_cb cb, void *arg)
+{
+    if (!lookup_org(r, who, org, need, cb, arg, true))
+        cb(r, NULL, arg);
 }
 
 int mgmt_query(struct http_request *r, const char *sql, int nparams, const char *const *params,

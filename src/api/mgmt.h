@@ -90,6 +90,17 @@ typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void
  */
 void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg);
 
+/*
+ * mgmt_begin for an organization named in the request body rather than
+ * the path (the second document's org_id: the organization's id or slug),
+ * for a caller already authenticated (who). Same checks and statuses.
+ * cb runs exactly once: with ctx after every check passed, or with ctx
+ * NULL after r was answered; so arg may be per-request memory that the
+ * callback frees.
+ */
+void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,
+                    struct mgmt_need need, mgmt_cb cb, void *arg);
+
 /* The name of a role ("viewer", ...), and back (-1 for an unknown name). */
 const char *mgmt_role_name(enum mgmt_role role);
 int mgmt_role_from_name(const char *name);

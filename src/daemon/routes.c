@@ -16,6 +16,8 @@
 #include "flagschemas.h"
 #include "rules.h"
 #include "variants.h"
+/* section includes: agent */
+#include "agent.h"
 /* section includes: org resources */
 #include "entities.h"
 #include "members.h"
@@ -147,6 +149,14 @@ static const struct route route_table[] = {
      NULL, 200},
     {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
      ROUTE_AUTH_ACCESS_TOKEN, NULL, NULL, 200},
+
+    /* section: agent (second document) */
+    {METHOD_POST, "/ai/messages", agent_messages,
+     "Send a conversation to the agent: a reply and proposed actions (nothing is written)",
+     ROUTE_AUTH_ACCESS_TOKEN, agent_messages_request_schema, agent_messages_response_schema, 200},
+    {METHOD_POST, "/ai/actions/execute", agent_execute,
+     "Execute one confirmed agent action as the caller, through its REST operation",
+     ROUTE_AUTH_ACCESS_TOKEN, agent_execute_request_schema, agent_execute_response_schema, 200},
 };
 
 const struct route *routes_table(size_t *count)

@@ -8,7 +8,8 @@
  *    304, which carry no body.
  *  - Each dispatched request is answered exactly once; the answer frees the
  *    struct http_request. worker->in_flight counts dispatched, unanswered
- *    requests, which is what a draining worker waits for.
+ *    requests (internal ones included), which is what a draining worker
+ *    waits for.
  *  - /ofrep responses always carry the CORS headers (decisions.md section 8).
  *  - The answer is where each request is counted for /metrics (route
  *    class, status, bytes, time) and logged (the access log, when on):
@@ -20,11 +21,18 @@
  * Ensign defines evhttp_send_error() (see the end of this file): libevent
  * calls it through its PLT, so the executable's definition takes its
  * place and those answers become JSON too. tests/e2e checks this.
+ *
+ * Internal requests (http_internal_request) go through the same router
+ * and handlers; only the last step differs: send_raw and
+ * http_send_json_text hand status, body and headers to the request's sink
+ * instead of evhttp_send_reply. So an operation run on behalf of another
+ * request (the agent's execute) cannot differ from the REST route.
  */
 #include "http.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
@@ -226,6 +234,10 @@ static bool forwarded_client(const struct evkeyvalq *headers, const char *truste
 
 void http_client_address(const struct http_request *r, char *out, size_t outlen)
 {
+    if (r->origin != NULL) {
+        http_client_address(r->origin, out, outlen);
+        return;
+    }
     char *host = NULL;
     ev_uint16_t port = 0;
     struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
@@ -331,10 +343,19 @@ static void release(struct http_request *r, int status, size_t bytes)
     free(r);
 }
 
+static void internal_capture(struct http_request *r, int status, const char *text, size_t len);
+
 /* Sends status and an optional body with the given content type; frees r. */
 static void send_raw(struct http_request *r, int status, const char *content_type,
                      struct json_object *body)
 {
+    if (r->sink != NULL) {
+        const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+        const char *text = body ? json_object_to_json_string_ext(body, flags) : NULL;
+        internal_capture(r, status, text, text ? strlen(text) : 0);
+        json_object_put(body);
+        return;
+    }
     struct evhttp_request *req = r->req;
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     if (r->surface == SURFACE_OFREP)
@@ -369,6 +390,10 @@ void http_send_json(struct http_request *r, int status, struct json_object *body
 void http_send_text(struct http_request *r, int status, const char *content_type, const char *text,
                     size_t len)
 {
+    if (r->sink != NULL) {
+        internal_capture(r, status, text, len);
+        return;
+    }
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
     if (r->surface == SURFACE_OFREP)
         add_cors_headers(r->req, r->server ? r->server->cfg : NULL);
@@ -605,6 +630,95 @@ void http_dispatch_metrics_listener(struct evhttp_request *req, void *arg)
         return;
     }
     route_request(r);
+}
+
+/* ---- internal requests ---- */
+
+struct http_internal {
+    http_internal_cb cb;
+    void *arg;
+    struct event_base *base;
+    struct evhttp_request *req; /* not connected: holds headers and bodies */
+    int status;
+    char *body; /* the captured answer (owned), or NULL */
+};
+
+static void internal_free(struct http_internal *in)
+{
+    evhttp_request_free(in->req);
+    free(in->body);
+    free(in);
+}
+
+static void internal_deliver(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct http_internal *in = arg;
+    in->cb(in->arg, in->status, in->body, evhttp_request_get_output_headers(in->req));
+    internal_free(in);
+}
+
+/* The answer of an internal request: kept, r released, cb scheduled. */
+static void internal_capture(struct http_request *r, int status, const char *text, size_t len)
+{
+    struct http_internal *in = r->sink;
+    in->status = status;
+    if (text != NULL && (in->body = strndup(text, len)) == NULL)
+        in->status = 500;
+    release(r, status, len);
+    if (event_base_once(in->base, -1, EV_TIMEOUT, internal_deliver, in, NULL) != 0)
+        internal_deliver(-1, 0, in); /* cannot schedule: deliver now rather than never */
+}
+
+/* A request without a connection carrying origin's credential and body. */
+static struct evhttp_request *internal_evrequest(const struct http_request *origin,
+                                                 const char *body)
+{
+    struct evhttp_request *req = evhttp_request_new(NULL, NULL);
+    if (req == NULL)
+        return NULL;
+    struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
+    const char *auth = http_header(origin, "Authorization");
+    bool ok = auth == NULL || evhttp_add_header(headers, "Authorization", auth) == 0;
+    if (ok && body != NULL)
+        ok = evhttp_add_header(headers, "Content-Type", "application/json") == 0 &&
+             evbuffer_add(evhttp_request_get_input_buffer(req), body, strlen(body)) == 0;
+    if (!ok) {
+        evhttp_request_free(req);
+        return NULL;
+    }
+    return req;
+}
+
+int http_internal_request(const struct http_request *origin, unsigned method, const char *path,
+                          const char *body, http_internal_cb cb, void *arg)
+{
+    size_t path_len = strlen(path);
+    struct http_internal *in = calloc(1, sizeof *in);
+    struct http_request *r = calloc(1, sizeof *r + path_len + 1);
+    struct evhttp_request *req = internal_evrequest(origin, body);
+    if (in == NULL || r == NULL || req == NULL) {
+        if (req != NULL)
+            evhttp_request_free(req);
+        free(in);
+        free(r);
+        return -1;
+    }
+    *in = (struct http_internal){cb, arg, origin->server->base, req, 0, NULL};
+    char *copy = (char *)(r + 1);
+    memcpy(copy, path, path_len + 1);
+    r->req = req;
+    r->server = origin->server;
+    r->path = copy;
+    r->method = method;
+    r->surface = envelope_surface_for_path(copy);
+    r->sink = in;
+    r->origin = origin;
+    r->started_us = monotonic_us();
+    origin->server->in_flight++;
+    route_request(r);
+    return 0;
 }
 
 /* ---- libevent's own error answers, made JSON ---- */

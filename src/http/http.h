@@ -7,7 +7,9 @@
  * /ofrep. Every response is JSON with a JSON content type. A handler must
  * answer exactly once, now or later (after an asynchronous query); the
  * answer releases the http_request. If the client went away meanwhile,
- * the answer is dropped quietly.
+ * the answer is dropped quietly. An internal request (http_internal_request)
+ * has no client: the same handlers answer it through the same functions,
+ * and its answer goes to a callback instead of a socket.
  */
 #ifndef ENSIGN_HTTP_H
 #define ENSIGN_HTTP_H
@@ -22,6 +24,7 @@
 
 struct evhttp_request;
 struct http_server;
+struct http_internal; /* an internal request's sink (http_internal_request) */
 
 struct http_request {
     struct evhttp_request *req;
@@ -35,6 +38,10 @@ struct http_request {
     bool on_metrics_listener; /* arrived on metrics_listen's socket */
     uint64_t started_us;      /* CLOCK_MONOTONIC at dispatch */
     bool close_connection;    /* the answer carries Connection: close */
+    /* Internal requests only (NULL otherwise): where the answer goes
+     * instead of a socket, and the request it runs on behalf of. */
+    struct http_internal *sink;
+    const struct http_request *origin;
 };
 
 /* Route parameter value (decoded), or NULL. */
@@ -105,6 +112,23 @@ void http_send_not_modified(struct http_request *r);
 
 /* true once an answer was sent (or the client is gone). */
 bool http_answered(const struct http_request *r);
+
+/*
+ * Internal dispatch: runs (method, path, body) through the same router and
+ * handler as a request from the network, on behalf of origin (whose
+ * Authorization header it carries, and whose client address it reports),
+ * and captures the answer instead of writing it to a socket. cb runs
+ * exactly once, always from the event loop, never inside this call, with
+ * the status, the body text (NULL when there was none; valid during the
+ * call) and the answer's headers (RateLimit-*, Retry-After, ...). origin
+ * must stay unanswered until cb ran. body may be NULL. Returns 0, or -1
+ * (out of memory; cb never runs).
+ */
+struct evkeyvalq;
+typedef void (*http_internal_cb)(void *arg, int status, const char *body,
+                                 const struct evkeyvalq *headers);
+int http_internal_request(const struct http_request *origin, unsigned method, const char *path,
+                          const char *body, http_internal_cb cb, void *arg);
 
 /* The evhttp generic callback: arg is the struct http_server. */
 void http_dispatch(struct evhttp_request *req, void *arg);
