@@ -41,8 +41,10 @@ class Session:
         except BrokenPipeError:
             pass
         status = self.proc.wait(30)
+        errors = self.proc.stderr.read()
+        self.proc.stderr.close()
         if status != 0:
-            raise AssertionError(f"psql session failed: {self.proc.stderr.read()}")
+            raise AssertionError(f"psql session failed: {errors}")
 
 
 class LostWakeupTest(OfrepTestCase):
@@ -96,6 +98,98 @@ class LostWakeupTest(OfrepTestCase):
         self.wait_served(lambda: self.served("second", "on"), PROMPT_S)
         self.assertLess(time.monotonic() - released, PROMPT_S)
         self.assertEqual(self.server.sanitizer_reports(), [])
+
+
+
+class TwoNodesTest(OfrepTestCase):
+    """Two ensignd nodes (own port, state_dir and shared memory each) on one
+    database: the same answers and identical ETags, a change made through
+    node A's management API served by node B, and usage counted on both
+    adding up in the database."""
+
+    settings = {"usage_flush_interval_ms": 200}
+
+    @classmethod
+    def create_flags(cls):
+        cls.shared = cls.fixture.flag("shared", "string", {"red": "red", "blue": "blue"},
+                                      default="red", off="blue")
+        cls.fixture.flag("other", enabled=False)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.node_b = harness.Server(cls.database.conninfo, cls.workers, **cls.settings)
+        try:
+            cls.node_b.start()
+        except BaseException:
+            cls.node_b.remove()
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        node_b, cls.node_b = getattr(cls, "node_b", None), None
+        try:
+            if node_b is not None:
+                node_b.stop_cleanly()
+        finally:
+            if node_b is not None:
+                node_b.remove()
+            super().tearDownClass()
+
+    def on(self, server, key=None, headers=None, body=None):
+        path = FLAG_PATH if key is None else f"{FLAG_PATH}/{key}"
+        headers = {"Authorization": f"Bearer {self.sdk_key}", **(headers or {})}
+        return server.request("POST", path, body=body if body is not None else {},
+                              headers=headers)
+
+    def variant_on(self, server, key):
+        response = self.on(server, key)
+        return response.json.get("variant") if response.status == 200 else None
+
+    def test_both_nodes_serve_the_same_answers_and_etags(self):
+        self.assertIsNotNone(harness.wait_for(lambda: self.on(self.node_b).status == 200, 10))
+        for context in ({}, {"context": {"targetingKey": "u-1", "country": "NL"}}):
+            a, b = self.on(self.server, body=context), self.on(self.node_b, body=context)
+            self.assertEqual((a.status, b.status), (200, 200))
+            self.assertEqual(a.json, b.json)
+            self.assertTrue(a.headers["ETag"])
+            self.assertEqual(a.headers["ETag"], b.headers["ETag"])
+            revalidated = self.on(self.node_b, headers={"If-None-Match": a.headers["ETag"]},
+                                  body=context)
+            self.assertEqual(revalidated.status, 304)
+
+    def test_change_through_node_a_is_served_by_node_b(self):
+        self.assertIsNotNone(harness.wait_for(
+            lambda: self.variant_on(self.node_b, "shared") == "red", 10))
+        before = self.on(self.node_b).headers["ETag"]
+        token = {"Authorization": f"Bearer {self.identity.user_token}"}
+        response = self.server.request("PATCH", "/v1/orgs/acme/flags/shared/environments/production",
+                                       body={"defaultVariantKey": "blue"}, headers=token)
+        self.assertEqual(response.status, 200, response)
+        start = time.monotonic()
+        self.assertIsNotNone(harness.wait_for(
+            lambda: self.variant_on(self.node_b, "shared") == "blue", PROMPT_S, 0.01),
+            "node B did not serve the change")
+        self.assertLess(time.monotonic() - start, 1.0)
+        self.assertIsNotNone(harness.wait_for(
+            lambda: self.variant_on(self.server, "shared") == "blue", PROMPT_S, 0.01))
+        after_a, after_b = self.on(self.server), self.on(self.node_b)
+        self.assertNotEqual(after_b.headers["ETag"], before)
+        self.assertEqual(after_a.headers["ETag"], after_b.headers["ETag"])
+
+    def test_usage_on_both_nodes_adds_up(self):
+        flag = self.fixture.flag("counted-twice")
+        for server in (self.server, self.node_b):
+            self.assertIsNotNone(harness.wait_for(
+                lambda: self.variant_on(server, "counted-twice") == "on", 10, 0.02))
+        for _ in range(4):
+            self.assertEqual(self.on(self.server, "counted-twice").status, 200)
+        for _ in range(3):
+            self.assertEqual(self.on(self.node_b, "counted-twice").status, 200)
+        # 1 + 1 from the waits above, 4 on node A, 3 on node B.
+        found = harness.wait_for(lambda: self.fixture.usage(flag) == {"on": 9}, 10, 0.1)
+        self.assertIsNotNone(found, self.fixture.usage(flag))
 
 
 if __name__ == "__main__":
