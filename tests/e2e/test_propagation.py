@@ -8,6 +8,8 @@ Test data is written with SQL through test_evaluation.Fixture. Run by
 tests/e2e/run.
 """
 
+import os
+import re
 import subprocess
 import time
 import unittest
@@ -190,6 +192,81 @@ class TwoNodesTest(OfrepTestCase):
         # 1 + 1 from the waits above, 4 on node A, 3 on node B.
         found = harness.wait_for(lambda: self.fixture.usage(flag) == {"on": 9}, 10, 0.1)
         self.assertIsNotNone(found, self.fixture.usage(flag))
+
+
+
+class IncrementalSnapshotTest(OfrepTestCase):
+    """The snapshot is one index plus a part file per organization, and a
+    change rewrites only its organization's part (doc/choices.md,
+    "Incremental snapshots"): the other part stays the same file, its ETags
+    do not move, and superseded parts are removed one publication later."""
+
+    @classmethod
+    def create_flags(cls):
+        harness.ensignctl(cls.server.config_path, "org", "create", "--name", "Globex",
+                          "--slug", "globex", "--owner", cls.identity.email)
+        cls.globex = Fixture(cls.database.conninfo, org_slug="globex")
+        cls.globex_key, _ = cls.globex.sdk_key()
+        cls.globex.flag("steady")
+        cls.changing = cls.fixture.flag("changing", enabled=False)
+
+    def org_id(self, slug):
+        return self.database.query(f"SELECT id FROM orgs WHERE slug = '{slug}'")
+
+    def parts(self):
+        """{org id: (generation, inode)} of the part files in state_dir."""
+        found = {}
+        for name in os.listdir(self.server.state_dir):
+            match = re.fullmatch(r"org-([0-9a-f-]{36})-([0-9]+)\.bin", name)
+            if match:
+                inode = os.stat(os.path.join(self.server.state_dir, name)).st_ino
+                found.setdefault(match.group(1), []).append((int(match.group(2)), inode))
+        return found
+
+    def bulk_etag(self, key):
+        response = self.bulk(sdk_key=key)
+        self.assertEqual(response.status, 200, response)
+        return response.headers["ETag"]
+
+    def change(self, enabled):
+        self.fixture.set_enabled(self.changing, enabled)
+        variant = "on" if enabled else "off"
+        self.wait_served(lambda: self.evaluate("changing").json.get("variant") == variant)
+
+    def test_a_change_rewrites_only_its_organization(self):
+        acme, globex = self.org_id("acme"), self.org_id("globex")
+        self.assertEqual(self.evaluate("steady", sdk_key=self.globex_key).status, 200)
+        self.assertEqual(self.evaluate("steady").status, 404)  # keys see their own org only
+        before = self.parts()
+        self.assertLessEqual({acme, globex}, set(before), before)
+        self.assertTrue(all(len(files) == 1 for files in before.values()), before)
+        globex_etag, acme_etag = self.bulk_etag(self.globex_key), self.bulk_etag(self.sdk_key)
+
+        self.change(True)
+        first = self.parts()
+        self.assertEqual(first[globex], before[globex])  # the very same file
+        self.assertEqual(len(first[acme]), 2, first)  # the new part and the superseded one
+        self.assertGreater(max(first[acme])[0], before[acme][0][0])
+        self.assertEqual(self.bulk_etag(self.globex_key), globex_etag)
+        self.assertNotEqual(self.bulk_etag(self.sdk_key), acme_etag)
+        self.assertRegex(self.server.stderr(),
+                         r"published \([0-9]+ flag configurations in 1 of [0-9]+ organizations")
+
+        self.change(False)
+        second = self.parts()
+        self.assertEqual(second[globex], before[globex])
+        self.assertEqual(len(second[acme]), 2, second)
+        self.assertNotIn(before[acme][0], second[acme])  # removed one publication later
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+    def test_a_new_organization_gets_a_part(self):
+        harness.ensignctl(self.server.config_path, "org", "create", "--name", "Initech",
+                          "--slug", "initech", "--owner", self.identity.email)
+        initech = Fixture(self.database.conninfo, org_slug="initech")
+        key, _ = initech.sdk_key()
+        initech.flag("fresh")
+        self.wait_served(lambda: self.evaluate("fresh", sdk_key=key).status == 200)
+        self.assertIn(self.org_id("initech"), self.parts())
 
 
 if __name__ == "__main__":
