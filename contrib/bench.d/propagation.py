@@ -1,35 +1,29 @@
-"""propagation.py - write-to-served latency for contrib/bench.
+"""propagation.py - write-to-served latency across two nodes, for contrib/bench.
 
-    python3 propagation.py PORT SDK_KEY CONNINFO ORG N
+    python3 propagation.py WRITE_PORT READ_PORT TOKEN ORG RULE_ID SDK_KEY RATE SECONDS
 
-Alternates the default serve of the development flag `moving` between
-variants a and b N times. Each change is one committed UPDATE through a
-persistent psql session; the clock starts when psql reports the commit and
-stops when POST /ofrep/v1/evaluate/flags/moving (with the development SDK
-key) first serves the new variant. Prints
-    PROPAGATION <n> <p50 ms> <p99 ms> <max ms>
+A writer sends RATE management writes per second for SECONDS seconds to
+the node on WRITE_PORT, paced to the clock: write i is
+PATCH /v1/orgs/ORG/flags/moving/environments/development/rules/RULE_ID
+setting the rule's condition to `seq lte i` (the rule serves variant b).
+A reader asks the node on READ_PORT, on its own keep-alive connection,
+POST /ofrep/v1/evaluate/flags/moving (SDK_KEY, a development key of ORG)
+with the context {"seq": k} for the oldest write k not yet seen: the
+answer is b exactly when the snapshot that node serves holds write k or a
+later one. Write k's latency runs from the moment its 200 answer arrived
+(the commit) to the first answer b for k on the other node (0 when the
+other node served it before the writer heard back). Prints
+    PROPAGATION <writes> <p50 ms> <p99 ms> <max ms> <failed writes> <never served>
 Standard library only.
 """
 
 import http.client
 import json
-import subprocess
 import sys
+import threading
 import time
 
-UPDATE = ("UPDATE flag_environments fe SET default_serve = jsonb_build_object('variant', :'v')"
-          " FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id"
-          " WHERE fe.flag_id = f.id AND fe.environment_id = e.id AND o.slug = :'org'"
-          " AND f.key = 'moving' AND e.key = 'development';\n")
-
-
-def served_variant(conn, key):
-    body = json.dumps({"context": {"targetingKey": "probe"}})
-    conn.request("POST", "/ofrep/v1/evaluate/flags/moving", body=body,
-                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
-    response = conn.getresponse()
-    data = response.read()
-    return json.loads(data).get("variant") if response.status == 200 else None
+NEVER_S = 10.0  # a write not served this long after the last one counts as never
 
 
 def percentile(sorted_values, p):
@@ -37,33 +31,85 @@ def percentile(sorted_values, p):
     return sorted_values[index]
 
 
-def main(port, key, conninfo, org, count):
-    psql = subprocess.Popen(["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", "-v",
-                             f"org={org}", "-d", conninfo], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+class Writes:
+    def __init__(self, total):
+        self.acked = [None] * total  # monotonic time of each write's 200
+        self.sent = 0  # writes sent so far (the reader may look at these)
+        self.failures = 0
+        self.done = False
+        self.lock = threading.Lock()
+
+
+def write_all(port, token, org, rule_id, rate, writes):
+    path = f"/v1/orgs/{org}/flags/moving/environments/development/rules/{rule_id}"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    latencies = []
-    current = served_variant(conn, key)
-    for i in range(count):
-        target = "b" if current == "a" else "a"
-        psql.stdin.write(f"\\set v {target}\n" + UPDATE + "\\echo committed\n")
-        psql.stdin.flush()
-        if psql.stdout.readline().strip() != "committed":
-            raise SystemExit("propagation.py: psql failed")
-        start = time.monotonic()
-        while served_variant(conn, key) != target:
-            if time.monotonic() - start > 10:
-                raise SystemExit("propagation.py: change not served within 10 s")
+    start = time.monotonic()
+    for i in range(len(writes.acked)):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        body = {"conditions": [{"attribute": "seq", "operator": "lte", "values": [i]}]}
+        with writes.lock:
+            writes.sent = i + 1
+        conn.request("PATCH", path, body=json.dumps(body), headers=headers)
+        response = conn.getresponse()
+        response.read()
+        with writes.lock:
+            if response.status == 200:
+                writes.acked[i] = time.monotonic()
+            else:
+                writes.failures += 1
+    with writes.lock:
+        writes.done = True
+
+
+def serves_b(conn, key, seq):
+    body = json.dumps({"context": {"targetingKey": "probe", "seq": seq}})
+    conn.request("POST", "/ofrep/v1/evaluate/flags/moving", body=body,
+                 headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    response = conn.getresponse()
+    data = response.read()
+    return response.status == 200 and json.loads(data).get("variant") == "b"
+
+
+def read_all(port, key, writes, served):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    k = 0
+    last_progress = time.monotonic()
+    while k < len(served):
+        with writes.lock:
+            sent, done = writes.sent, writes.done
+        if k >= sent:
             time.sleep(0.001)
-        latencies.append((time.monotonic() - start) * 1000)
-        current = target
-        time.sleep(0.05)
-    psql.stdin.close()
-    psql.wait()
-    latencies.sort()
+            continue
+        if serves_b(conn, key, k):
+            served[k] = time.monotonic()
+            k += 1
+            last_progress = served[k - 1]
+            continue
+        if done and time.monotonic() - last_progress > NEVER_S:
+            return
+        time.sleep(0.001)
+
+
+def main(write_port, read_port, token, org, rule_id, key, rate, seconds):
+    total = int(rate * seconds)
+    writes = Writes(total)
+    served = [None] * total
+    reader = threading.Thread(target=read_all, args=(read_port, key, writes, served))
+    reader.start()
+    write_all(write_port, token, org, rule_id, rate, writes)
+    reader.join()
+    latencies = sorted(max(0.0, s - a) * 1000 for a, s in zip(writes.acked, served)
+                       if a is not None and s is not None)
+    never = sum(1 for a, s in zip(writes.acked, served) if a is not None and s is None)
+    if not latencies:
+        raise SystemExit("propagation.py: no write was served")
     print(f"PROPAGATION {len(latencies)} {percentile(latencies, 50):.1f} "
-          f"{percentile(latencies, 99):.1f} {latencies[-1]:.1f}")
+          f"{percentile(latencies, 99):.1f} {latencies[-1]:.1f} {writes.failures} {never}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6],
+         float(sys.argv[7]), float(sys.argv[8]))

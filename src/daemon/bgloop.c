@@ -120,6 +120,15 @@ int bgloop_wait(struct bgloop *loop, int timeout_ms)
 {
     if (stop_requested)
         return 0;
+    /* A NOTIFY that arrived while a query ran (PostgreSQL sends it just
+     * before the ReadyForQuery that ends the transaction) is already in
+     * libpq's queue or input buffer: the socket has nothing new, so poll
+     * would sleep through it. Act on those first. */
+    if (loop->conn != NULL) {
+        int queued = drain_notifications(loop);
+        if (queued > 0 || loop->conn == NULL)
+            return queued;
+    }
     struct pollfd pfd = {.fd = loop->conn != NULL ? PQsocket(loop->conn) : -1, .events = POLLIN};
     int ready = poll(&pfd, 1, timeout_ms);
     if (ready > 0 && loop->conn != NULL)

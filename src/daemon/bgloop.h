@@ -35,7 +35,8 @@ void bgloop_disconnect(struct bgloop *loop);
 
 /*
  * Sleeps up to timeout_ms, waking early on a NOTIFY or a stop signal.
- * Returns the number of notifications consumed.
+ * Notifications libpq already holds (read while an earlier query ran) end
+ * the wait at once, without sleeping. Returns the number consumed.
  */
 int bgloop_wait(struct bgloop *loop, int timeout_ms);
 

@@ -1,17 +1,20 @@
 /*
  * refresher.c - follows the configuration generation and keeps the
- * snapshot file current (see refresher.h).
+ * snapshot files current (see refresher.h).
  *
- * At start it publishes the generation of the snapshot file already on
+ * At start it publishes the generation of the snapshot index already on
  * disk (if it is valid), so workers evaluate from it even while the
  * database is down. Then, whenever it can reach the database: it reads the
  * generation (on every NOTIFY and at least every refresh_interval_ms), and
- * when that differs from what it last built (or it has built nothing yet:
- * the first build after start is unconditional), it reads the whole
- * configuration (snapshot_source.h), writes the file atomically
- * (snapshot_build.h: temp file, fsync, rename, fsync of the directory) and
- * only then publishes the new generation in shared memory. A failed build
- * leaves the old file and the old generation in place and is retried.
+ * when that differs from what it last built (or it has built nothing yet),
+ * it reads (snapshot_source.h) the index and the organizations whose
+ * generation moved since their part was written (every organization on the
+ * first build after start), writes each of those parts, then the index,
+ * atomically (snapshot_build.h: temp file, fsync, rename, fsync of the
+ * directory), and only then publishes the new generation in shared memory.
+ * A failed build leaves the old files and the old generation in place and
+ * is retried. Superseded part files are deleted one publication later
+ * (snapshot_parts.h).
  */
 #include "refresher.h"
 
@@ -34,15 +37,17 @@
 #include "shm.h"
 #include "snapshot.h"
 #include "snapshot_build.h"
+#include "snapshot_parts.h"
 #include "snapshot_source.h"
 
 struct refresher {
     const struct config *cfg;
     struct shm_region *shm;
     struct bgloop loop;
-    char path[4096];
+    char path[4096 + 32]; /* the index */
     bool built_once;
-    uint64_t built; /* generation of the last file written */
+    uint64_t built;              /* generation of the last index written */
+    struct snapshot_parts parts; /* what that index names */
 };
 
 static uint64_t monotonic_us(void)
@@ -102,29 +107,83 @@ static long long elapsed_ms(long long since)
     return bgloop_now_ms() - since;
 }
 
+/* Writes the part of org (read again) and names it in the index. */
+static int write_part(struct refresher *rf, struct snapshot_source_result *res, size_t i,
+                      struct snapshot_part_file *f, char *err, size_t errlen)
+{
+    const struct snapshot_source_org *org = &res->orgs[i];
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
+    snprintf(f->org, sizeof f->org, "%s", org->id);
+    f->generation = org->generation;
+    if (org->builder == NULL) { /* unchanged: the published file stands */
+        const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, org->id);
+        if (held == NULL) {
+            snprintf(err, errlen, "no part of organization %s", org->id);
+            return -1;
+        }
+        *f = *held;
+    } else {
+        if (!snapshot_parts_name(f)) {
+            snprintf(err, errlen, "organization id %s is not a file name", org->id);
+            return -1;
+        }
+        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f->name);
+        if (snapshot_builder_write(org->builder, path, err, errlen) != 0)
+            return -1;
+    }
+    if (snapshot_builder_add_part(res->index, f->org, f->name, f->generation) != 0) {
+        snprintf(err, errlen, "%s", snapshot_builder_error(res->index));
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the changed parts, then the index; the parts it names in *fresh. */
+static int write_files(struct refresher *rf, struct snapshot_source_result *res,
+                       struct snapshot_part_file **fresh, char *err, size_t errlen)
+{
+    *fresh = calloc(res->org_count ? res->org_count : 1, sizeof **fresh);
+    if (*fresh == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < res->org_count; i++)
+        if (write_part(rf, res, i, &(*fresh)[i], err, errlen) != 0)
+            return -1;
+    return snapshot_builder_write(res->index, rf->path, err, errlen);
+}
+
 static void build(struct refresher *rf)
 {
     char err[512];
-    uint64_t generation;
+    struct snapshot_source_result res;
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
-    struct snapshot_builder *b = snapshot_source_read(rf->loop.conn, &generation, err, sizeof err);
-    if (b == NULL) {
+    if (snapshot_source_read(rf->loop.conn, rf->built_once ? snapshot_parts_holds : NULL,
+                             &rf->parts, &res, err, sizeof err) != 0) {
         log_warn("cannot read the configuration: %s", err);
         count_database_error(rf);
         check_connection(rf);
         return;
     }
     long long read_ms = elapsed_ms(started);
-    size_t flags = snapshot_builder_flag_count(b);
-    int rc = snapshot_builder_write(b, rf->path, err, sizeof err);
-    snapshot_builder_free(b);
-    if (rc != 0) {
+    size_t flags = 0, rebuilt = 0;
+    for (size_t i = 0; i < res.org_count; i++)
+        if (res.orgs[i].builder != NULL) {
+            flags += snapshot_builder_flag_count(res.orgs[i].builder);
+            rebuilt++;
+        }
+    struct snapshot_part_file *fresh = NULL;
+    if (write_files(rf, &res, &fresh, err, sizeof err) != 0) {
         log_error("cannot write the snapshot: %s", err);
+        free(fresh);
+        snapshot_source_result_free(&res);
         return;
     }
+    uint64_t generation = res.generation;
+    size_t orgs = res.org_count;
+    snapshot_source_result_free(&res);
     rf->built = generation;
-    rf->built_once = true;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     if (rf->shm->metrics != NULL) {
@@ -133,9 +192,11 @@ static void build(struct refresher *rf)
         metrics_add(&rf->shm->metrics->snapshot_builds, 1);
     }
     publish(rf, generation, unix_ms(&now));
-    log_info("snapshot generation %" PRIu64 " published (%zu flag configurations; read in %lld ms,"
-             " built and written in %lld ms)",
-             generation, flags, read_ms, elapsed_ms(started) - read_ms);
+    snapshot_parts_published(&rf->parts, fresh, orgs, !rf->built_once);
+    rf->built_once = true;
+    log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
+             " organizations; read in %lld ms, built and written in %lld ms)",
+             generation, flags, rebuilt, orgs, read_ms, elapsed_ms(started) - read_ms);
 }
 
 static void refresh(struct refresher *rf)
@@ -165,6 +226,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     if (shm->metrics != NULL)
         rf.loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
+    snapshot_parts_init(&rf.parts, cfg->state_dir);
     publish_file_on_disk(&rf);
     while (!bgloop_stopping()) {
         if (bgloop_ensure_connected(&rf.loop))
@@ -175,5 +237,6 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     }
     if (rf.loop.conn != NULL)
         PQfinish(rf.loop.conn);
+    snapshot_parts_free(&rf.parts);
     return EXIT_SUCCESS;
 }

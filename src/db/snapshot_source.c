@@ -2,21 +2,28 @@
  * snapshot_source.c - reads the configuration for a snapshot (see
  * snapshot_source.h).
  *
- * One REPEATABLE READ transaction, one query per kind of row, all sent at
- * once in a libpq pipeline, so there is no round trip between them and
- * PostgreSQL computes each result while libpq still parses the previous
- * one. The last and largest, the flag configurations, is read in
- * single-row mode: the builder works on each row while the server sends
- * the next. The rows reach the builder in the order it requires
- * (snapshot_build.h): environments, entity attributes, segments, SDK keys,
- * then each flag configuration followed by its rules in evaluation order.
- * A row the builder refuses is skipped and counted; the build goes on.
+ * One REPEATABLE READ transaction in two steps. First, with a statement
+ * each, the small tables every read needs whole: the generation, the
+ * per-organization generations, every environment and every unrevoked SDK
+ * key; they go into the index builder, and they decide which organizations
+ * must be read again (the caller keeps the others' parts). Then, only if
+ * some must, the queries of those organizations' rows, all sent at once in
+ * a libpq pipeline, so there is no round trip between them and PostgreSQL
+ * computes each result while libpq still parses the previous one; with
+ * `org_id = ANY($1)` when only some organizations changed, unfiltered (no
+ * join for variants and rules) when all did, as on the first build. The
+ * last and largest, the flag configurations, is read in single-row mode:
+ * the builders work on each row while the server sends the next. Rows reach
+ * each organization's builder in the order it requires (snapshot_build.h):
+ * environments, entity attributes, segments, then each flag configuration
+ * followed by its rules in evaluation order. A row a builder refuses is
+ * skipped and counted; the build goes on.
  *
  * Variants and rules (a row or more per flag) come unsorted and without a
- * join to flags: sorting or joining a few hundred thousand rows costs
- * PostgreSQL more than all the rest of the read. They are grouped by flag
- * with hash indexes here (rowindex.h) and put in order per flag (a flag
- * has few of each).
+ * join to flags when unfiltered: sorting or joining a few hundred thousand
+ * rows costs PostgreSQL more than all the rest of the read. They are grouped
+ * by flag with hash indexes here (rowindex.h) and put in order per flag (a
+ * flag has few of each).
  */
 #include "snapshot_source.h"
 
@@ -33,56 +40,88 @@
 
 static const char generation_sql[] = "SELECT generation FROM config_generation WHERE id = 1";
 
-/* The statements of one read, in the order their results are used. */
+/* The first step's statements (one each), then the pipelined second step's. */
 enum query {
     Q_BEGIN,
     Q_GENERATION,
+    Q_ORG_GENERATIONS,
     Q_ENVIRONMENTS,
+    Q_SDK_KEYS,
     Q_ATTRIBUTES,
     Q_SEGMENTS,
-    Q_SDK_KEYS,
     Q_VARIANTS,
     Q_RULES,
     Q_FLAGS,
     Q_COUNT
 };
+#define Q_FIRST_PIPELINED Q_ATTRIBUTES
 
-/* Columns of the variants, rules and flags queries, read by number. */
+/* Columns of the environments, variants, rules and flags queries. */
+enum { E_ID, E_ORG, E_KEY };
 enum { V_FLAG, V_KEY, V_VALUE, V_ORDER };
 enum { R_FLAG, R_ENV, R_ID, R_CONDITIONS, R_SERVE, R_PRIORITY, R_CREATED };
 enum { F_ENV, F_ID, F_KEY, F_TYPE, F_ENABLED, F_OFF, F_DEFAULT };
 
+/* Each query whole (`all`) and for the organizations in $1 (`some`; the
+ * first step's are the same either way). */
 static const struct {
-    const char *what, *sql;
+    const char *what, *all, *some;
 } queries[Q_COUNT] = {
-    [Q_BEGIN] = {"BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"},
-    [Q_GENERATION] = {"the configuration generation", generation_sql},
-    [Q_ENVIRONMENTS] =
-        {"environments",
-         "SELECT id, org_id, key FROM environments ORDER BY org_id, sort_order, key"},
+    [Q_BEGIN] = {"BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL},
+    [Q_GENERATION] = {"the configuration generation", generation_sql, NULL},
+    [Q_ORG_GENERATIONS] = {"organization generations",
+                           "SELECT org_id, generation FROM config_org_generation", NULL},
+    [Q_ENVIRONMENTS] = {"environments",
+                        "SELECT id, org_id, key FROM environments ORDER BY org_id, sort_order, key",
+                        NULL},
+    [Q_SDK_KEYS] = {"SDK keys",
+                    "SELECT token_digest, environment_id FROM sdk_keys"
+                    " WHERE revoked_at IS NULL AND environment_id IS NOT NULL",
+                    NULL},
     [Q_ATTRIBUTES] = {"entity attributes",
                       "SELECT e.org_id, e.key, a.key, a.data_type FROM entity_attributes a"
                       " JOIN entities e ON e.id = a.entity_id"
+                      " ORDER BY e.org_id, e.key, a.sort_order, a.key",
+                      "SELECT e.org_id, e.key, a.key, a.data_type FROM entity_attributes a"
+                      " JOIN entities e ON e.id = a.entity_id WHERE e.org_id = ANY($1::uuid[])"
                       " ORDER BY e.org_id, e.key, a.sort_order, a.key"},
     [Q_SEGMENTS] = {"segments",
-                    "SELECT org_id, key, conditions::text FROM segments ORDER BY org_id, key"},
-    [Q_SDK_KEYS] = {"SDK keys", "SELECT token_digest, environment_id FROM sdk_keys"
-                                " WHERE revoked_at IS NULL AND environment_id IS NOT NULL"},
-    [Q_VARIANTS] = {"variants", "SELECT flag_id, key, value::text, sort_order FROM variants"},
-    [Q_RULES] = {"rules", "SELECT flag_id, environment_id, id, conditions::text, serve::text,"
-                          " priority, (extract(epoch FROM created_at) * 1000000)::bigint"
-                          " FROM rules"},
-    [Q_FLAGS] = {"flags", "SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
-                          " fe.off_variant_key, fe.default_serve::text"
-                          " FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id"},
+                    "SELECT org_id, key, conditions::text FROM segments ORDER BY org_id, key",
+                    "SELECT org_id, key, conditions::text FROM segments"
+                    " WHERE org_id = ANY($1::uuid[]) ORDER BY org_id, key"},
+    [Q_VARIANTS] = {"variants", "SELECT flag_id, key, value::text, sort_order FROM variants",
+                    "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
+                    " JOIN flags f ON f.id = v.flag_id WHERE f.org_id = ANY($1::uuid[])"},
+    [Q_RULES] = {"rules",
+                 "SELECT flag_id, environment_id, id, conditions::text, serve::text,"
+                 " priority, (extract(epoch FROM created_at) * 1000000)::bigint"
+                 " FROM rules",
+                 "SELECT r.flag_id, r.environment_id, r.id, r.conditions::text, r.serve::text,"
+                 " r.priority, (extract(epoch FROM r.created_at) * 1000000)::bigint"
+                 " FROM rules r JOIN flags f ON f.id = r.flag_id"
+                 " WHERE f.org_id = ANY($1::uuid[])"},
+    [Q_FLAGS] = {"flags",
+                 "SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
+                 " fe.off_variant_key, fe.default_serve::text"
+                 " FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id",
+                 "SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
+                 " fe.off_variant_key, fe.default_serve::text"
+                 " FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id"
+                 " WHERE f.org_id = ANY($1::uuid[])"},
 };
 
 struct source {
     PGconn *conn;
-    struct snapshot_builder *builder;
+    struct snapshot_source_result *out;
+    snapshot_source_held_fn held;
+    void *held_ctx;
     char *err;
     size_t errlen;
     size_t skipped;
+    size_t changed;          /* organizations to read again */
+    PGresult *environments;  /* held for env_orgs */
+    struct rowindex env_ids; /* environments by id */
+    size_t *env_orgs;        /* per environments row: its index in out->orgs */
     PGresult *variants, *rules;
     struct rowindex variants_by_flag, rules_by_flag;
     int *rows; /* one flag's variant or rule rows, in order */
@@ -95,11 +134,12 @@ static const char *value(const PGresult *res, int row, int col)
     return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
 }
 
-/* Counts a row the builder refused; the first one is logged. */
-static void note_skipped(struct source *s, const char *what)
+/* Counts a row a builder refused; the first one is logged. */
+static void note_skipped(struct source *s, const struct snapshot_builder *b, const char *what)
 {
     if (s->skipped++ == 0)
-        log_warn("snapshot: skipped a row of %s: %s", what, snapshot_builder_error(s->builder));
+        log_warn("snapshot: skipped a row of %s: %s", what,
+                 b != NULL ? snapshot_builder_error(b) : "out of memory");
 }
 
 static void fail(struct source *s, const char *what, const char *message)
@@ -107,25 +147,213 @@ static void fail(struct source *s, const char *what, const char *message)
     snprintf(s->err, s->errlen, "reading %s: %s", what, message);
 }
 
-/* ---- the pipeline ---- */
+/* ---- which builder a row goes to ---- */
+
+static int compare_org_ids(const void *key, const void *org)
+{
+    return strcmp(key, ((const struct snapshot_source_org *)org)->id);
+}
+
+/* The builder of organization org_id, or NULL when it is not read again. */
+static struct snapshot_builder *org_builder(const struct source *s, const char *org_id)
+{
+    const struct snapshot_source_org *org = org_id == NULL
+                                                ? NULL
+                                                : bsearch(org_id, s->out->orgs, s->out->org_count,
+                                                          sizeof *s->out->orgs, compare_org_ids);
+    return org != NULL ? org->builder : NULL;
+}
+
+/* The builder of the organization of environment env_id, or NULL. */
+static struct snapshot_builder *env_builder(const struct source *s, const char *env_id)
+{
+    int row = env_id != NULL ? rowindex_first(&s->env_ids, env_id) : -1;
+    return row >= 0 ? s->out->orgs[s->env_orgs[row]].builder : NULL;
+}
+
+/* ---- the first step: generations, environments, SDK keys ---- */
+
+static PGresult *run_one(struct source *s, enum query q)
+{
+    struct dbsync_error error;
+    PGresult *res = dbsync_exec(s->conn, queries[q].all, 0, NULL, &error);
+    if (res == NULL)
+        fail(s, queries[q].what, error.message);
+    return res;
+}
+
+static int parse_generation(const PGresult *res, uint64_t *out, char *err, size_t errlen)
+{
+    if (PQntuples(res) != 1) {
+        snprintf(err, errlen, "config_generation has no row: run ensignctl migrate");
+        return -1;
+    }
+    *out = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+    return 0;
+}
+
+/* The generation of org_id in the organization generations (a rowindex on
+ * their first column), else the global one (an organization no write has
+ * recorded yet, which only a database restored from elsewhere can have). */
+static uint64_t org_generation(const struct rowindex *gens, const char *org_id, uint64_t global)
+{
+    int row = rowindex_first(gens, org_id);
+    return row >= 0 ? strtoull(PQgetvalue(gens->res, row, 1), NULL, 10) : global;
+}
+
+/* Appends organization org_id (environments come ordered by it) and
+ * decides whether it is read again. */
+static int add_org(struct source *s, const char *org_id, uint64_t generation)
+{
+    struct snapshot_source_result *out = s->out;
+    struct snapshot_source_org *org = &out->orgs[out->org_count];
+    if (strlen(org_id) >= sizeof org->id) {
+        fail(s, "environments", "organization id too long");
+        return -1;
+    }
+    memcpy(org->id, org_id, strlen(org_id) + 1);
+    org->generation = generation;
+    org->builder = NULL;
+    if (s->held == NULL || !s->held(s->held_ctx, org_id, generation)) {
+        if ((org->builder = snapshot_builder_new(generation)) == NULL) {
+            fail(s, "environments", "out of memory");
+            return -1;
+        }
+        s->changed++;
+    }
+    out->org_count++;
+    return 0;
+}
+
+static int add_environments(struct source *s, const struct rowindex *gens)
+{
+    PGresult *res = s->environments;
+    int rows = PQntuples(res);
+    s->out->orgs = calloc(rows > 0 ? (size_t)rows : 1, sizeof *s->out->orgs);
+    s->env_orgs = calloc(rows > 0 ? (size_t)rows : 1, sizeof *s->env_orgs);
+    if (s->out->orgs == NULL || s->env_orgs == NULL ||
+        rowindex_build(&s->env_ids, res, E_ID) != 0) {
+        fail(s, "environments", "out of memory");
+        return -1;
+    }
+    for (int row = 0; row < rows; row++) {
+        const char *id = value(res, row, E_ID), *org_id = value(res, row, E_ORG),
+                   *key = value(res, row, E_KEY);
+        size_t n = s->out->org_count;
+        if (n == 0 || strcmp(s->out->orgs[n - 1].id, org_id) != 0) {
+            if (add_org(s, org_id, org_generation(gens, org_id, s->out->generation)) != 0)
+                return -1;
+        }
+        s->env_orgs[row] = s->out->org_count - 1;
+        struct snapshot_builder *b = s->out->orgs[s->out->org_count - 1].builder;
+        if (snapshot_builder_add_environment(s->out->index, id, org_id, key) != 0)
+            note_skipped(s, s->out->index, "environments");
+        if (b != NULL && snapshot_builder_add_environment(b, id, org_id, key) != 0)
+            note_skipped(s, b, "environments");
+    }
+    return 0;
+}
+
+static void add_sdk_keys(struct source *s, const PGresult *res)
+{
+    for (int row = 0, rows = PQntuples(res); row < rows; row++)
+        if (snapshot_builder_add_sdk_key(s->out->index, value(res, row, 0), value(res, row, 1)) !=
+            0)
+            note_skipped(s, s->out->index, "SDK keys");
+}
+
+static int read_first_step(struct source *s)
+{
+    PGresult *res;
+    if ((res = run_one(s, Q_BEGIN)) == NULL)
+        return -1;
+    PQclear(res);
+    if ((res = run_one(s, Q_GENERATION)) == NULL)
+        return -1;
+    int rc = parse_generation(res, &s->out->generation, s->err, s->errlen);
+    PQclear(res);
+    if (rc != 0)
+        return -1;
+    if ((s->out->index = snapshot_builder_new(s->out->generation)) == NULL) {
+        fail(s, "the configuration", "out of memory");
+        return -1;
+    }
+    PGresult *gens = run_one(s, Q_ORG_GENERATIONS);
+    if (gens == NULL || (s->environments = run_one(s, Q_ENVIRONMENTS)) == NULL) {
+        PQclear(gens);
+        return -1;
+    }
+    struct rowindex by_org;
+    rc = rowindex_build(&by_org, gens, 0);
+    if (rc != 0)
+        fail(s, "organization generations", "out of memory");
+    else
+        rc = add_environments(s, &by_org);
+    rowindex_free(&by_org);
+    PQclear(gens);
+    if (rc != 0 || (res = run_one(s, Q_SDK_KEYS)) == NULL)
+        return -1;
+    add_sdk_keys(s, res);
+    PQclear(res);
+    return 0;
+}
+
+/* ---- the second step's pipeline ---- */
+
+/* "{id,id,...}" of the organizations read again (malloc'd), or NULL. */
+static char *changed_org_array(const struct source *s)
+{
+    size_t len = 3;
+    for (size_t i = 0; i < s->out->org_count; i++)
+        len += strlen(s->out->orgs[i].id) + 1;
+    char *text = malloc(len), *at = text;
+    if (text == NULL)
+        return NULL;
+    *at++ = '{';
+    for (size_t i = 0; i < s->out->org_count; i++) {
+        if (s->out->orgs[i].builder == NULL)
+            continue;
+        if (at[-1] != '{')
+            *at++ = ',';
+        size_t n = strlen(s->out->orgs[i].id);
+        memcpy(at, s->out->orgs[i].id, n);
+        at += n;
+    }
+    *at++ = '}';
+    *at = '\0';
+    return text;
+}
 
 static int send_queries(struct source *s)
 {
+    bool every_org = s->changed == s->out->org_count;
+    char *orgs = every_org ? NULL : changed_org_array(s);
+    if (!every_org && orgs == NULL) {
+        fail(s, "the configuration", "out of memory");
+        return -1;
+    }
+    const char *params[1] = {orgs};
+    int rc = -1;
     if (PQenterPipelineMode(s->conn) != 1) {
         fail(s, "the configuration", PQerrorMessage(s->conn));
+        free(orgs);
         return -1;
     }
-    for (int q = 0; q < Q_COUNT; q++)
-        if (PQsendQueryParams(s->conn, queries[q].sql, 0, NULL, NULL, NULL, NULL, 0) != 1) {
+    for (int q = Q_FIRST_PIPELINED; q < Q_COUNT; q++) {
+        const char *sql = every_org ? queries[q].all : queries[q].some;
+        if (PQsendQueryParams(s->conn, sql, every_org ? 0 : 1, NULL, params, NULL, NULL, 0) != 1) {
             fail(s, queries[q].what, PQerrorMessage(s->conn));
             PQpipelineSync(s->conn); /* so that what was sent can be read back */
+            free(orgs);
             return -1;
         }
-    if (PQpipelineSync(s->conn) != 1) {
-        fail(s, "the configuration", PQerrorMessage(s->conn));
-        return -1;
     }
-    return 0;
+    if (PQpipelineSync(s->conn) != 1)
+        fail(s, "the configuration", PQerrorMessage(s->conn));
+    else
+        rc = 0;
+    free(orgs);
+    return rc;
 }
 
 /* The result of the next query (the caller PQclears it), or NULL with
@@ -154,6 +382,8 @@ static PGresult *next_result(struct source *s, enum query q)
  * and leaves pipeline mode. */
 static void finish_pipeline(PGconn *conn)
 {
+    if (PQpipelineStatus(conn) == PQ_PIPELINE_OFF)
+        return;
     for (int nulls = 0; nulls < 2 && PQstatus(conn) == CONNECTION_OK;) {
         PGresult *res = PQgetResult(conn);
         if (res == NULL) {
@@ -171,29 +401,23 @@ static void finish_pipeline(PGconn *conn)
 
 /* ---- small results ---- */
 
-typedef int (*row_fn)(struct source *s, const PGresult *res, int row);
+typedef void (*row_fn)(struct source *s, const PGresult *res, int row);
 
-static int add_environment(struct source *s, const PGresult *res, int row)
+static void add_attribute(struct source *s, const PGresult *res, int row)
 {
-    return snapshot_builder_add_environment(s->builder, value(res, row, 0), value(res, row, 1),
-                                            value(res, row, 2));
+    struct snapshot_builder *b = org_builder(s, value(res, row, 0));
+    if (b != NULL &&
+        snapshot_builder_add_entity_attribute(b, value(res, row, 0), value(res, row, 1),
+                                              value(res, row, 2), value(res, row, 3)) != 0)
+        note_skipped(s, b, "entity attributes");
 }
 
-static int add_attribute(struct source *s, const PGresult *res, int row)
+static void add_segment(struct source *s, const PGresult *res, int row)
 {
-    return snapshot_builder_add_entity_attribute(s->builder, value(res, row, 0), value(res, row, 1),
-                                                 value(res, row, 2), value(res, row, 3));
-}
-
-static int add_segment(struct source *s, const PGresult *res, int row)
-{
-    return snapshot_builder_add_segment(s->builder, value(res, row, 0), value(res, row, 1),
-                                        value(res, row, 2));
-}
-
-static int add_sdk_key(struct source *s, const PGresult *res, int row)
-{
-    return snapshot_builder_add_sdk_key(s->builder, value(res, row, 0), value(res, row, 1));
+    struct snapshot_builder *b = org_builder(s, value(res, row, 0));
+    if (b != NULL && snapshot_builder_add_segment(b, value(res, row, 0), value(res, row, 1),
+                                                  value(res, row, 2)) != 0)
+        note_skipped(s, b, "segments");
 }
 
 static long long now_ms(void)
@@ -203,23 +427,17 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void add_rows(struct source *s, enum query q, const PGresult *res, row_fn add)
-{
-    long long started = now_ms();
-    int rows = PQntuples(res);
-    for (int row = 0; row < rows; row++)
-        if (add(s, res, row) != 0)
-            note_skipped(s, queries[q].what);
-    log_debug("snapshot: %d rows of %s added in %lld ms", rows, queries[q].what,
-              now_ms() - started);
-}
-
 static int run_step(struct source *s, enum query q, row_fn add)
 {
     PGresult *res = next_result(s, q);
     if (res == NULL)
         return -1;
-    add_rows(s, q, res, add);
+    long long started = now_ms();
+    int rows = PQntuples(res);
+    for (int row = 0; row < rows; row++)
+        add(s, res, row);
+    log_debug("snapshot: %d rows of %s added in %lld ms", rows, queries[q].what,
+              now_ms() - started);
     PQclear(res);
     return 0;
 }
@@ -301,9 +519,9 @@ static long variants_of(struct source *s, const char *flag_id)
     return n;
 }
 
-/* Adds the rules of one flag configuration, in evaluation order. */
-static int add_rules_of(struct source *s, const char *flag_id, const char *env_id,
-                        const char *flag_key)
+/* Adds the rules of one flag configuration to b, in evaluation order. */
+static int add_rules_of(struct source *s, struct snapshot_builder *b, const char *flag_id,
+                        const char *env_id, const char *flag_key)
 {
     long n = collect_rows(s, &s->rules_by_flag, flag_id, R_ENV, env_id, compare_rule_rows);
     if (n < 0)
@@ -311,16 +529,24 @@ static int add_rules_of(struct source *s, const char *flag_id, const char *env_i
     const PGresult *res = s->rules;
     for (long i = 0; i < n; i++) {
         int row = s->rows[i];
-        if (snapshot_builder_add_rule(s->builder, env_id, flag_key, value(res, row, R_ID),
+        if (snapshot_builder_add_rule(b, env_id, flag_key, value(res, row, R_ID),
                                       value(res, row, R_CONDITIONS), value(res, row, R_SERVE)) != 0)
-            note_skipped(s, "rules");
+            note_skipped(s, b, "rules");
     }
     return 0;
 }
 
-static int add_flag(struct source *s, const PGresult *res, int row)
+/* Adds one flag configuration row to its organization's builder (if that
+ * organization is read again); -1 with *refused set to the builder that
+ * refused it, or NULL when out of memory. */
+static int add_flag(struct source *s, const PGresult *res, int row,
+                    struct snapshot_builder **refused)
 {
     const char *flag_id = value(res, row, F_ID), *env_id = value(res, row, F_ENV);
+    struct snapshot_builder *b = env_builder(s, env_id);
+    *refused = NULL;
+    if (b == NULL)
+        return 0;
     long n = variants_of(s, flag_id);
     if (n < 0)
         return -1;
@@ -336,9 +562,11 @@ static int add_flag(struct source *s, const PGresult *res, int row)
         .variants = s->scratch,
         .variant_count = (size_t)n,
     };
-    if (snapshot_builder_add_flag(s->builder, &flag) != 0)
+    if (snapshot_builder_add_flag(b, &flag) != 0) {
+        *refused = b;
         return -1;
-    return add_rules_of(s, flag_id, env_id, flag.flag_key);
+    }
+    return add_rules_of(s, b, flag_id, env_id, flag.flag_key);
 }
 
 /* Holds the result of q with an index on its flag id column. */
@@ -368,8 +596,9 @@ static int stream_flags(struct source *s)
         PGresult *res = PQgetResult(s->conn);
         ExecStatusType status = PQresultStatus(res);
         if (res != NULL && status == PGRES_SINGLE_TUPLE) {
-            if (add_flag(s, res, 0) != 0)
-                note_skipped(s, "flags");
+            struct snapshot_builder *refused;
+            if (add_flag(s, res, 0, &refused) != 0)
+                note_skipped(s, refused, "flags");
             rows++;
             PQclear(res);
             continue;
@@ -405,16 +634,6 @@ static int read_flags(struct source *s)
 
 /* ---- the transaction ---- */
 
-static int parse_generation(const PGresult *res, uint64_t *out, char *err, size_t errlen)
-{
-    if (PQntuples(res) != 1) {
-        snprintf(err, errlen, "config_generation has no row: run ensignctl migrate");
-        return -1;
-    }
-    *out = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-    return 0;
-}
-
 int snapshot_source_generation(PGconn *conn, uint64_t *out, char *err, size_t errlen)
 {
     struct dbsync_error error;
@@ -428,50 +647,42 @@ int snapshot_source_generation(PGconn *conn, uint64_t *out, char *err, size_t er
     return rc;
 }
 
-static int read_start(struct source *s, uint64_t *generation)
+static int read_second_step(struct source *s)
 {
-    PGresult *begun = next_result(s, Q_BEGIN);
-    if (begun == NULL)
+    if (s->changed == 0)
+        return 0;
+    if (send_queries(s) != 0 || run_step(s, Q_ATTRIBUTES, add_attribute) != 0 ||
+        run_step(s, Q_SEGMENTS, add_segment) != 0)
         return -1;
-    PQclear(begun);
-    PGresult *res = next_result(s, Q_GENERATION);
-    if (res == NULL)
-        return -1;
-    int rc = parse_generation(res, generation, s->err, s->errlen);
-    PQclear(res);
-    return rc;
+    return read_flags(s);
 }
 
-static int read_all(struct source *s, uint64_t *generation)
+int snapshot_source_read(PGconn *conn, snapshot_source_held_fn held, void *held_ctx,
+                         struct snapshot_source_result *out, char *err, size_t errlen)
 {
-    if (send_queries(s) != 0 || read_start(s, generation) != 0)
-        return -1;
-    s->builder = snapshot_builder_new(*generation);
-    if (s->builder == NULL) {
-        fail(s, "the configuration", "out of memory");
-        return -1;
-    }
-    if (run_step(s, Q_ENVIRONMENTS, add_environment) != 0 ||
-        run_step(s, Q_ATTRIBUTES, add_attribute) != 0 ||
-        run_step(s, Q_SEGMENTS, add_segment) != 0 || run_step(s, Q_SDK_KEYS, add_sdk_key) != 0 ||
-        read_flags(s) != 0)
-        return -1;
-    return 0;
-}
-
-struct snapshot_builder *snapshot_source_read(PGconn *conn, uint64_t *generation, char *err,
-                                              size_t errlen)
-{
-    struct source s = {.conn = conn, .err = err, .errlen = errlen};
-    if (read_all(&s, generation) != 0) {
-        snapshot_builder_free(s.builder);
-        s.builder = NULL;
-    }
+    memset(out, 0, sizeof *out);
+    struct source s = {
+        .conn = conn, .out = out, .held = held, .held_ctx = held_ctx, .err = err, .errlen = errlen};
+    int rc = read_first_step(&s) == 0 && read_second_step(&s) == 0 ? 0 : -1;
     finish_pipeline(conn);
+    rowindex_free(&s.env_ids);
+    PQclear(s.environments);
+    free(s.env_orgs);
     free(s.scratch);
     free(s.rows);
     dbsync_rollback(conn); /* read only: nothing to commit */
     if (s.skipped > 1)
         log_warn("snapshot: %zu rows skipped in all", s.skipped);
-    return s.builder;
+    if (rc != 0)
+        snapshot_source_result_free(out);
+    return rc;
+}
+
+void snapshot_source_result_free(struct snapshot_source_result *r)
+{
+    snapshot_builder_free(r->index);
+    for (size_t i = 0; i < r->org_count; i++)
+        snapshot_builder_free(r->orgs[i].builder);
+    free(r->orgs);
+    memset(r, 0, sizeof *r);
 }

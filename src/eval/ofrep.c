@@ -2,9 +2,10 @@
  * ofrep.c - the two OFREP evaluation routes (see ofrep.h).
  *
  * Each request runs the same gate (begin_call): a snapshot must be mapped
- * (503), the SDK key must be one of the snapshot's digests (401), the key's
- * bucket must have room (429), the body must be JSON (PARSE_ERROR) and its
- * context valid (INVALID_CONTEXT). Then the single route looks the flag up
+ * (503), the SDK key must be one of the index's digests (401), the part
+ * holding its environment's flags must be mapped (503; from then on the
+ * call works in that part), the key's bucket must have room (429), the body must be JSON
+ * (PARSE_ERROR) and its context valid (INVALID_CONTEXT). Then the single route looks the flag up
  * (FLAG_NOT_FOUND) and evaluates it; the bulk route first compares
  * If-None-Match with the context-correct ETag (304 needs no evaluation)
  * and otherwise evaluates every flag of the environment in key order.
@@ -274,6 +275,22 @@ static bool authenticate(struct call *c, char digest[TOKEN_DIGEST_HEX_LEN + 1])
     return true;
 }
 
+/* Moves c->s and c->env from the index to the part holding the
+ * environment's flags; 503 when that part is not mapped. */
+static bool enter_part(struct call *c)
+{
+    const struct snapshot_env *part_env;
+    const struct snapshot *part = served_snapshot_part(c->w->snapshot, c->env, &part_env);
+    if (part == NULL) {
+        http_add_header(c->r, "Retry-After", "1");
+        fail(c, 503, "GENERAL", "the flags of this environment are not available yet");
+        return false;
+    }
+    c->s = part;
+    c->env = part_env;
+    return true;
+}
+
 static bool within_rate_limit(struct call *c, const char *digest)
 {
     struct ratelimit_result limit;
@@ -387,7 +404,8 @@ static bool begin_call(struct call *c)
     }
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     c->now_us = wall_clock_us();
-    return authenticate(c, digest) && within_rate_limit(c, digest) && read_body(c);
+    return authenticate(c, digest) && enter_part(c) && within_rate_limit(c, digest) &&
+           read_body(c);
 }
 
 /* ---- results ---- */

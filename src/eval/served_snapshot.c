@@ -1,30 +1,53 @@
 /*
- * served_snapshot.c - a worker's mapping of the published snapshot (see
- * served_snapshot.h).
+ * served_snapshot.c - a worker's mappings of the published snapshot index
+ * and its parts (see served_snapshot.h).
  *
- * Invariant: view->snapshot is either NULL or a validated mapping; a new
- * mapping replaces it only after snapshot_open accepted the file.
+ * Invariants: view->index is either NULL or a validated mapping; parts[i]
+ * belongs to the index's part i and is either empty (base NULL) or a
+ * validated mapping of that organization (the generation the index names,
+ * or an older one kept because the new file was bad). Mappings are replaced
+ * only after the new ones opened, and the usage batch is flushed before any
+ * mapping it may name is closed or moved.
  */
 #include "served_snapshot.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "shm.h"
 #include "snapshot.h"
 #include "usage_batch.h"
 
+#define RETRY_MS 1000    /* after a part that failed to map */
+#define INDEX_ATTEMPTS 3 /* reads of an index that names removed parts */
+
+struct served_part {
+    struct snapshot snap; /* zeroed when not mapped */
+};
+
 struct served_snapshot {
-    char path[4096];
+    char dir[4096];
     struct shm_region *shm;
     struct usage_batch *batch;
-    struct snapshot *snapshot; /* owned; NULL until a file maps */
+    struct snapshot *index;    /* owned; NULL until one maps */
+    struct served_part *parts; /* one per part of the index */
     uint64_t seen;             /* the published generation last acted on */
+    long long retry_at_ms;     /* 0, or when to map a failed part again */
 };
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct served_snapshot *served_snapshot_new(const char *state_dir, struct shm_region *shm,
                                             struct usage_batch *batch)
@@ -32,32 +55,157 @@ struct served_snapshot *served_snapshot_new(const char *state_dir, struct shm_re
     struct served_snapshot *view = calloc(1, sizeof *view);
     if (view == NULL)
         return NULL;
-    snprintf(view->path, sizeof view->path, "%s/%s", state_dir, SNAPSHOT_FILE_NAME);
+    snprintf(view->dir, sizeof view->dir, "%s", state_dir);
     view->shm = shm;
     view->batch = batch;
     return view;
 }
 
-/* Maps the current snapshot file in place of the old one (kept on failure). */
+static void close_parts(struct served_part *parts, size_t count)
+{
+    for (size_t i = 0; parts != NULL && i < count; i++)
+        if (parts[i].snap.base != NULL)
+            snapshot_close(&parts[i].snap);
+    free(parts);
+}
+
+static size_t part_count(const struct snapshot *index)
+{
+    return index != NULL ? index->counts[SNAPSHOT_SEC_PARTS] : 0;
+}
+
+/*
+ * The mapped part of org_id in the current view, or NULL. Both indexes list
+ * their parts sorted by organization (the refresher writes them so), so the
+ * callers walk them together: *cursor only moves forward.
+ */
+static struct served_part *current_part(struct served_snapshot *view, const char *org_id,
+                                        size_t *cursor)
+{
+    size_t count = part_count(view->index);
+    for (; *cursor < count; ++*cursor) {
+        const struct snapshot_part *p = &view->index->parts[*cursor];
+        int c = strcmp(snapshot_string(view->index, p->org), org_id);
+        if (c > 0)
+            return NULL;
+        if (c == 0)
+            return view->parts[*cursor].snap.base != NULL ? &view->parts[*cursor] : NULL;
+    }
+    return NULL;
+}
+
+/* Opens the file of part p of fresh into *out; false (logged) when it is
+ * bad or not of the generation the index names. */
+static bool open_part(const struct served_snapshot *view, const struct snapshot *fresh,
+                      const struct snapshot_part *p, struct snapshot *out)
+{
+    char path[4096 + 256], err[256];
+    snprintf(path, sizeof path, "%s/%s", view->dir, snapshot_string(fresh, p->file));
+    if (snapshot_open(path, out, err, sizeof err) != 0) {
+        log_warn("snapshot part %s: %s", snapshot_string(fresh, p->file), err);
+        return false;
+    }
+    if (snapshot_generation(out) != p->generation) {
+        log_warn("snapshot part %s: generation %" PRIu64 ", the index names %" PRIu64,
+                 snapshot_string(fresh, p->file), snapshot_generation(out), p->generation);
+        snapshot_close(out);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Fills parts (one per part of fresh) with the current mapping of each
+ * organization when its generation is unchanged, else a new mapping (or
+ * the current one, kept, when the new file is bad). Moved mappings are
+ * zeroed in the view. Returns false when some part is not current.
+ */
+static bool map_parts(struct served_snapshot *view, const struct snapshot *fresh,
+                      struct served_part *parts)
+{
+    bool complete = true;
+    size_t cursor = 0;
+    for (size_t i = 0; i < part_count(fresh); i++) {
+        const struct snapshot_part *p = &fresh->parts[i];
+        struct served_part *old = current_part(view, snapshot_string(fresh, p->org), &cursor);
+        if (old != NULL && snapshot_generation(&old->snap) == p->generation) {
+            parts[i] = *old;
+            memset(old, 0, sizeof *old);
+        } else if (open_part(view, fresh, p, &parts[i].snap)) {
+            continue;
+        } else {
+            complete = false;
+            if (old != NULL) { /* keep serving what it had */
+                parts[i] = *old;
+                memset(old, 0, sizeof *old);
+            }
+        }
+    }
+    return complete;
+}
+
+/* True when every part file of fresh exists. A file the index names can
+ * be gone only when the refresher published twice since this index was
+ * read (it deletes a superseded part one publication later): then a newer
+ * index is on disk. */
+static bool parts_exist(const struct served_snapshot *view, const struct snapshot *fresh)
+{
+    char path[4096 + 256];
+    for (size_t i = 0; i < part_count(fresh); i++) {
+        snprintf(path, sizeof path, "%s/%s", view->dir,
+                 snapshot_string(fresh, fresh->parts[i].file));
+        if (access(path, F_OK) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Opens the index into *fresh, reading it again (a few times) while it
+ * names part files already removed. */
+static int open_index(const struct served_snapshot *view, struct snapshot *fresh)
+{
+    char path[4096 + 32], err[256];
+    snprintf(path, sizeof path, "%s/%s", view->dir, SNAPSHOT_FILE_NAME);
+    for (int attempt = 1;; attempt++) {
+        if (snapshot_open(path, fresh, err, sizeof err) != 0) {
+            log_warn("keeping the current snapshot: %s", err);
+            return -1;
+        }
+        if (attempt == INDEX_ATTEMPTS || parts_exist(view, fresh))
+            return 0;
+        snapshot_close(fresh);
+    }
+}
+
+/* Maps the current index and its parts in place of the old ones. */
 static void remap(struct served_snapshot *view, uint64_t published)
 {
-    char err[256];
     struct snapshot fresh;
     view->seen = published;
-    if (snapshot_open(view->path, &fresh, err, sizeof err) != 0) {
-        log_warn("keeping the current snapshot: %s", err);
+    view->retry_at_ms = 0;
+    if (open_index(view, &fresh) != 0)
         return;
-    }
-    if (view->batch != NULL) /* its entries name the old mapping */
-        usage_batch_flush(view->batch, view->shm != NULL ? view->shm->usage : NULL);
-    if (view->snapshot == NULL && (view->snapshot = calloc(1, sizeof *view->snapshot)) == NULL) {
+    size_t count = part_count(&fresh);
+    struct served_part *parts = calloc(count ? count : 1, sizeof *parts);
+    struct snapshot *index = view->index != NULL ? view->index : calloc(1, sizeof *index);
+    if (parts == NULL || index == NULL) {
+        free(parts);
+        if (view->index == NULL)
+            free(index);
         snapshot_close(&fresh);
         return;
     }
-    if (view->snapshot->base != NULL)
-        snapshot_close(view->snapshot);
-    *view->snapshot = fresh;
-    log_debug("serving snapshot generation %" PRIu64, snapshot_generation(view->snapshot));
+    if (view->batch != NULL) /* its entries name the old mappings */
+        usage_batch_flush(view->batch, view->shm != NULL ? view->shm->usage : NULL);
+    if (!map_parts(view, &fresh, parts))
+        view->retry_at_ms = now_ms() + RETRY_MS;
+    close_parts(view->parts, part_count(view->index));
+    if (index->base != NULL)
+        snapshot_close(index);
+    *index = fresh;
+    view->index = index;
+    view->parts = parts;
+    log_debug("serving snapshot generation %" PRIu64, snapshot_generation(index));
 }
 
 const struct snapshot *served_snapshot_current(struct served_snapshot *view)
@@ -66,17 +214,33 @@ const struct snapshot *served_snapshot_current(struct served_snapshot *view)
         return NULL;
     uint64_t published =
         atomic_load_explicit(&view->shm->header->snapshot_generation, memory_order_acquire);
-    if (published != view->seen)
+    if (published != view->seen || (view->retry_at_ms != 0 && now_ms() >= view->retry_at_ms))
         remap(view, published);
-    return view->snapshot != NULL && view->snapshot->base != NULL ? view->snapshot : NULL;
+    return view->index != NULL && view->index->base != NULL ? view->index : NULL;
+}
+
+const struct snapshot *served_snapshot_part(struct served_snapshot *view,
+                                            const struct snapshot_env *env,
+                                            const struct snapshot_env **part_env)
+{
+    if (env->part == SNAPSHOT_NONE) { /* a file without parts holds its flags */
+        *part_env = env;
+        return view->index;
+    }
+    const struct snapshot *part = &view->parts[env->part].snap;
+    if (part->base == NULL)
+        return NULL;
+    *part_env = snapshot_env_by_id(part, snapshot_string(view->index, env->id), env->id.len);
+    return *part_env != NULL ? part : NULL;
 }
 
 void served_snapshot_free(struct served_snapshot *view)
 {
     if (view == NULL)
         return;
-    if (view->snapshot != NULL && view->snapshot->base != NULL)
-        snapshot_close(view->snapshot);
-    free(view->snapshot);
+    close_parts(view->parts, part_count(view->index));
+    if (view->index != NULL && view->index->base != NULL)
+        snapshot_close(view->index);
+    free(view->index);
     free(view);
 }

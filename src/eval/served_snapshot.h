@@ -1,25 +1,29 @@
 /*
  * served_snapshot.h - the flag snapshot one worker serves from.
  *
- * Owns the worker's mapping of <state_dir>/snapshot.bin and the last
- * published generation it acted on. served_snapshot_current() costs one
- * atomic load while nothing changed; when the refresher published a new
- * generation, the file is mapped afresh (the worker's pending usage counts
- * are moved to shared memory first, since they name the old mapping), and
- * a file that fails validation is logged and the old mapping kept until
- * the next generation. Used by the OFREP handlers; created and freed by
- * the worker.
+ * Owns the worker's mappings of <state_dir>/snapshot.bin, the index, and of
+ * the per-organization part files it names (snapshot.h; doc/choices.md,
+ * "Incremental snapshots"), and the last published generation it acted on.
+ * served_snapshot_current() costs one atomic load while nothing changed;
+ * when the refresher published a new generation, the index is mapped afresh
+ * and, of its parts, only those whose organization or generation changed
+ * (the worker's pending usage counts are moved to shared memory first,
+ * since they name the old mappings). A bad index keeps everything as it
+ * was; a bad part keeps that organization's previous mapping (or leaves it
+ * unserved) and is retried a second later. Used by the OFREP handlers;
+ * created and freed by the worker.
  */
 #ifndef ENSIGN_SERVED_SNAPSHOT_H
 #define ENSIGN_SERVED_SNAPSHOT_H
 
 #include <stdint.h>
 
-/* The snapshot file's name inside state_dir (written by the refresher). */
+/* The index file's name inside state_dir (written by the refresher). */
 #define SNAPSHOT_FILE_NAME "snapshot.bin"
 
 struct shm_region;
 struct snapshot;
+struct snapshot_env;
 struct usage_batch;
 
 struct served_snapshot;
@@ -28,8 +32,24 @@ struct served_snapshot;
 struct served_snapshot *served_snapshot_new(const char *state_dir, struct shm_region *shm,
                                             struct usage_batch *batch);
 
-/* The snapshot to answer this request from, or NULL when none could be mapped yet. */
+/*
+ * The index to answer this request from, or NULL when none could be mapped
+ * yet: snapshot_env_by_sdk_digest() finds an SDK key's environment in it
+ * (across organizations), snapshot_generation() is the global generation,
+ * and the environment's `generation` its configuration generation.
+ */
 const struct snapshot *served_snapshot_current(struct served_snapshot *view);
+
+/*
+ * The snapshot that holds the flags of env (an environment of the index
+ * served_snapshot_current() returned), with *part_env set to env's record
+ * in it; look flags up, evaluate and compute ETags there. NULL when that
+ * organization's part could not be mapped. Valid until the next
+ * served_snapshot_current().
+ */
+const struct snapshot *served_snapshot_part(struct served_snapshot *view,
+                                            const struct snapshot_env *env,
+                                            const struct snapshot_env **part_env);
 
 void served_snapshot_free(struct served_snapshot *view);
 

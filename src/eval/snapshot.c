@@ -35,6 +35,7 @@ _Static_assert(sizeof(struct snapshot_serve) % 8 == 0, "serve size");
 _Static_assert(sizeof(struct snapshot_cond) % 8 == 0, "cond size");
 _Static_assert(sizeof(struct snapshot_value) % 8 == 0, "value size");
 _Static_assert(sizeof(struct snapshot_segment) % 8 == 0, "segment size");
+_Static_assert(sizeof(struct snapshot_part) % 8 == 0, "part size");
 
 struct snapshot_regexes {
     uint32_t count;
@@ -57,6 +58,7 @@ static const size_t section_record_size[SNAPSHOT_SEC_COUNT] = {
     [SNAPSHOT_SEC_SEGMENTS] = sizeof(struct snapshot_segment),
     [SNAPSHOT_SEC_PATTERNS] = sizeof(struct snapshot_pattern),
     [SNAPSHOT_SEC_TIMES] = sizeof(int64_t),
+    [SNAPSHOT_SEC_PARTS] = sizeof(struct snapshot_part),
 };
 
 /* ------------------------------------------------------------------ */
@@ -231,6 +233,7 @@ static int map_sections(struct snapshot *s, char *err, size_t errlen)
     s->segments = at[SNAPSHOT_SEC_SEGMENTS];
     s->patterns = at[SNAPSHOT_SEC_PATTERNS];
     s->times = at[SNAPSHOT_SEC_TIMES];
+    s->parts = at[SNAPSHOT_SEC_PARTS];
     return 0;
 }
 
@@ -266,7 +269,8 @@ static bool envs_ok(const struct snapshot *s)
         const struct snapshot_env *e = &s->envs[i];
         if (!str_ok(s, e->id) || !str_ok(s, e->org) || !str_ok(s, e->key) ||
             !range_ok(s, SNAPSHOT_SEC_FLAGS, e->flag_first, e->flag_count) ||
-            !range_ok(s, SNAPSHOT_SEC_TIMES, e->time_first, e->time_count) || !env_flags_ok(s, i))
+            !range_ok(s, SNAPSHOT_SEC_TIMES, e->time_first, e->time_count) || !env_flags_ok(s, i) ||
+            (e->part != SNAPSHOT_NONE && !index_ok(s, SNAPSHOT_SEC_PARTS, e->part)))
             return false;
     }
     return true;
@@ -433,6 +437,23 @@ static bool patterns_ok(const struct snapshot *s)
     return true;
 }
 
+/* A part's file is a plain name inside the index's directory. */
+static bool part_file_ok(const struct snapshot *s, struct snapshot_str file)
+{
+    const char *name = snapshot_string(s, file);
+    return file.len > 0 && name[0] != '.' && memchr(name, '/', file.len) == NULL;
+}
+
+static bool parts_ok(const struct snapshot *s)
+{
+    for (uint32_t i = 0; i < s->counts[SNAPSHOT_SEC_PARTS]; i++) {
+        const struct snapshot_part *p = &s->parts[i];
+        if (!str_ok(s, p->org) || !str_ok(s, p->file) || !part_file_ok(s, p->file))
+            return false;
+    }
+    return true;
+}
+
 static int check_records(const struct snapshot *s, char *err, size_t errlen)
 {
     if (s->counts[SNAPSHOT_SEC_STRINGS] == 0 || s->strings[s->counts[SNAPSHOT_SEC_STRINGS] - 1])
@@ -446,6 +467,7 @@ static int check_records(const struct snapshot *s, char *err, size_t errlen)
         {variants_ok, "variants"}, {rules_ok, "rules"},       {serves_ok, "serves"},
         {conds_ok, "conditions"},  {values_ok, "values"},     {paths_ok, "paths"},
         {segments_ok, "segments"}, {patterns_ok, "patterns"}, {flag_variants_ok, "flag serves"},
+        {parts_ok, "parts"},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (!checks[i].check(s))
@@ -579,6 +601,15 @@ const struct snapshot_env *snapshot_env_by_sdk_digest(const struct snapshot *s,
         else
             hi = mid;
     }
+    return NULL;
+}
+
+const struct snapshot_env *snapshot_env_by_id(const struct snapshot *s, const char *env_id,
+                                              size_t len)
+{
+    for (uint32_t i = 0; i < s->counts[SNAPSHOT_SEC_ENVS]; i++)
+        if (compare_str_bytes(s, s->envs[i].id, env_id, len) == 0)
+            return &s->envs[i];
     return NULL;
 }
 

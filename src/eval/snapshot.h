@@ -26,6 +26,17 @@
  *     times        per environment the sorted, distinct instants (us since
  *                  the epoch) named by its `$currentTime` before/after
  *                  conditions (for the bulk ETag fast form)
+ *     parts        index files only: per organization its part file
+ *
+ * Index and parts (doc/choices.md, "Incremental snapshots"): the file the
+ * workers open first (snapshot.bin) is an index: the environments of every
+ * organization and every SDK key, no flags, and a `parts` section naming
+ * per organization the file that holds its flags (a snapshot of that one
+ * organization, in this same format) and the generation it must carry. An
+ * index environment's `part` names its part; in a part (or a file written
+ * without parts) it is SNAPSHOT_NONE. An environment's `generation` is its
+ * organization's configuration generation (the file's own generation in a
+ * file without parts).
  *
  * Identical records and record sequences (variant lists, serves, rollout
  * items, conditions of a rule or segment, values, paths, patterns) are
@@ -51,7 +62,7 @@
 
 #define SNAPSHOT_MAGIC "ENSIGNSS"
 #define SNAPSHOT_MAGIC_LEN 8
-#define SNAPSHOT_FORMAT_VERSION 1u
+#define SNAPSHOT_FORMAT_VERSION 2u
 #define SNAPSHOT_NONE UINT32_MAX /* "no index" in any index field */
 #define SNAPSHOT_DIGEST_LEN 32   /* raw SHA-256 */
 
@@ -82,6 +93,7 @@ enum snapshot_section_id {
     SNAPSHOT_SEC_SEGMENTS,
     SNAPSHOT_SEC_PATTERNS,
     SNAPSHOT_SEC_TIMES,
+    SNAPSHOT_SEC_PARTS,
     SNAPSHOT_SEC_COUNT
 };
 
@@ -114,7 +126,15 @@ struct snapshot_env {
     uint32_t time_count;
     uint32_t clock_opaque; /* 1: a condition uses $currentTime otherwise than
                               before/after/exists (see eval_bulk_etag) */
-    uint32_t reserved;
+    uint32_t part;         /* index files: the part holding its flags, else NONE */
+    uint64_t generation;   /* the organization's configuration generation */
+};
+
+/* Index files: one organization's part file. */
+struct snapshot_part {
+    struct snapshot_str org;  /* organization id */
+    struct snapshot_str file; /* file name inside the index's directory */
+    uint64_t generation;      /* what the part's header must say */
 };
 
 struct snapshot_sdk_key {
@@ -291,6 +311,7 @@ struct snapshot {
     const struct snapshot_segment *segments;
     const struct snapshot_pattern *patterns;
     const int64_t *times;
+    const struct snapshot_part *parts;
     uint32_t counts[SNAPSHOT_SEC_COUNT];
     struct snapshot_regexes *regexes;
 };
@@ -314,6 +335,11 @@ static inline const char *snapshot_string(const struct snapshot *s, struct snaps
  * evaluate, or NULL. Binary search. */
 const struct snapshot_env *snapshot_env_by_sdk_digest(const struct snapshot *s,
                                                       const char *digest_hex);
+
+/* The environment with this id (len bytes), or NULL. Linear: meant for a
+ * part's few environments. */
+const struct snapshot_env *snapshot_env_by_id(const struct snapshot *s, const char *env_id,
+                                              size_t len);
 
 /* The environment of an organization by key, or NULL (linear; not for the
  * hot path). */

@@ -378,6 +378,8 @@ struct snapshot_builder {
     struct map org_map;         /* org id -> organization index */
     struct vec org_sealed;      /* uint8_t per organization: flags were added */
     struct vec sdk_keys;        /* struct snapshot_sdk_key */
+    struct vec parts;           /* struct snapshot_part (index files) */
+    struct vec part_orgs;       /* uint32_t: the part's organization index */
     struct vec flags;           /* struct builder_flag */
     uint32_t last_flag;         /* the flag of the last rule (a hint) */
     struct map flag_map;        /* env index + flag key -> flag index */
@@ -426,6 +428,8 @@ static int out_of_memory(struct snapshot_builder *b)
     X(env_orgs, sizeof(uint32_t))                                                                  \
     X(org_sealed, sizeof(uint8_t))                                                                 \
     X(sdk_keys, sizeof(struct snapshot_sdk_key))                                                   \
+    X(parts, sizeof(struct snapshot_part))                                                         \
+    X(part_orgs, sizeof(uint32_t))                                                                 \
     X(flags, sizeof(struct builder_flag))                                                          \
     X(rules, sizeof(struct builder_rule))                                                          \
     X(segments, sizeof(struct snapshot_segment))                                                   \
@@ -664,6 +668,53 @@ int snapshot_builder_add_sdk_key(struct snapshot_builder *b, const char *digest_
     memcpy(key->digest, digest, sizeof digest);
     key->env = env;
     return 0;
+}
+
+int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, const char *file_name,
+                              uint64_t generation)
+{
+    uint32_t org;
+    if (b->failed)
+        return -1;
+    if (file_name[0] == '\0' || file_name[0] == '.' || strchr(file_name, '/') != NULL)
+        return builder_fail(b, "part file name %s is not a plain name", file_name);
+    if (org_index(b, org_id, &org) != 0)
+        return -1;
+    for (size_t i = 0; i < b->part_orgs.len; i++)
+        if (*(uint32_t *)vec_at(&b->part_orgs, i) == org)
+            return builder_fail(b, "part of organization %s added twice", org_id);
+    struct snapshot_part *part = vec_push(&b->parts);
+    uint32_t *part_org = vec_push(&b->part_orgs);
+    if (part == NULL || part_org == NULL)
+        return out_of_memory(b);
+    *part_org = org;
+    part->org = intern(b, org_id);
+    part->file = intern(b, file_name);
+    part->generation = generation;
+    return b->failed ? -1 : 0;
+}
+
+/* Each environment's part (its organization's, if any) and generation. */
+static bool link_env_parts(struct snapshot_builder *b)
+{
+    size_t orgs = b->org_sealed.len;
+    uint32_t *part_of_org = malloc((orgs ? orgs : 1) * sizeof *part_of_org);
+    if (part_of_org == NULL)
+        return false;
+    for (size_t o = 0; o < orgs; o++)
+        part_of_org[o] = SNAPSHOT_NONE;
+    for (size_t i = 0; i < b->part_orgs.len; i++)
+        part_of_org[*(uint32_t *)vec_at(&b->part_orgs, i)] = (uint32_t)i;
+    for (size_t e = 0; e < b->envs.len; e++) {
+        struct snapshot_env *env = vec_at(&b->envs, e);
+        uint32_t part = part_of_org[*(uint32_t *)vec_at(&b->env_orgs, e)];
+        env->part = part;
+        env->generation = part == SNAPSHOT_NONE
+                              ? b->generation
+                              : ((struct snapshot_part *)vec_at(&b->parts, part))->generation;
+    }
+    free(part_of_org);
+    return true;
 }
 
 int snapshot_builder_add_entity_attribute(struct snapshot_builder *b, const char *org_id,
@@ -1841,13 +1892,21 @@ static void plan_file(struct snapshot_builder *b, const struct final_tables *t,
                       struct file_plan *plan)
 {
     const struct vec *sections[SNAPSHOT_SEC_COUNT] = {
-        [SNAPSHOT_SEC_STRINGS] = &b->strings,        [SNAPSHOT_SEC_ENVS] = &b->envs,
-        [SNAPSHOT_SEC_SDK_KEYS] = &b->sdk_keys,      [SNAPSHOT_SEC_FLAGS] = &t->flags,
-        [SNAPSHOT_SEC_VARIANTS] = &b->variants.recs, [SNAPSHOT_SEC_RULES] = &t->rules,
-        [SNAPSHOT_SEC_SERVES] = &b->serves.recs,     [SNAPSHOT_SEC_ITEMS] = &b->items.recs,
-        [SNAPSHOT_SEC_CONDS] = &b->conds.recs,       [SNAPSHOT_SEC_VALUES] = &b->values.recs,
-        [SNAPSHOT_SEC_PATHS] = &b->paths.recs,       [SNAPSHOT_SEC_SEGMENTS] = &b->segments,
-        [SNAPSHOT_SEC_PATTERNS] = &b->patterns.recs, [SNAPSHOT_SEC_TIMES] = &t->times,
+        [SNAPSHOT_SEC_STRINGS] = &b->strings,
+        [SNAPSHOT_SEC_ENVS] = &b->envs,
+        [SNAPSHOT_SEC_SDK_KEYS] = &b->sdk_keys,
+        [SNAPSHOT_SEC_FLAGS] = &t->flags,
+        [SNAPSHOT_SEC_VARIANTS] = &b->variants.recs,
+        [SNAPSHOT_SEC_RULES] = &t->rules,
+        [SNAPSHOT_SEC_SERVES] = &b->serves.recs,
+        [SNAPSHOT_SEC_ITEMS] = &b->items.recs,
+        [SNAPSHOT_SEC_CONDS] = &b->conds.recs,
+        [SNAPSHOT_SEC_VALUES] = &b->values.recs,
+        [SNAPSHOT_SEC_PATHS] = &b->paths.recs,
+        [SNAPSHOT_SEC_SEGMENTS] = &b->segments,
+        [SNAPSHOT_SEC_PATTERNS] = &b->patterns.recs,
+        [SNAPSHOT_SEC_TIMES] = &t->times,
+        [SNAPSHOT_SEC_PARTS] = &b->parts,
     };
     struct snapshot_header *h = &plan->header;
     memset(h, 0, sizeof *h);
@@ -1964,7 +2023,7 @@ int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, c
         snprintf(err, errlen, "snapshot builder failed: %s", b->error);
     } else if (b->strings.len > UINT32_MAX) {
         snprintf(err, errlen, "string table exceeds 4 GiB");
-    } else if (!order_flags(b, &t) || !order_times(b, &t)) {
+    } else if (!order_flags(b, &t) || !order_times(b, &t) || !link_env_parts(b)) {
         snprintf(err, errlen, "out of memory");
     } else {
         struct file_plan plan;

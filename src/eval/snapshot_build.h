@@ -71,6 +71,14 @@ int snapshot_builder_add_environment(struct snapshot_builder *b, const char *env
 int snapshot_builder_add_sdk_key(struct snapshot_builder *b, const char *digest_hex,
                                  const char *env_id);
 
+/* Index files (snapshot.h): organization org_id's flags are in the part
+ * file file_name (a plain name in the index's directory), whose header
+ * must carry generation. That organization's environments then name the
+ * part and carry its generation. At most one part per organization; any
+ * time before snapshot_builder_write. */
+int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, const char *file_name,
+                              uint64_t generation);
+
 /* data_type: "string", "number" or "boolean" (anything else: "string"). */
 int snapshot_builder_add_entity_attribute(struct snapshot_builder *b, const char *org_id,
                                           const char *entity_key, const char *attr_key,

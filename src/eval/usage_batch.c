@@ -1,8 +1,9 @@
 /*
  * usage_batch.c - a worker's private evaluation counts (see usage_batch.h).
  *
- * Open addressing over BATCH_SLOTS slots keyed by flag index << 32 |
- * variant index, plus one (0 marks an empty slot); flushed when half full.
+ * Open addressing over BATCH_SLOTS slots keyed by the snapshot (one
+ * organization's part) and flag index << 32 | variant index, plus one (0
+ * marks an empty slot); flushed when half full.
  */
 #include "usage_batch.h"
 
@@ -17,13 +18,12 @@
 #define BATCH_MAX_USED (BATCH_SLOTS / 2)
 
 struct batch_slot {
-    uint64_t key; /* 0: empty */
+    const struct snapshot *s; /* the part the entry's indexes refer to */
+    uint64_t key;             /* 0: empty */
     uint64_t count;
 };
 
 struct usage_batch {
-    const struct snapshot *s; /* what the entries refer to */
-    uint64_t generation;
     int64_t hour;
     int64_t last_seen;
     size_t used;
@@ -51,7 +51,7 @@ static uint64_t mix(uint64_t x)
 static void publish_entry(const struct usage_batch *b, struct usage_table *table,
                           const struct batch_slot *slot)
 {
-    const struct snapshot *s = b->s;
+    const struct snapshot *s = slot->s;
     uint32_t flag_index = (uint32_t)((slot->key - 1) >> 32);
     uint32_t variant_index = (uint32_t)(slot->key - 1);
     const struct snapshot_flag *flag = &s->flags[flag_index];
@@ -78,16 +78,15 @@ void usage_batch_flush(struct usage_batch *b, struct usage_table *table)
             continue;
         if (table != NULL)
             publish_entry(b, table, &b->slots[i]);
-        b->slots[i] = (struct batch_slot){0, 0};
+        b->slots[i] = (struct batch_slot){NULL, 0, 0};
     }
     b->used = 0;
 }
 
-/* True when the pending entries cannot take a count made under s at hour. */
-static bool must_flush(const struct usage_batch *b, const struct snapshot *s, int64_t hour)
+/* True when the pending entries cannot take a count made at hour. */
+static bool must_flush(const struct usage_batch *b, int64_t hour)
 {
-    return b->used > 0 && (b->used >= BATCH_MAX_USED || b->s != s || b->hour != hour ||
-                           b->generation != snapshot_generation(s));
+    return b->used > 0 && (b->used >= BATCH_MAX_USED || b->hour != hour);
 }
 
 void usage_batch_count(struct usage_batch *b, struct usage_table *table, const struct snapshot *s,
@@ -96,18 +95,17 @@ void usage_batch_count(struct usage_batch *b, struct usage_table *table, const s
     if (b == NULL)
         return;
     int64_t hour = now_s / 3600;
-    if (must_flush(b, s, hour))
+    if (must_flush(b, hour))
         usage_batch_flush(b, table);
-    b->s = s;
-    b->generation = snapshot_generation(s);
     b->hour = hour;
     b->last_seen = now_s;
     uint64_t key = ((uint64_t)flag << 32 | variant) + 1;
-    size_t i = (size_t)mix(key) & (BATCH_SLOTS - 1);
-    while (b->slots[i].key != 0 && b->slots[i].key != key)
+    size_t i = (size_t)mix(key ^ (uint64_t)(uintptr_t)s) & (BATCH_SLOTS - 1);
+    while (b->slots[i].key != 0 && (b->slots[i].key != key || b->slots[i].s != s))
         i = (i + 1) & (BATCH_SLOTS - 1);
     if (b->slots[i].key == 0) {
         b->slots[i].key = key;
+        b->slots[i].s = s;
         b->used++;
     }
     b->slots[i].count++;

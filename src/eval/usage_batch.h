@@ -2,18 +2,19 @@
  * usage_batch.h - one worker's evaluation counts, gathered in private
  * memory and moved into the shared usage table (usage.h) in batches.
  *
- * Owns a small fixed-size hash map from (flag entry, variant) of one open
- * snapshot to a count. Counting an evaluation is an increment in this
- * worker's own memory: no atomics, no shared cache lines, no uuid parsing
- * on the evaluation path. usage_batch_flush turns each entry into the
- * usage table's key (flag id, environment id, variant key, hour) and adds
- * it there; the worker flushes every USAGE_BATCH_FLUSH_MS, before it
- * unmaps the snapshot the entries refer to, and before it exits, so the
- * flusher (stopped after the last worker) sees every count.
+ * Owns a small fixed-size hash map from (snapshot, flag entry, variant) to a
+ * count; the snapshot is the mapped part the flag was found in. Counting an evaluation is an
+ * increment in this worker's own memory: no atomics, no shared cache lines, no uuid parsing on the
+ * evaluation path. usage_batch_flush turns each entry into the usage table's key (flag id,
+ * environment id, variant key, hour) and adds it there; the worker flushes every
+ * USAGE_BATCH_FLUSH_MS, before it unmaps the snapshot the entries refer to, and before it exits, so
+ * the flusher (stopped after the last worker) sees every count.
  *
- * Invariants: all entries refer to the one snapshot and the one hour they
- * were counted in; counting under another snapshot or hour, or into a
- * half-full map, flushes first. A worker that dies loses at most one
+ * Invariants: every entry refers to the snapshot it was counted in, which
+ * its owner keeps mapped until the next flush (served_snapshot.c flushes
+ * before it unmaps or moves any), and all entries to the one hour they were
+ * counted in; counting in another hour, or into a half-full map, flushes
+ * first. A worker that dies loses at most one
  * batch interval of counts.
  *
  * Called by the OFREP handlers (usage_batch_count) and the worker

@@ -12,6 +12,7 @@ Suite *suite_envelope(void);
 Suite *suite_token(void);
 Suite *suite_murmur3(void);
 Suite *suite_snapshot(void);
+Suite *suite_snapshot_parts(void);
 Suite *suite_eval(void);
 Suite *suite_openapi(void);
 Suite *suite_validate(void);

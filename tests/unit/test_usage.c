@@ -285,8 +285,18 @@ END_TEST
 #define FLAG_A "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 #define ENV_P "11111111-2222-3333-4444-555555555555"
 
+#define FLAG_B "1f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f1"
+
+static void open_snapshot_of(const char *flag_id, uint64_t generation, struct snapshot *out);
+
 /* A snapshot with flag "a" (variants on/off) in one environment. */
 static void open_snapshot(uint64_t generation, struct snapshot *out)
+{
+    open_snapshot_of(FLAG_A, generation, out);
+}
+
+/* The same with another flag id (as another organization's part). */
+static void open_snapshot_of(const char *flag_id, uint64_t generation, struct snapshot *out)
 {
     char dir[] = "/tmp/test_usage.XXXXXX", path[64], err[256];
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -295,7 +305,7 @@ static void open_snapshot(uint64_t generation, struct snapshot *out)
     ck_assert_int_eq(snapshot_builder_add_environment(b, ENV_P, "org", "production"), 0);
     struct snapshot_variant_input variants[] = {{"on", "true"}, {"off", "false"}};
     struct snapshot_flag_input flag = {.env_id = ENV_P,
-                                       .flag_id = FLAG_A,
+                                       .flag_id = flag_id,
                                        .flag_key = "a",
                                        .type = "boolean",
                                        .enabled = true,
@@ -354,6 +364,36 @@ START_TEST(batch_counts_reach_the_table_on_flush)
 }
 END_TEST
 
+START_TEST(batch_counts_flags_of_several_parts_apart)
+{
+    struct usage_table *t = new_table(1024);
+    struct snapshot a, b;
+    open_snapshot(5, &a);
+    open_snapshot_of(FLAG_B, 9, &b); /* the same flag and variant indexes */
+    struct usage_batch *batch = usage_batch_new();
+    usage_batch_count(batch, t, &a, 0, variant_named(&a, "on"), NOW);
+    usage_batch_count(batch, t, &b, 0, variant_named(&b, "on"), NOW);
+    usage_batch_count(batch, t, &a, 0, variant_named(&a, "on"), NOW);
+    struct collected before = {.n = 0};
+    ck_assert_uint_eq(usage_drain(t, NOW, collect, &before), 0); /* no flush between parts */
+    usage_batch_flush(batch, t);
+    struct collected c = {.n = 0};
+    ck_assert_uint_eq(usage_drain(t, NOW, collect, &c), 2);
+    uint8_t flag_a[16], flag_b[16];
+    usage_uuid_parse(FLAG_A, flag_a);
+    usage_uuid_parse(FLAG_B, flag_b);
+    for (size_t i = 0; i < c.n; i++) {
+        bool is_a = memcmp(c.e[i].flag_id, flag_a, 16) == 0;
+        ck_assert(is_a || memcmp(c.e[i].flag_id, flag_b, 16) == 0);
+        ck_assert_uint_eq(c.e[i].count, is_a ? 2 : 1);
+    }
+    usage_batch_free(batch);
+    snapshot_close(&a);
+    snapshot_close(&b);
+    free(t);
+}
+END_TEST
+
 START_TEST(batch_flushes_itself_when_the_hour_changes)
 {
     struct usage_table *t = new_table(1024);
@@ -392,6 +432,7 @@ Suite *suite_usage(void)
     TCase *batch = tcase_create("batch");
     tcase_add_test(batch, batch_counts_reach_the_table_on_flush);
     tcase_add_test(batch, batch_flushes_itself_when_the_hour_changes);
+    tcase_add_test(batch, batch_counts_flags_of_several_parts_apart);
     suite_add_tcase(s, batch);
     return s;
 }

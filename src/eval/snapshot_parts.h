@@ -1,0 +1,67 @@
+/*
+ * snapshot_parts.h - the part files of the published snapshot index, as
+ * the writer (the refresher) keeps track of them.
+ *
+ * Owns the list of parts the last published index names (organization,
+ * generation, file name; sorted by organization), the names of part files
+ * to delete, and the file naming: org-<organization id>-<generation>.bin
+ * in the state directory. A file superseded by a publication is deleted at
+ * the next one, so a worker that read the previous index a moment ago can
+ * still open what it names (snapshot.h, doc/choices.md "Incremental
+ * snapshots").
+ *
+ * Called by the refresher (src/daemon/refresher.c) and the unit tests;
+ * knows no SQL.
+ */
+#ifndef ENSIGN_SNAPSHOT_PARTS_H
+#define ENSIGN_SNAPSHOT_PARTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SNAPSHOT_PART_ORG_MAX 64   /* an organization id (uuid text) and its NUL */
+#define SNAPSHOT_PART_NAME_MAX 128 /* a part file name and its NUL */
+
+struct snapshot_part_file {
+    char org[SNAPSHOT_PART_ORG_MAX];
+    uint64_t generation;
+    char name[SNAPSHOT_PART_NAME_MAX];
+};
+
+struct snapshot_parts {
+    char dir[4096];
+    struct snapshot_part_file *published; /* sorted by org */
+    size_t count;
+    char (*doomed)[SNAPSHOT_PART_NAME_MAX]; /* deleted at the next publication */
+    size_t doomed_count;
+};
+
+/* An empty record for the part files of directory dir. */
+void snapshot_parts_init(struct snapshot_parts *parts, const char *dir);
+
+void snapshot_parts_free(struct snapshot_parts *parts);
+
+/* Fills in f->name from f->org and f->generation; false when the org id
+ * is not a plain name (it is a uuid from the database). */
+bool snapshot_parts_name(struct snapshot_part_file *f);
+
+/* The published part of org, or NULL. */
+const struct snapshot_part_file *snapshot_parts_find(const struct snapshot_parts *parts,
+                                                     const char *org);
+
+/* True when the published part of org has this generation (the shape of
+ * snapshot_source_held_fn; ctx is a struct snapshot_parts). */
+bool snapshot_parts_holds(void *ctx, const char *org, uint64_t generation);
+
+/*
+ * After an index naming fresh (count parts, sorted by org; taken over,
+ * malloc'd) was published: deletes the files doomed by the previous
+ * publication, dooms the previously published files fresh no longer names,
+ * and records fresh. With sweep, also dooms every other part or temporary
+ * file in the directory (leftovers of an earlier run).
+ */
+void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part_file *fresh,
+                              size_t count, bool sweep);
+
+#endif

@@ -1,0 +1,273 @@
+"""test_propagation.py - end-to-end tests of how a configuration change
+reaches the evaluation path: the refresher's wake-up on a NOTIFY that
+arrives while it is building a snapshot, and several ensignd nodes on one
+PostgreSQL (same configuration, identical ETags, a change made through one
+node served by the other, usage counted on both adding up).
+
+Test data is written with SQL through test_evaluation.Fixture. Run by
+tests/e2e/run.
+"""
+
+import os
+import re
+import subprocess
+import time
+import unittest
+
+import harness
+from test_evaluation import FLAG_PATH, Fixture, OfrepTestCase
+
+# Long enough that a change served after the timer instead of the NOTIFY
+# would fail every bound below by far.
+LONG_INTERVAL_MS = 60000
+PROMPT_S = 5.0
+
+
+class Session:
+    """One psql session held open (for locks that must outlive a statement).
+    Statements are fixed test SQL: names only, never data."""
+
+    def __init__(self, conninfo):
+        self.proc = subprocess.Popen(
+            ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", "-d", conninfo],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def send(self, statement):
+        self.proc.stdin.write(statement + "\n")
+        self.proc.stdin.flush()
+
+    def close(self):
+        """Ends the session (what it holds is rolled back); raises if psql failed."""
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        status = self.proc.wait(30)
+        errors = self.proc.stderr.read()
+        self.proc.stderr.close()
+        if status != 0:
+            raise AssertionError(f"psql session failed: {errors}")
+
+
+class LostWakeupTest(OfrepTestCase):
+    """A change committed while the refresher builds a snapshot is served at
+    once after that build, not after refresh_interval_ms.
+
+    PostgreSQL delivers a NOTIFY to a session that is inside a transaction
+    only when that transaction ends, together with the reply that ends it.
+    The test makes that happen every time: it holds a lock on `segments`,
+    which every build reads inside its transaction, makes a first change
+    (the refresher starts a build and waits on the lock: seen in
+    pg_stat_activity), commits a second change meanwhile, and releases the
+    lock. The second change's NOTIFY then reaches the refresher with the
+    end of the first build, which is the wake-up that used to be lost."""
+
+    settings = {"refresh_interval_ms": LONG_INTERVAL_MS}
+
+    @classmethod
+    def create_flags(cls):
+        cls.first = cls.fixture.flag("first", enabled=False)
+        cls.second = cls.fixture.flag("second", enabled=False)
+
+    def refresher_waits_on_lock(self):
+        return self.database.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE '%segments%'") != "0"
+
+    def served(self, key, variant):
+        return self.evaluate(key).json.get("variant") == variant
+
+    def test_notify_during_a_build_is_acted_on_at_once(self):
+        self.assertTrue(self.served("first", "off") and self.served("second", "off"))
+        lock = Session(self.database.conninfo)
+        try:
+            lock.send("BEGIN; LOCK TABLE segments IN ACCESS EXCLUSIVE MODE;")
+            # Make sure the lock is held before the first change.
+            self.assertIsNotNone(harness.wait_for(lambda: self.database.query(
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                " WHERE c.relname = 'segments' AND l.mode = 'AccessExclusiveLock'"
+                " AND l.granted") != "0", 10, 0.05))
+            self.fixture.set_enabled(self.first, True)
+            self.assertIsNotNone(harness.wait_for(self.refresher_waits_on_lock, 10, 0.02),
+                                 "the refresher did not start a build")
+            self.fixture.set_enabled(self.second, True)
+            time.sleep(0.3)  # the NOTIFY is queued for the refresher's session
+            self.assertTrue(self.served("second", "off"))
+        finally:
+            lock.close()  # the build goes on and ends with the second NOTIFY
+        released = time.monotonic()
+        self.wait_served(lambda: self.served("first", "on"), PROMPT_S)
+        self.wait_served(lambda: self.served("second", "on"), PROMPT_S)
+        self.assertLess(time.monotonic() - released, PROMPT_S)
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+
+
+class TwoNodesTest(OfrepTestCase):
+    """Two ensignd nodes (own port, state_dir and shared memory each) on one
+    database: the same answers and identical ETags, a change made through
+    node A's management API served by node B, and usage counted on both
+    adding up in the database."""
+
+    settings = {"usage_flush_interval_ms": 200}
+
+    @classmethod
+    def create_flags(cls):
+        cls.shared = cls.fixture.flag("shared", "string", {"red": "red", "blue": "blue"},
+                                      default="red", off="blue")
+        cls.fixture.flag("other", enabled=False)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.node_b = harness.Server(cls.database.conninfo, cls.workers, **cls.settings)
+        try:
+            cls.node_b.start()
+        except BaseException:
+            cls.node_b.remove()
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        node_b, cls.node_b = getattr(cls, "node_b", None), None
+        try:
+            if node_b is not None:
+                node_b.stop_cleanly()
+        finally:
+            if node_b is not None:
+                node_b.remove()
+            super().tearDownClass()
+
+    def on(self, server, key=None, headers=None, body=None):
+        path = FLAG_PATH if key is None else f"{FLAG_PATH}/{key}"
+        headers = {"Authorization": f"Bearer {self.sdk_key}", **(headers or {})}
+        return server.request("POST", path, body=body if body is not None else {},
+                              headers=headers)
+
+    def variant_on(self, server, key):
+        response = self.on(server, key)
+        return response.json.get("variant") if response.status == 200 else None
+
+    def test_both_nodes_serve_the_same_answers_and_etags(self):
+        self.assertIsNotNone(harness.wait_for(lambda: self.on(self.node_b).status == 200, 10))
+        for context in ({}, {"context": {"targetingKey": "u-1", "country": "NL"}}):
+            a, b = self.on(self.server, body=context), self.on(self.node_b, body=context)
+            self.assertEqual((a.status, b.status), (200, 200))
+            self.assertEqual(a.json, b.json)
+            self.assertTrue(a.headers["ETag"])
+            self.assertEqual(a.headers["ETag"], b.headers["ETag"])
+            revalidated = self.on(self.node_b, headers={"If-None-Match": a.headers["ETag"]},
+                                  body=context)
+            self.assertEqual(revalidated.status, 304)
+
+    def test_change_through_node_a_is_served_by_node_b(self):
+        self.assertIsNotNone(harness.wait_for(
+            lambda: self.variant_on(self.node_b, "shared") == "red", 10))
+        before = self.on(self.node_b).headers["ETag"]
+        token = {"Authorization": f"Bearer {self.identity.user_token}"}
+        response = self.server.request("PATCH", "/v1/orgs/acme/flags/shared/environments/production",
+                                       body={"defaultVariantKey": "blue"}, headers=token)
+        self.assertEqual(response.status, 200, response)
+        start = time.monotonic()
+        self.assertIsNotNone(harness.wait_for(
+            lambda: self.variant_on(self.node_b, "shared") == "blue", PROMPT_S, 0.01),
+            "node B did not serve the change")
+        self.assertLess(time.monotonic() - start, 1.0)
+        self.assertIsNotNone(harness.wait_for(
+            lambda: self.variant_on(self.server, "shared") == "blue", PROMPT_S, 0.01))
+        after_a, after_b = self.on(self.server), self.on(self.node_b)
+        self.assertNotEqual(after_b.headers["ETag"], before)
+        self.assertEqual(after_a.headers["ETag"], after_b.headers["ETag"])
+
+    def test_usage_on_both_nodes_adds_up(self):
+        flag = self.fixture.flag("counted-twice")
+        for server in (self.server, self.node_b):
+            self.assertIsNotNone(harness.wait_for(
+                lambda: self.variant_on(server, "counted-twice") == "on", 10, 0.02))
+        for _ in range(4):
+            self.assertEqual(self.on(self.server, "counted-twice").status, 200)
+        for _ in range(3):
+            self.assertEqual(self.on(self.node_b, "counted-twice").status, 200)
+        # 1 + 1 from the waits above, 4 on node A, 3 on node B.
+        found = harness.wait_for(lambda: self.fixture.usage(flag) == {"on": 9}, 10, 0.1)
+        self.assertIsNotNone(found, self.fixture.usage(flag))
+
+
+
+class IncrementalSnapshotTest(OfrepTestCase):
+    """The snapshot is one index plus a part file per organization, and a
+    change rewrites only its organization's part (doc/choices.md,
+    "Incremental snapshots"): the other part stays the same file, its ETags
+    do not move, and superseded parts are removed one publication later."""
+
+    @classmethod
+    def create_flags(cls):
+        harness.ensignctl(cls.server.config_path, "org", "create", "--name", "Globex",
+                          "--slug", "globex", "--owner", cls.identity.email)
+        cls.globex = Fixture(cls.database.conninfo, org_slug="globex")
+        cls.globex_key, _ = cls.globex.sdk_key()
+        cls.globex.flag("steady")
+        cls.changing = cls.fixture.flag("changing", enabled=False)
+
+    def org_id(self, slug):
+        return self.database.query(f"SELECT id FROM orgs WHERE slug = '{slug}'")
+
+    def parts(self):
+        """{org id: (generation, inode)} of the part files in state_dir."""
+        found = {}
+        for name in os.listdir(self.server.state_dir):
+            match = re.fullmatch(r"org-([0-9a-f-]{36})-([0-9]+)\.bin", name)
+            if match:
+                inode = os.stat(os.path.join(self.server.state_dir, name)).st_ino
+                found.setdefault(match.group(1), []).append((int(match.group(2)), inode))
+        return found
+
+    def bulk_etag(self, key):
+        response = self.bulk(sdk_key=key)
+        self.assertEqual(response.status, 200, response)
+        return response.headers["ETag"]
+
+    def change(self, enabled):
+        self.fixture.set_enabled(self.changing, enabled)
+        variant = "on" if enabled else "off"
+        self.wait_served(lambda: self.evaluate("changing").json.get("variant") == variant)
+
+    def test_a_change_rewrites_only_its_organization(self):
+        acme, globex = self.org_id("acme"), self.org_id("globex")
+        self.assertEqual(self.evaluate("steady", sdk_key=self.globex_key).status, 200)
+        self.assertEqual(self.evaluate("steady").status, 404)  # keys see their own org only
+        before = self.parts()
+        self.assertLessEqual({acme, globex}, set(before), before)
+        self.assertTrue(all(len(files) == 1 for files in before.values()), before)
+        globex_etag, acme_etag = self.bulk_etag(self.globex_key), self.bulk_etag(self.sdk_key)
+
+        self.change(True)
+        first = self.parts()
+        self.assertEqual(first[globex], before[globex])  # the very same file
+        self.assertEqual(len(first[acme]), 2, first)  # the new part and the superseded one
+        self.assertGreater(max(first[acme])[0], before[acme][0][0])
+        self.assertEqual(self.bulk_etag(self.globex_key), globex_etag)
+        self.assertNotEqual(self.bulk_etag(self.sdk_key), acme_etag)
+        self.assertRegex(self.server.stderr(),
+                         r"published \([0-9]+ flag configurations in 1 of [0-9]+ organizations")
+
+        self.change(False)
+        second = self.parts()
+        self.assertEqual(second[globex], before[globex])
+        self.assertEqual(len(second[acme]), 2, second)
+        self.assertNotIn(before[acme][0], second[acme])  # removed one publication later
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+    def test_a_new_organization_gets_a_part(self):
+        harness.ensignctl(self.server.config_path, "org", "create", "--name", "Initech",
+                          "--slug", "initech", "--owner", self.identity.email)
+        initech = Fixture(self.database.conninfo, org_slug="initech")
+        key, _ = initech.sdk_key()
+        initech.flag("fresh")
+        self.wait_served(lambda: self.evaluate("fresh", sdk_key=key).status == 200)
+        self.assertIn(self.org_id("initech"), self.parts())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,403 @@
+/*
+ * test_snapshot_parts.c - the incremental snapshot (doc/choices.md,
+ * "Incremental snapshots"): an index file naming per-organization parts
+ * (src/eval/snapshot_build.c, snapshot.c), a worker's view that maps the
+ * index and its parts and remaps only what changed, refusing a bad part
+ * while keeping the old one (src/eval/served_snapshot.c), and the
+ * writer's record of part files, deleting superseded ones one publication
+ * later (src/eval/snapshot_parts.c). Files live in a temporary directory,
+ * removed at the end.
+ */
+#include <dirent.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "served_snapshot.h"
+#include "shm.h"
+#include "snapshot.h"
+#include "snapshot_build.h"
+#include "snapshot_parts.h"
+#include "suites.h"
+
+#define ORG1 "10000000-0000-0000-0000-000000000001"
+#define ORG2 "20000000-0000-0000-0000-000000000002"
+#define ENV1 "e1000000-0000-0000-0000-000000000001"
+#define ENV2 "e2000000-0000-0000-0000-000000000002"
+#define KEY1 "aa00000000000000000000000000000000000000000000000000000000000001"
+#define KEY2 "bb00000000000000000000000000000000000000000000000000000000000002"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/ensign-parts-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    char path[512];
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static bool exists(const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* Writes the part of one organization: environment env with flag `key`
+ * serving variant `serve` (of "a" and "b"), at generation. */
+static void write_part(const char *org, const char *env, const char *key, const char *serve,
+                       uint64_t generation, const char *name)
+{
+    static const struct snapshot_variant_input variants[] = {{"a", "\"A\""}, {"b", "\"B\""}};
+    char serve_json[64], path[512], err[256];
+    snprintf(serve_json, sizeof serve_json, "{\"variant\": \"%s\"}", serve);
+    struct snapshot_flag_input flag = {env, key, key, "string", true, "b", serve_json, variants, 2};
+    struct snapshot_builder *b = snapshot_builder_new(generation);
+    ck_assert_int_eq(snapshot_builder_add_environment(b, env, org, "production"), 0);
+    ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), 0);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
+    snapshot_builder_free(b);
+}
+
+/* Writes the index naming the two organizations' parts. */
+static void write_index(uint64_t generation, const char *part1, uint64_t gen1, const char *part2,
+                        uint64_t gen2)
+{
+    char path[512], err[256];
+    struct snapshot_builder *b = snapshot_builder_new(generation);
+    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV1, ORG1, "production"), 0);
+    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV2, ORG2, "production"), 0);
+    ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY1, ENV1), 0);
+    ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY2, ENV2), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, part1, gen1), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, part2, gen2), 0);
+    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
+    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
+    snapshot_builder_free(b);
+}
+
+START_TEST(index_names_parts_and_finds_keys_across_organizations)
+{
+    make_dir();
+    write_index(9, "org-1-7.bin", 7, "org-2-3.bin", 3);
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
+    struct snapshot s;
+    ck_assert_msg(snapshot_open(path, &s, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(snapshot_generation(&s), 9);
+    ck_assert_uint_eq(s.counts[SNAPSHOT_SEC_PARTS], 2);
+    ck_assert_uint_eq(s.counts[SNAPSHOT_SEC_FLAGS], 0);
+    const struct snapshot_env *e2 = snapshot_env_by_sdk_digest(&s, KEY2);
+    ck_assert_ptr_nonnull(e2);
+    ck_assert_str_eq(snapshot_string(&s, e2->org), ORG2);
+    ck_assert_uint_eq(e2->generation, 3);
+    ck_assert_str_eq(snapshot_string(&s, s.parts[e2->part].file), "org-2-3.bin");
+    ck_assert_uint_eq(s.parts[e2->part].generation, 3);
+    const struct snapshot_env *e1 = snapshot_env_by_sdk_digest(&s, KEY1);
+    ck_assert_uint_eq(e1->generation, 7);
+    ck_assert_str_eq(snapshot_string(&s, s.parts[e1->part].org), ORG1);
+    snapshot_close(&s);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(a_file_without_parts_is_its_own_part)
+{
+    make_dir();
+    write_part(ORG1, ENV1, "f", "a", 4, "whole.bin");
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/whole.bin", dir);
+    struct snapshot s;
+    ck_assert_msg(snapshot_open(path, &s, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(s.envs[0].part, SNAPSHOT_NONE);
+    ck_assert_uint_eq(s.envs[0].generation, 4);
+    ck_assert_ptr_nonnull(snapshot_env_by_id(&s, ENV1, strlen(ENV1)));
+    ck_assert_ptr_null(snapshot_env_by_id(&s, ENV1, strlen(ENV1) - 1));
+    snapshot_close(&s);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(builder_refuses_bad_parts)
+{
+    struct snapshot_builder *b = snapshot_builder_new(1);
+    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV1, ORG1, "production"), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "../escape.bin", 1), -1);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "a/b.bin", 1), -1);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "", 1), -1);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "org-1-1.bin", 1), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "org-1-2.bin", 2), -1);
+    ck_assert_str_eq(snapshot_builder_error(b), "part of organization " ORG1 " added twice");
+    snapshot_builder_free(b);
+}
+END_TEST
+
+/* ---- the worker's view ---- */
+
+struct fixture {
+    struct shm_header header;
+    struct shm_region shm;
+    struct served_snapshot *view;
+};
+
+static void view_open(struct fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->shm.header = &f->header;
+    f->view = served_snapshot_new(dir, &f->shm, NULL);
+    ck_assert_ptr_nonnull(f->view);
+}
+
+static void publish(struct fixture *f, uint64_t generation)
+{
+    atomic_store(&f->header.snapshot_generation, generation);
+}
+
+/* The variant the view serves for the organization's flag (its key in
+ * the part), or NULL when that part is not served; *part receives it. */
+static const char *served(struct fixture *f, const char *digest, const char *key,
+                          const struct snapshot **part)
+{
+    const struct snapshot *index = served_snapshot_current(f->view);
+    ck_assert_ptr_nonnull(index);
+    const struct snapshot_env *env = snapshot_env_by_sdk_digest(index, digest), *part_env;
+    ck_assert_ptr_nonnull(env);
+    *part = served_snapshot_part(f->view, env, &part_env);
+    if (*part == NULL)
+        return NULL;
+    const struct snapshot_flag *flag = snapshot_flag_by_key(*part, part_env, key, strlen(key));
+    ck_assert_ptr_nonnull(flag);
+    const struct snapshot_serve *serve = &(*part)->serves[flag->default_serve];
+    ck_assert_uint_eq(serve->kind, SNAPSHOT_SERVE_VARIANT);
+    return snapshot_string(*part, (*part)->variants[flag->variant_first + serve->variant].key);
+}
+
+START_TEST(view_remaps_only_the_changed_part)
+{
+    make_dir();
+    write_part(ORG1, ENV1, "one", "a", 5, "org-1-5.bin");
+    write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
+    write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6);
+    struct fixture f;
+    view_open(&f);
+    const struct snapshot *p1, *p2;
+    ck_assert_ptr_null(served_snapshot_current(f.view)); /* nothing published yet */
+    publish(&f, 6);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "a");
+    ck_assert_str_eq(served(&f, KEY2, "two", &p2), "a");
+    const unsigned char *base2 = p2->base;
+
+    /* Organization 1 changes: a new part, the index names it. */
+    write_part(ORG1, ENV1, "one", "b", 7, "org-1-7.bin");
+    write_index(7, "org-1-7.bin", 7, "org-2-6.bin", 6);
+    publish(&f, 7);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "b");
+    ck_assert_uint_eq(snapshot_generation(p1), 7);
+    ck_assert_str_eq(served(&f, KEY2, "two", &p2), "a");
+    ck_assert_ptr_eq(p2->base, base2); /* the same mapping: not re-read */
+    ck_assert_uint_eq(snapshot_generation(served_snapshot_current(f.view)), 7);
+    served_snapshot_free(f.view);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(view_keeps_the_old_part_when_the_new_one_is_bad)
+{
+    make_dir();
+    write_part(ORG1, ENV1, "one", "a", 5, "org-1-5.bin");
+    write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
+    write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6);
+    struct fixture f;
+    view_open(&f);
+    publish(&f, 6);
+    const struct snapshot *p1, *p2;
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "a");
+
+    /* A truncated part: refused, organization 1 keeps generation 5. */
+    write_part(ORG1, ENV1, "one", "b", 8, "org-1-8.bin");
+    char path[512];
+    snprintf(path, sizeof path, "%s/org-1-8.bin", dir);
+    ck_assert_int_eq(truncate(path, 100), 0);
+    write_index(8, "org-1-8.bin", 8, "org-2-6.bin", 6);
+    publish(&f, 8);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "a");
+    ck_assert_uint_eq(snapshot_generation(p1), 5);
+    ck_assert_str_eq(served(&f, KEY2, "two", &p2), "a");
+    ck_assert_uint_eq(snapshot_generation(served_snapshot_current(f.view)), 8);
+
+    /* A valid file of another generation than the index names: refused too. */
+    write_part(ORG1, ENV1, "one", "b", 9, "org-1-9.bin");
+    write_index(10, "org-1-9.bin", 10, "org-2-6.bin", 6);
+    publish(&f, 10);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "a");
+
+    /* The next good publication is served. */
+    write_index(11, "org-1-9.bin", 9, "org-2-6.bin", 6);
+    publish(&f, 11);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "b");
+    served_snapshot_free(f.view);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(view_without_an_old_part_leaves_it_unserved)
+{
+    make_dir();
+    write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
+    write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6); /* org-1-5.bin is missing */
+    struct fixture f;
+    view_open(&f);
+    publish(&f, 6);
+    const struct snapshot *p;
+    ck_assert_ptr_null(served(&f, KEY1, "one", &p));
+    ck_assert_str_eq(served(&f, KEY2, "two", &p), "a");
+    served_snapshot_free(f.view);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(view_keeps_everything_when_the_index_is_bad)
+{
+    make_dir();
+    write_part(ORG1, ENV1, "one", "a", 5, "org-1-5.bin");
+    write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
+    write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6);
+    struct fixture f;
+    view_open(&f);
+    publish(&f, 6);
+    const struct snapshot *p;
+    ck_assert_str_eq(served(&f, KEY1, "one", &p), "a");
+    char path[512], bad[512];
+    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
+    snprintf(bad, sizeof bad, "%s/bad", dir);
+    FILE *fp = fopen(bad, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("not a snapshot", fp);
+    fclose(fp);
+    ck_assert_int_eq(rename(bad, path), 0); /* files are only ever renamed into place */
+    publish(&f, 7);
+    ck_assert_uint_eq(snapshot_generation(served_snapshot_current(f.view)), 6);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p), "a");
+    served_snapshot_free(f.view);
+    remove_dir();
+}
+END_TEST
+
+/* ---- the writer's record of part files ---- */
+
+static struct snapshot_part_file *files(size_t n, const char *const orgs[],
+                                        const uint64_t generations[])
+{
+    struct snapshot_part_file *f = calloc(n, sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(f[i].org, sizeof f[i].org, "%s", orgs[i]);
+        f[i].generation = generations[i];
+        ck_assert(snapshot_parts_name(&f[i]));
+    }
+    return f;
+}
+
+static void touch(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fclose(fp);
+}
+
+START_TEST(part_names_and_holds)
+{
+    struct snapshot_part_file f = {.org = ORG1, .generation = 42};
+    ck_assert(snapshot_parts_name(&f));
+    ck_assert_str_eq(f.name, "org-" ORG1 "-42.bin");
+    struct snapshot_part_file bad = {.org = "../x", .generation = 1};
+    ck_assert(!snapshot_parts_name(&bad));
+    struct snapshot_parts parts;
+    snapshot_parts_init(&parts, "/nonexistent");
+    ck_assert(!snapshot_parts_holds(&parts, ORG1, 42));
+    const char *orgs[] = {ORG1, ORG2};
+    const uint64_t gens[] = {42, 7};
+    snapshot_parts_published(&parts, files(2, orgs, gens), 2, false);
+    ck_assert(snapshot_parts_holds(&parts, ORG1, 42));
+    ck_assert(!snapshot_parts_holds(&parts, ORG1, 43));
+    ck_assert(snapshot_parts_holds(&parts, ORG2, 7));
+    ck_assert_ptr_null(snapshot_parts_find(&parts, "30000000-0000-0000-0000-000000000003"));
+    snapshot_parts_free(&parts);
+}
+END_TEST
+
+START_TEST(superseded_parts_are_deleted_one_publication_later)
+{
+    make_dir();
+    const char *orgs[] = {ORG1, ORG2};
+    const uint64_t first[] = {5, 6}, second[] = {7, 6}, third[] = {8, 6};
+    struct snapshot_parts parts;
+    snapshot_parts_init(&parts, dir);
+    /* Leftovers of an earlier run: swept (doomed) by the first publication. */
+    touch("org-" ORG1 "-1.bin");
+    touch("org-" ORG1 "-5.bin.tmp");
+    touch("unrelated.txt");
+    touch("org-" ORG1 "-5.bin");
+    touch("org-" ORG2 "-6.bin");
+    snapshot_parts_published(&parts, files(2, orgs, first), 2, true);
+    ck_assert(exists("org-" ORG1 "-1.bin")); /* still there: doomed */
+    touch("org-" ORG1 "-7.bin");
+    snapshot_parts_published(&parts, files(2, orgs, second), 2, false);
+    ck_assert(!exists("org-" ORG1 "-1.bin"));
+    ck_assert(!exists("org-" ORG1 "-5.bin.tmp"));
+    ck_assert(exists("unrelated.txt"));
+    ck_assert(exists("org-" ORG1 "-5.bin")); /* superseded just now: kept for one more */
+    ck_assert(exists("org-" ORG2 "-6.bin"));
+    touch("org-" ORG1 "-8.bin");
+    snapshot_parts_published(&parts, files(2, orgs, third), 2, false);
+    ck_assert(!exists("org-" ORG1 "-5.bin"));
+    ck_assert(exists("org-" ORG1 "-7.bin"));
+    ck_assert(exists("org-" ORG1 "-8.bin"));
+    ck_assert(exists("org-" ORG2 "-6.bin"));
+    /* An organization that disappears: its part goes the same way. */
+    snapshot_parts_published(&parts, files(1, orgs, third), 1, false);
+    snapshot_parts_published(&parts, files(1, orgs, third), 1, false);
+    ck_assert(!exists("org-" ORG2 "-6.bin"));
+    ck_assert(exists("org-" ORG1 "-8.bin"));
+    snapshot_parts_free(&parts);
+    remove_dir();
+}
+END_TEST
+
+Suite *suite_snapshot_parts(void)
+{
+    Suite *s = suite_create("snapshot_parts");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, index_names_parts_and_finds_keys_across_organizations);
+    tcase_add_test(tc, a_file_without_parts_is_its_own_part);
+    tcase_add_test(tc, builder_refuses_bad_parts);
+    tcase_add_test(tc, view_remaps_only_the_changed_part);
+    tcase_add_test(tc, view_keeps_the_old_part_when_the_new_one_is_bad);
+    tcase_add_test(tc, view_without_an_old_part_leaves_it_unserved);
+    tcase_add_test(tc, view_keeps_everything_when_the_index_is_bad);
+    tcase_add_test(tc, part_names_and_holds);
+    tcase_add_test(tc, superseded_parts_are_deleted_one_publication_later);
+    suite_add_tcase(s, tc);
+    return s;
+}
