@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "ratelimit.h"
+#include "stream_slots.h"
 #include "usage.h"
 
 struct shm_user {
@@ -82,6 +83,7 @@ static const struct shm_user shm_users[] = {
     {"header", header_size, header_init, header_attach},
     {"ratelimit", ratelimit_size, ratelimit_init, ratelimit_attach},
     {"usage", usage_size, usage_init, usage_attach},
+    {"streams", stream_slots_shm_size, stream_slots_shm_init, stream_slots_shm_attach},
 };
 
 #define SHM_ALIGN 64

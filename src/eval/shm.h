@@ -30,11 +30,13 @@ struct shm_header {
 
 struct usage_table;
 struct ratelimit_table;
+struct stream_slots;
 
 struct shm_region {
     struct shm_header *header;
     struct usage_table *usage;         /* evaluation counters (usage.h) */
     struct ratelimit_table *ratelimit; /* token buckets (ratelimit.h) */
+    struct stream_slots *stream_slots; /* open streams per SDK key (stream_slots.h) */
     void *base;
     size_t size;
 };
