@@ -351,3 +351,106 @@ class StreamCapTest(StreamTestCase):
             return stream
         stream.close()
         return None
+
+
+class StreamReloadTest(StreamTestCase):
+    """SIGHUP ends every stream cleanly; clients reconnect to the new workers."""
+
+    def test_sighup_ends_streams_cleanly_and_they_reconnect(self):
+        streams = [self.open_stream() for _ in range(3)]
+        for stream in streams:
+            self.assertTrue(stream.wait(lambda s: s.events(), 2))
+        old_workers = {pid for pid, title in self.server.children().items()
+                       if title.startswith("ensignd: worker")}
+        self.server.signal(signal.SIGHUP)
+        for stream in streams:
+            self.assertTrue(stream.wait(lambda s: s.ended and s.closed, 5), stream.text)
+        reopened = self.open_stream()
+        self.assertEqual(reopened.status, 200)
+        self.assertTrue(reopened.wait(lambda s: s.events(), 2))
+        self.toggle()
+        self.assertTrue(reopened.wait_refetches(1, 1.0), reopened.text)
+        gone = harness.wait_for(lambda: not (old_workers & set(self.server.children())), 10)
+        self.assertTrue(gone, "the old workers did not exit")
+
+
+class LineReader:
+    """The lines a process prints, read by a thread, as parsed JSON."""
+
+    def __init__(self, stream):
+        self.lines = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._run, args=(stream,), daemon=True).start()
+
+    def _run(self, stream):
+        for line in stream:
+            self.lines.put(json.loads(line))
+        self.lines.put(None)
+
+    def next_phase(self, phase, timeout):
+        """The next line of the phase (others are kept in seen), or None."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                line = self.lines.get(timeout=remaining)
+            except queue.Empty:
+                return None
+            if line is None:
+                return None
+            self.seen.append(line)
+            if line["phase"] == phase:
+                return line
+
+
+class WebSdkStreamTest(StreamTestCase):
+    """The real web SDK and OFREP web provider in SSE change detection."""
+
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        cls.fixture.flag("banner")
+
+    def test_web_provider_follows_changes_across_reload_and_restart(self):
+        workdir = npm_workdir()
+        self.addCleanup(shutil.rmtree, workdir, True)
+        spec = {"baseUrl": f"http://127.0.0.1:{self.server.port}", "sdkKey": self.sdk_key,
+                "flagKey": "banner"}
+        proc = subprocess.Popen(["node", "ofrep-streams.mjs", json.dumps(spec)], cwd=workdir,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.addCleanup(self._end, proc)
+        out = LineReader(proc.stdout)
+        ready = out.next_phase("ready", 20)
+        self.assertIsNotNone(ready, out.seen)
+        self.assertIs(ready["value"], True)
+        self.assertIsNotNone(out.next_phase("open", 5), out.seen)
+        self.expect_change(out, False)
+        self.server.signal(signal.SIGHUP)
+        self.assertIsNotNone(out.next_phase("open", 10), out.seen)
+        self.expect_change(out, True)
+        self.server.stop_cleanly()
+        self.server.start()
+        self.assertIsNotNone(out.next_phase("open", 15), out.seen)
+        self.expect_change(out, False)
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        self.assertEqual(proc.wait(20), 0, proc.stderr.read())
+
+    def expect_change(self, out, value):
+        started = time.monotonic()
+        self.toggle("banner", value)
+        changed = out.next_phase("changed", 1.0)
+        self.assertIsNotNone(changed, f"no change within a second: {out.seen}")
+        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertIs(changed["value"], value, changed)
+
+    @staticmethod
+    def _end(proc):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
