@@ -353,8 +353,7 @@ static bool begin_call(struct call *c)
         return false;
     }
     c->now_us = wall_clock_us();
-    return authenticate(c) && within_rate_limit(c, c->digest) && parse_body(c) &&
-           read_context(c);
+    return authenticate(c) && within_rate_limit(c, c->digest) && parse_body(c) && read_context(c);
 }
 
 /* ---- results ---- */
