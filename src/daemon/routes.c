@@ -10,6 +10,7 @@
 #include "metrics_route.h"
 /* section includes: evaluation */
 #include "ofrep.h"
+#include "streams.h"
 /* section includes: flags */
 #include "environments.h"
 #include "flags.h"
@@ -34,6 +35,10 @@ static const struct route route_table[] = {
     {METHOD_POST, "/ofrep/v1/evaluate/flags", ofrep_evaluate_bulk,
      "Evaluate every flag of the SDK key's environment (OFREP bulk, ETag and 304)",
      ROUTE_AUTH_SDK_KEY, ofrep_request_schema, ofrep_bulk_response_schema, 200},
+    /* section: change streams (/ofrep/v1/events, decisions.md section 10) */
+    {METHOD_GET, "/ofrep/v1/events/{environment}", streams_open,
+     "Change notifications of an environment (text/event-stream; ?token= from eventStreams)",
+     ROUTE_AUTH_NONE, NULL, streams_response_schema, 200},
 
     /* section: meta and identity */
     {METHOD_GET, "/v1/healthz", meta_healthz, "Liveness probe; never touches the database",

@@ -6,7 +6,8 @@
  * death or replacement never closes a socket or drops its accept queue).
  * The worker answers every route of the route table, keeps its own
  * asynchronous PostgreSQL connection for management routes, and on
- * SIGTERM/SIGINT/SIGQUIT drains: it stops accepting, lets in-flight
+ * SIGTERM/SIGINT/SIGQUIT drains: it ends its change streams (streams.h;
+ * they are not in-flight requests), stops accepting, lets in-flight
  * requests finish (answers then carry "Connection: close"), and exits 0,
  * or after shutdown_timeout_ms at the latest.
  *
@@ -47,6 +48,7 @@
 #include "shm.h"
 #include "served_snapshot.h"
 #include "server.h"
+#include "streams.h"
 #include "usage_batch.h"
 
 #define WORKER_MAX_SOCKETS 256
@@ -99,6 +101,7 @@ static void start_drain(struct worker_runtime *rt)
         return;
     rt->w.draining = true;
     intake_forget_listeners();
+    streams_close_all(rt->w.streams); /* streams end now: clients reconnect elsewhere */
     for (size_t i = 0; i < rt->nbound; i++)
         evhttp_del_accept_socket(rt->w.http, rt->bound[i]);
     rt->nbound = 0;
@@ -225,11 +228,13 @@ static void teardown(struct worker_runtime *rt)
         event_free(rt->heartbeat_timer);
     flush_usage(-1, 0, &rt->w);
     usage_batch_free(rt->w.usage_batch);
+    streams_close_all(rt->w.streams);
     intake_forget_listeners(); /* evhttp_free frees them before the connections */
     if (rt->w.http != NULL)
         evhttp_free(rt->w.http);
     if (rt->metrics_http != NULL)
         evhttp_free(rt->metrics_http);
+    streams_hub_free(rt->w.streams);
     intake_end();
     if (rt->w.db != NULL)
         db_close(rt->w.db);
@@ -295,6 +300,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
         setup_signals(rt);
         start_usage_timer(rt);
         start_heartbeat(rt);
+        rt->w.streams = streams_hub_new(&rt->w);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
         if (rt->w.metrics != NULL)
             db_count_errors(rt->w.db, &rt->w.metrics->database_errors);

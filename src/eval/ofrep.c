@@ -14,6 +14,7 @@
  */
 #include "ofrep.h"
 
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +26,12 @@
 #include "http.h"
 #include "json_guard.h"
 #include "metrics.h"
+#include "murmur3.h"
 #include "ratelimit.h"
 #include "shm.h"
 #include "served_snapshot.h"
 #include "snapshot.h"
+#include "streams.h"
 #include "token.h"
 #include "usage_batch.h"
 #include "server.h"
@@ -58,7 +61,10 @@ const char ofrep_flag_response_schema[] = RESULT_SCHEMA;
 const char ofrep_bulk_response_schema[] =
     "{\"type\":\"object\",\"required\":[\"flags\"],\"properties\":{"
     "\"flags\":{\"type\":\"array\",\"items\":{\"oneOf\":[" RESULT_SCHEMA "," FAILURE_SCHEMA "]}},"
-    "\"metadata\":{\"type\":\"object\",\"properties\":{\"environment\":{\"type\":\"string\"}}}}}";
+    "\"metadata\":{\"type\":\"object\",\"properties\":{\"environment\":{\"type\":\"string\"}}},"
+    "\"eventStreams\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"type\",\"url\"],\"properties\":{\"type\":{\"const\":\"sse\"},"
+    "\"url\":{\"type\":\"string\"},\"inactivityDelaySec\":{\"type\":\"integer\"}}}}}}";
 
 /* ---- a growable text buffer for answers ---- */
 
@@ -220,6 +226,7 @@ struct call {
     struct json_object *body; /* owned */
     struct eval_context ctx;
     int64_t now_us;
+    char digest[TOKEN_DIGEST_HEX_LEN + 1]; /* of the SDK key, once authenticated */
 };
 
 static void call_end(struct call *c)
@@ -251,9 +258,11 @@ static const char *credential(const struct http_request *r)
     return NULL;
 }
 
-/* Sets c->env from the credential; answers 401 and returns false if none. */
-static bool authenticate(struct call *c, char digest[TOKEN_DIGEST_HEX_LEN + 1])
+/* Sets c->env and c->digest from the credential; answers 401 and returns
+ * false if none. */
+static bool authenticate(struct call *c)
 {
+    char *digest = c->digest;
     const char *presented = credential(c->r);
     if (presented == NULL) {
         fail(c, 401, "AUTHENTICATION_ERROR", "an SDK key is required");
@@ -402,10 +411,8 @@ static bool begin_call(struct call *c)
         fail(c, 503, "GENERAL", "no flag snapshot is available yet");
         return false;
     }
-    char digest[TOKEN_DIGEST_HEX_LEN + 1];
     c->now_us = wall_clock_us();
-    return authenticate(c, digest) && enter_part(c) && within_rate_limit(c, digest) &&
-           read_body(c);
+    return authenticate(c) && enter_part(c) && within_rate_limit(c, c->digest) && read_body(c);
 }
 
 /* ---- results ---- */
@@ -535,7 +542,26 @@ static bool etag_listed(const char *header, const char *etag)
     return false;
 }
 
-static void evaluate_all(struct call *c, const char *etag)
+/* The bulk ETag covers the whole body: the eventStreams entry (which
+ * names the Host and the key) adds a hash of itself, so a 304 never
+ * stands for a body with another stream URL. */
+#define BULK_ETAG_SIZE (EVAL_ETAG_SIZE + 16)
+
+static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
+                      char out[BULK_ETAG_SIZE])
+{
+    char etag[EVAL_ETAG_SIZE];
+    eval_bulk_etag(c->s, c->env, c->ctx.attributes, c->now_us, etag);
+    size_t len = strlen(etag);
+    if (entry_len == 0 || len < 2) {
+        memcpy(out, etag, len + 1);
+        return;
+    }
+    snprintf(out, BULK_ETAG_SIZE, "%.*s-%08" PRIx32 "\"", (int)(len - 1), etag,
+             murmur3_x86_32(entry, entry_len, 0));
+}
+
+static void evaluate_all(struct call *c, const char *etag, const char *entry, size_t entry_len)
 {
     size_t count = 0;
     const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
@@ -558,7 +584,13 @@ static void evaluate_all(struct call *c, const char *etag)
     }
     text_lit(&t, "],\"metadata\":{\"environment\":");
     text_string(&t, snapshot_string(c->s, c->env->key), c->env->key.len);
-    text_lit(&t, "}}");
+    text_lit(&t, "}");
+    if (entry_len > 0) {
+        text_lit(&t, ",\"eventStreams\":[");
+        text_add(&t, entry, entry_len);
+        text_lit(&t, "]");
+    }
+    text_lit(&t, "}");
     http_add_header(c->r, "ETag", etag);
     send_text(c, 200, &t);
     text_free(&t);
@@ -568,14 +600,16 @@ void ofrep_evaluate_bulk(struct http_request *r)
 {
     struct call c = {.r = r, .w = r->server};
     if (begin_call(&c)) {
-        char etag[EVAL_ETAG_SIZE];
-        eval_bulk_etag(c.s, c.env, c.ctx.attributes, c.now_us, etag);
+        char entry[STREAMS_ENTRY_MAX];
+        size_t entry_len = streams_entry_json(r, c.s, c.env, c.digest, entry, sizeof entry);
+        char etag[BULK_ETAG_SIZE];
+        bulk_etag(&c, entry, entry_len, etag);
         const char *if_none_match = http_header(r, "If-None-Match");
         if (if_none_match != NULL && etag_listed(if_none_match, etag)) {
             http_add_header(r, "ETag", etag);
             http_send_not_modified(r);
         } else {
-            evaluate_all(&c, etag);
+            evaluate_all(&c, etag, entry, entry_len);
         }
     }
     call_end(&c);

@@ -16,6 +16,7 @@
 #include "heartbeat.h"
 #include "metrics.h"
 #include "ratelimit.h"
+#include "stream_slots.h"
 #include "usage.h"
 
 struct shm_user {
@@ -115,6 +116,7 @@ static const struct shm_user shm_users[] = {
     {"usage", usage_size, usage_init, usage_attach},
     {"metrics", metrics_area_size, metrics_init, metrics_attach},
     {"heartbeat", heartbeat_size, heartbeat_init, heartbeat_attach},
+    {"streams", stream_slots_shm_size, stream_slots_shm_init, stream_slots_shm_attach},
 };
 
 #define SHM_ALIGN 64

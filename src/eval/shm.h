@@ -32,6 +32,7 @@ struct usage_table;
 struct ratelimit_table;
 struct metrics_area;
 struct heartbeat_table;
+struct stream_slots;
 
 struct shm_region {
     struct shm_header *header;
@@ -39,6 +40,7 @@ struct shm_region {
     struct ratelimit_table *ratelimit; /* token buckets (ratelimit.h) */
     struct metrics_area *metrics;      /* /metrics counters (metrics.h) */
     struct heartbeat_table *heartbeat; /* workers' liveness (heartbeat.h) */
+    struct stream_slots *stream_slots; /* open streams per SDK key (stream_slots.h) */
     void *base;
     size_t size;
 };

@@ -9,7 +9,8 @@
  *  - Each dispatched request is answered exactly once; the answer frees the
  *    struct http_request. worker->in_flight counts dispatched, unanswered
  *    requests (internal ones included), which is what a draining worker
- *    waits for.
+ *    waits for; an event stream (http_start_stream) stops counting once its
+ *    headers are sent.
  *  - /ofrep responses always carry the CORS headers (decisions.md section 8).
  *  - The answer is where each request is counted for /metrics (route
  *    class, status, bytes, time) and logged (the access log, when on):
@@ -303,9 +304,9 @@ static void add_cors_headers(struct evhttp_request *req, const struct config *cf
         }
         evhttp_add_header(out, "Vary", "Origin");
     }
-    evhttp_add_header(out, "Access-Control-Allow-Methods", "POST, OPTIONS");
+    evhttp_add_header(out, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
     evhttp_add_header(out, "Access-Control-Allow-Headers",
-                      "Authorization, Content-Type, If-None-Match, X-API-Key");
+                      "Authorization, Content-Type, If-None-Match, X-API-Key, Last-Event-ID");
     evhttp_add_header(out, "Access-Control-Expose-Headers", "ETag, Retry-After");
     evhttp_add_header(out, "Access-Control-Max-Age", "86400");
 }
@@ -488,6 +489,21 @@ void http_send_method_not_allowed(struct http_request *r, unsigned methods)
 void http_send_not_modified(struct http_request *r)
 {
     send_raw(r, 304, NULL, NULL);
+}
+
+struct evhttp_request *http_start_stream(struct http_request *r, const char *content_type)
+{
+    struct evhttp_request *req = r->req;
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    if (r->surface == SURFACE_OFREP)
+        add_cors_headers(req, r->server ? r->server->cfg : NULL);
+    evhttp_add_header(out, "Content-Type", content_type);
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    evhttp_add_header(out, "X-Accel-Buffering", "no");
+    evhttp_add_header(out, "Connection", "close");
+    evhttp_send_reply_start(req, 200, envelope_reason_phrase(200));
+    release(r, 200, 0);
+    return req;
 }
 
 bool http_answered(const struct http_request *r)

@@ -110,6 +110,15 @@ void http_send_method_not_allowed(struct http_request *r, unsigned methods);
 /* 304 with no body. */
 void http_send_not_modified(struct http_request *r);
 
+/*
+ * Starts a 200 answer whose body follows in chunks (an event stream): the
+ * headers (content_type, no caching, Connection: close, and CORS on
+ * /ofrep) go out now, r is released and no longer counts as in flight (a
+ * draining worker does not wait for it), and the caller owns the returned
+ * libevent request until evhttp_send_reply_end() or the connection's end.
+ */
+struct evhttp_request *http_start_stream(struct http_request *r, const char *content_type);
+
 /* true once an answer was sent (or the client is gone). */
 bool http_answered(const struct http_request *r);
 

@@ -26,6 +26,7 @@ int main(void)
     srunner_add_suite(runner, suite_log());
     srunner_add_suite(runner, suite_http_internal());
     srunner_add_suite(runner, suite_agent_parse());
+    srunner_add_suite(runner, suite_stream_slots());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

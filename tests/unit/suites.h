@@ -24,5 +24,6 @@ Suite *suite_json_guard(void);
 Suite *suite_log(void);
 Suite *suite_http_internal(void);
 Suite *suite_agent_parse(void);
+Suite *suite_stream_slots(void);
 
 #endif
