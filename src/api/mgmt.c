@@ -117,6 +117,7 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
         copy_column(ctx->actor_name, sizeof ctx->actor_name, res, COL_ACTOR_NAME);
         int role = mgmt_role_from_name(PQgetvalue(res, 0, COL_ROLE));
         ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
+        audit_actor_init(ctx->audit_actor, r, ctx->org_id, &ctx->who, ctx->actor_name);
         if (allowed(r, ctx, mr->need))
             mr->cb(r, ctx, mr->arg);
     }
