@@ -67,6 +67,13 @@ int mgmt_role_from_name(const char *name)
     return -1;
 }
 
+/* The organization slug: {org} in the first document, {slug} in the second. */
+static const char *org_param(const struct http_request *r)
+{
+    const char *org = http_param(r, "org");
+    return org ? org : mgmt_param(r, "slug");
+}
+
 const char *mgmt_param(const struct http_request *r, const char *name)
 {
     const char *value = http_param(r, name);
@@ -174,7 +181,7 @@ static void on_identity(struct http_request *r, const struct identity *who, void
     *mr = (struct mgmt_request){.r = r, .need = op->need, .cb = op->cb, .arg = op->arg};
     mr->ctx.who = *who;
     snprintf(mr->ctx.actor_user_id, sizeof mr->ctx.actor_user_id, "%s", who->user_id);
-    const char *params[] = {mgmt_param(r, "org"), who->user_id, who->org_id, who->token_id};
+    const char *params[] = {org_param(r), who->user_id, who->org_id, who->token_id};
     if (mgmt_query(r, ORG_ROLE_SQL, 4, params, on_org_row, mr) != 0)
         free(mr);
 }
@@ -188,7 +195,7 @@ static void on_identity_unknown_org(struct http_request *r, const struct identit
 
 void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg)
 {
-    if (!validate_key_ok(mgmt_param(r, "org"))) {
+    if (!validate_key_ok(org_param(r))) {
         /* No such slug can exist; still authenticate first (401 before 404). */
         auth_access_token(r, on_identity_unknown_org, NULL);
         return;
