@@ -17,5 +17,6 @@ Suite *suite_openapi(void);
 Suite *suite_validate(void);
 Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
+Suite *suite_auditchain(void);
 
 #endif
