@@ -152,7 +152,8 @@ static void add_link(struct http_request *r, const struct page_request *p, const
             evbuffer_add_printf(link, "q=%s&", q);
         free(q);
     }
-    evbuffer_add_printf(link, "limit=%d&cursor=%s>; rel=\"next\"", p->limit, cursor);
+    evbuffer_add_printf(link, "%slimit=%d&cursor=%s>; rel=\"next\"", p->link_extra, p->limit,
+                        cursor);
     evbuffer_add(link, "", 1);
     http_add_header(r, "Link", (const char *)evbuffer_pullup(link, -1));
     evbuffer_free(link);

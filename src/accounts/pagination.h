@@ -45,11 +45,16 @@ struct http_request;
 #define PAGE_Q_BYTES (PAGE_Q_MAX_CHARS * 4 + 1)
 #define PAGE_CURSOR_MAX 1100
 #define PAGE_CURSOR_SQLSTATE "22EC1"
+#define PAGE_LINK_EXTRA_BYTES 2560
 
 struct page_request {
     char q[PAGE_Q_BYTES];             /* "" when absent */
     char cursor[PAGE_CURSOR_MAX + 1]; /* "" for the first page */
     int limit;                        /* 1 to PAGE_LIMIT_MAX */
+    /* A list's own filters for the Link URL, already encoded, each ending
+     * in "&" ("action=flag.created&actor=ID&"); "" for none. page_read
+     * leaves it empty; the list handler fills it. */
+    char link_extra[PAGE_LINK_EXTRA_BYTES];
 };
 
 /*

@@ -15,6 +15,16 @@
 #include "flagschemas.h"
 #include "rules.h"
 #include "variants.h"
+/* section includes: second document (accounts) */
+#include "internal.h"
+#include "invitations.h"
+#include "notifications.h"
+#include "org_members.h"
+#include "orgs.h"
+#include "project_members.h"
+#include "projects.h"
+#include "sessions.h"
+#include "tokens.h"
 /* section includes: org resources */
 #include "entities.h"
 #include "members.h"
@@ -134,7 +144,73 @@ static const struct route route_table[] = {
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,
      NULL, 200},
     {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
-     ROUTE_AUTH_ACCESS_TOKEN, NULL, NULL, 200},
+     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200},
+
+    /* section: second document, accounts (issue 9). A list answers GET and QUERY alike. */
+#define ACC(method, pattern, handler, summary)                                                     \
+    {METHOD_##method, pattern, handler, summary, ROUTE_AUTH_ACCESS_TOKEN, NULL, NULL, 200}
+#define ACC_LIST(pattern, handler, summary)                                                        \
+    ACC(GET, pattern, handler, summary), ACC(QUERY, pattern, handler, summary)
+#define PROJECT_PATH "/orgs/{slug}/projects/{project}"
+    {METHOD_POST, "/v1/session", sessions_login,
+     "Log in with email and password: sets the ensign_session cookie", ROUTE_AUTH_NONE, NULL,
+     NULL, 200},
+    {METHOD_DELETE, "/v1/session", sessions_logout, "Log out: ends the cookie's session",
+     ROUTE_AUTH_NONE, NULL, NULL, 200},
+    ACC_LIST("/me/tokens", tokens_list, "List the caller's personal access tokens"),
+    ACC(POST, "/me/tokens", tokens_create,
+        "Create a personal access token (full or scopes, expiry); the token is shown once"),
+    ACC(DELETE, "/me/tokens/{id}", tokens_revoke, "Revoke a personal access token"),
+    ACC(PUT, "/me/deleted", internal_me_deleted,
+        "Internal (Ensign-Internal-Key): set the caller's deleted mirror"),
+    ACC(PUT, "/me/profile", internal_me_profile,
+        "Internal (Ensign-Internal-Key): update the caller's profile"),
+    ACC_LIST("/notifications", notifications_list, "The caller's notifications, newest first"),
+    ACC(GET, "/notifications/unread-count", notifications_unread_count,
+        "Count the caller's unread notifications"),
+    ACC(POST, "/notifications/read-all", notifications_read_all,
+        "Mark every notification read"),
+    ACC(POST, "/notifications/{id}/read", notifications_read_one, "Mark a notification read"),
+    ACC_LIST("/orgs", orgs_list, "The caller's organizations with their role"),
+    ACC(POST, "/orgs", orgs_create, "Create an organization; the caller becomes its owner"),
+    ACC(PATCH, "/orgs/{slug}", orgs_rename, "Rename an organization (owners)"),
+    ACC(POST, "/orgs/{slug}/leave", orgs_leave, "Leave an organization (not its last owner)"),
+    ACC_LIST("/orgs/{slug}/deleted-projects", orgs_deleted_projects,
+             "List the soft-deleted projects"),
+    ACC(POST, "/internal/sso/provision-member", internal_provision_member,
+        "Internal (Ensign-Internal-Key): add the caller to an organization"),
+    ACC_LIST("/orgs/{slug}/invitations", invitations_list, "List the invitations"),
+    ACC(POST, "/orgs/{slug}/invitations", invitations_create,
+        "Invite by email or username: added at once, or invited with a single-use token"),
+    ACC(DELETE, "/orgs/{slug}/invitations/{id}", invitations_revoke,
+        "Revoke a pending invitation"),
+    ACC(GET, "/invitations/{token}", invitations_lookup, "Look up an invitation by its token"),
+    ACC(POST, "/invitations/{token}/accept", invitations_accept,
+        "Internal (Ensign-Internal-Key): accept an invitation"),
+    ACC_LIST("/orgs/{slug}/members", org_members_list, "List the organization's members"),
+    ACC(POST, "/orgs/{slug}/members", org_members_add, "Add an existing user as a member"),
+    ACC(DELETE, "/orgs/{slug}/members/{userId}", org_members_remove, "Remove a member"),
+    ACC(PUT, "/orgs/{slug}/members/{userId}/role", org_members_set_role,
+        "Change a member's role"),
+    ACC_LIST("/orgs/{slug}/projects", projects_list, "List the active projects"),
+    ACC(POST, "/orgs/{slug}/projects", projects_create,
+        "Create a project; the creator becomes its first admin"),
+    ACC(GET, PROJECT_PATH, projects_get, "Read a project (expand[]=organization)"),
+    ACC(PATCH, PROJECT_PATH, projects_update, "Update a project; a new slug renames it"),
+    ACC(DELETE, PROJECT_PATH, projects_delete, "Soft-delete a project (restorable)"),
+    ACC(POST, PROJECT_PATH "/restore", projects_restore, "Restore a soft-deleted project"),
+    ACC_LIST(PROJECT_PATH "/members", project_members_list, "List the project's collaborators"),
+    ACC(POST, PROJECT_PATH "/members", project_members_add,
+        "Add an organization member as a collaborator"),
+    ACC(DELETE, PROJECT_PATH "/members/{userId}", project_members_remove,
+        "Remove a collaborator"),
+    ACC(PUT, PROJECT_PATH "/members/{userId}/role", project_members_set_role,
+        "Change a collaborator's role"),
+    ACC_LIST(PROJECT_PATH "/owners", project_owners_list,
+             "Who administers the project: its admins and the organization's owners"),
+#undef PROJECT_PATH
+#undef ACC_LIST
+#undef ACC
 };
 
 const struct route *routes_table(size_t *count)
