@@ -90,6 +90,19 @@ BEGIN
 END
 $$;
 
+-- Records one event from a PL/pgSQL write function (sql/0003): actor is the
+-- parameter audit_actor_init() builds (src/accounts/audit_record.h); org,
+-- when not NULL, overrides its org_id (an organization being created).
+CREATE FUNCTION ensign_audit_record(actor jsonb, org uuid, action text, summary text,
+                                    location text)
+    RETURNS void
+    LANGUAGE sql
+    AS $$ INSERT INTO audit_events (org_id, actor_id, actor_token_id, actor_name, ip, action,
+                                    summary, location)
+          SELECT COALESCE($2, a.org_id), a.user_id, a.token_id, a.name, a.ip, $3, $4, $5
+            FROM jsonb_to_record($1)
+                 AS a(org_id uuid, user_id uuid, token_id uuid, name text, ip inet) $$;
+
 -- Events recorded before this migration (none are written by earlier
 -- versions, but a hand-made row must not stay outside the chain).
 DO $$

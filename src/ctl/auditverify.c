@@ -23,8 +23,8 @@ static const char EVENTS_SQL[] =
     "SELECT org_id::text, seq::text, id::text, ensign_audit_time(created_at),"
     "       actor_id::text, actor_token_id::text, actor_name, action, summary, host(ip),"
     "       location, prev_hash, hash"
-    "  FROM audit_events WHERE org_id = $1::uuid AND seq > $2::bigint"
-    " ORDER BY seq LIMIT $3::integer";
+    "  FROM audit_events e WHERE e.org_id = $1::uuid AND e.seq > $2::bigint"
+    " ORDER BY e.seq LIMIT $3::integer"; /* e.seq: the output column seq is text */
 
 enum { COL_SEQ = 1, COL_ID = 2, COL_PREV_HASH = 11, COL_HASH = 12 };
 

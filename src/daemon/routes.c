@@ -30,6 +30,8 @@
 #include "members.h"
 #include "sdkkeys.h"
 #include "segments.h"
+/* section includes: audit log */
+#include "audit.h"
 
 static const struct route route_table[] = {
     /* section: evaluation (/ofrep) */
@@ -145,6 +147,20 @@ static const struct route route_table[] = {
      NULL, 200},
     {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
      ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200},
+
+    /* section: audit log (/orgs/{slug}/audit) */
+    {METHOD_GET, "/orgs/{slug}/audit", audit_list,
+     "The organization's audit log, newest first (q, action (repeatable), actor, limit, cursor)",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, audit_list_schema, 200},
+    {METHOD_QUERY, "/orgs/{slug}/audit", audit_list,
+     "The audit log with {q, limit, cursor, action, actor} in a JSON body (as GET)",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, audit_list_schema, 200},
+    {METHOD_GET, "/orgs/{slug}/audit/config", audit_config_get,
+     "Whether the audit log discloses actor IP addresses", ROUTE_AUTH_ACCESS_TOKEN, NULL,
+     audit_config_schema, 200},
+    {METHOD_PUT, "/orgs/{slug}/audit/config", audit_config_put,
+     "Turn the disclosure of actor IP addresses on or off (admin)", ROUTE_AUTH_ACCESS_TOKEN,
+     audit_config_schema, audit_config_schema, 200},
 
     /* section: second document, accounts (issue 9). A list answers GET and QUERY alike. */
 #define ACC(method, pattern, handler, summary)                                                     \
