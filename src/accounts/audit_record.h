@@ -67,6 +67,28 @@ void audit_actor_init(char *out, const struct http_request *r, const char *org_i
  */
 #define AUDIT_INSERT_ORG(source, actor_param) AUDIT_INSERT_FROM("s.org_id", source, actor_param)
 
+/*
+ * A whole statement for a write done by a function that returns the house
+ * answer (status, body, message), e.g. call = "SELECT * FROM
+ * ensign_acc_member_add($1, $2, $3, $4)": runs call once (CTE w) and, when
+ * its status is below 300, records one event whose action, summary and
+ * location are the given SQL text expressions (over w.status, w.body and
+ * the statement's parameters). Answers w's row unchanged.
+ */
+#define AUDIT_ANSWER(call, action, summary, location, actor_param)                                 \
+    "WITH w AS MATERIALIZED (" call                                                                \
+    "), aud AS (" AUDIT_INSERT("(SELECT " action " AS action, " summary " AS summary, " location   \
+                               " AS location FROM w WHERE w.status < 300) AS s",                   \
+                               actor_param) ") SELECT * FROM w"
+
+/* The same when the organization comes from the answer (creating one):
+ * org is an SQL expression of its id (uuid). */
+#define AUDIT_ANSWER_ORG(call, org, action, summary, location, actor_param)                        \
+    "WITH w AS MATERIALIZED (" call "), aud AS (" AUDIT_INSERT_ORG(                                \
+        "(SELECT " org " AS org_id, " action " AS action, " summary " AS summary, " location       \
+        " AS location FROM w WHERE w.status < 300) AS s",                                          \
+        actor_param) ") SELECT * FROM w"
+
 /* The common text of the two; org_expr is the organization column. */
 #define AUDIT_INSERT_FROM(org_expr, source, actor_param)                                           \
     "INSERT INTO audit_events (org_id, actor_id, actor_token_id, actor_name, ip, action,"          \
