@@ -34,6 +34,7 @@
 #include "log.h"
 #include "ofrep.h"
 #include "proctitle.h"
+#include "query_method.h"
 #include "routes.h"
 #include "shm.h"
 #include "served_snapshot.h"
@@ -136,6 +137,7 @@ static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(w->http, 60);
     evhttp_set_gencb(w->http, http_dispatch, w);
+    evhttp_set_bevcb(w->http, query_method_bufferevent, NULL);
     for (size_t i = 0; i < nfds && rt->nbound < WORKER_MAX_SOCKETS; i++) {
         rt->bound[rt->nbound] = evhttp_accept_socket_with_handle(w->http, fds[i]);
         if (rt->bound[rt->nbound] == NULL)
