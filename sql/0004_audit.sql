@@ -90,6 +90,12 @@ BEGIN
 END
 $$;
 
+-- The actor's name when the writer did not give one. A function, so that a
+-- statement's own CTE named "users" cannot shadow the table.
+CREATE FUNCTION ensign_audit_user_name(id uuid) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ SELECT u.name FROM users u WHERE u.id = $1 $$;
+
 -- Records one event from a PL/pgSQL write function (sql/0003): actor is the
 -- parameter audit_actor_init() builds (src/accounts/audit_record.h); org,
 -- when not NULL, overrides its org_id (an organization being created).
@@ -99,7 +105,9 @@ CREATE FUNCTION ensign_audit_record(actor jsonb, org uuid, action text, summary 
     LANGUAGE sql
     AS $$ INSERT INTO audit_events (org_id, actor_id, actor_token_id, actor_name, ip, action,
                                     summary, location)
-          SELECT COALESCE($2, a.org_id), a.user_id, a.token_id, a.name, a.ip, $3, $4, $5
+          SELECT COALESCE($2, a.org_id), a.user_id, a.token_id,
+                 COALESCE(a.name, ensign_audit_user_name(a.user_id)),
+                 a.ip, $3, $4, $5
             FROM jsonb_to_record($1)
                  AS a(org_id uuid, user_id uuid, token_id uuid, name text, ip inet) $$;
 

@@ -42,8 +42,8 @@ struct http_request;
  * Writes the actor parameter into out (AUDIT_ACTOR_JSON_MAX bytes): the
  * organization the event belongs to, the caller who (its user, or for an
  * organization token no user; always the token), the actor's display name
- * at the time, and the client address of r (http_client_address()). Never
- * fails: a name that does not fit is left out.
+ * at the time (NULL or "": the user's name, read by the statement), and the client address of r
+ * (http_client_address()). Never fails: a name that does not fit is left out.
  */
 void audit_actor_init(char *out, const struct http_request *r, const char *org_id,
                       const struct identity *who, const char *actor_name);
@@ -93,7 +93,9 @@ void audit_actor_init(char *out, const struct http_request *r, const char *org_i
 #define AUDIT_INSERT_FROM(org_expr, source, actor_param)                                           \
     "INSERT INTO audit_events (org_id, actor_id, actor_token_id, actor_name, ip, action,"          \
     " summary, location)"                                                                          \
-    " SELECT " org_expr ", a.user_id, a.token_id, a.name, a.ip, s.action, s.summary, s.location"   \
+    " SELECT " org_expr ", a.user_id, a.token_id,"                                                 \
+    " COALESCE(a.name, ensign_audit_user_name(a.user_id)), a.ip, s.action,"                        \
+    " s.summary, s.location"                                                                       \
     " FROM " source ", jsonb_to_record(" actor_param "::jsonb)"                                    \
     " AS a(org_id uuid, user_id uuid, token_id uuid, name text, ip inet)"
 
