@@ -71,7 +71,8 @@ static const char OWNERS_SQL[] = PAGE_WITH_CURSOR(
 
 /* $1 org, $2 project: one row when the project exists (for the 404). */
 static const char EXISTS_SQL[] =
-    "SELECT 200 AS status, NULL AS body, NULL AS message FROM ensign_project_find($1, $2, false)";
+    "SELECT 200 AS status, NULL AS body, NULL AS message FROM ensign_project_find($1, $2, false) x"
+    " WHERE x.id IS NOT NULL";
 
 /* $1 org, $2 project, $3 login, $4 role. */
 static const char ADD_SQL[] = "SELECT * FROM ensign_acc_collaborator_add($1, $2, $3, $4)";
