@@ -71,22 +71,25 @@ void audit_actor_init(char *out, const struct http_request *r, const char *org_i
  * A whole statement for a write done by a function that returns the house
  * answer (status, body, message), e.g. call = "SELECT * FROM
  * ensign_acc_member_add($1, $2, $3, $4)": runs call once (CTE w) and, when
- * its status is below 300, records one event whose action, summary and
- * location are the given SQL text expressions (over w.status, w.body and
- * the statement's parameters). Answers w's row unchanged.
+ * its status is below 300 and summary is not NULL, records one event whose
+ * action, summary and location are the given SQL text expressions (over
+ * w.status, w.body and the statement's parameters). Answers w's row
+ * unchanged. The expressions see the tables as they were before the
+ * statement, so "CASE WHEN <the old state differs> THEN '...' END" as
+ * summary leaves no-ops out of the log.
  */
 #define AUDIT_ANSWER(call, action, summary, location, actor_param)                                 \
-    "WITH w AS MATERIALIZED (" call                                                                \
-    "), aud AS (" AUDIT_INSERT("(SELECT " action " AS action, " summary " AS summary, " location   \
-                               " AS location FROM w WHERE w.status < 300) AS s",                   \
-                               actor_param) ") SELECT * FROM w"
+    "WITH w AS MATERIALIZED (" call "), aud AS (" AUDIT_INSERT(                                    \
+        "(SELECT " action " AS action, " summary " AS summary, " location                          \
+        " AS location FROM w WHERE w.status < 300 AND (" summary ") IS NOT NULL) AS s",            \
+        actor_param) ") SELECT * FROM w"
 
-/* The same when the organization comes from the answer (creating one):
- * org is an SQL expression of its id (uuid). */
+/* The same when the organization comes from the answer or the parameters
+ * (creating one, joining one): org is an SQL expression of its id (uuid). */
 #define AUDIT_ANSWER_ORG(call, org, action, summary, location, actor_param)                        \
     "WITH w AS MATERIALIZED (" call "), aud AS (" AUDIT_INSERT_ORG(                                \
         "(SELECT " org " AS org_id, " action " AS action, " summary " AS summary, " location       \
-        " AS location FROM w WHERE w.status < 300) AS s",                                          \
+        " AS location FROM w WHERE w.status < 300 AND (" summary ") IS NOT NULL) AS s",            \
         actor_param) ") SELECT * FROM w"
 
 /* The common text of the two; org_expr is the organization column. */

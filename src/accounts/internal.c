@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "ratelimit.h"
 #include "validate.h"
@@ -47,8 +48,18 @@ static const char PROFILE_SQL[] =
                                             " SELECT 200 AS status, '{\"ok\": true}' AS body, "
                                             "NULL::text AS message FROM u";
 
-/* $1 caller, $2 org id or slug, $3 role. */
-static const char PROVISION_SQL[] = "SELECT * FROM ensign_acc_provision_member($1, $2, $3)";
+/* clang-format off */
+/* $1 caller, $2 org id or slug, $3 role, $4 audit actor (no organization).
+ * Joining an organization one is already a member of is no event. */
+#define PROVISIONED_ORG                                                                            \
+    "(SELECT o.id FROM orgs o WHERE o.slug = $2 OR o.id::text = lower($2))"
+static const char PROVISION_SQL[] = AUDIT_ANSWER_ORG(
+    "SELECT * FROM ensign_acc_provision_member($1, $2, $3)", PROVISIONED_ORG, "'member.added'",
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM org_members m"
+    "                       WHERE m.org_id = " PROVISIONED_ORG " AND m.user_id = $1::uuid)"
+    " THEN ensign_audit_user_name($1::uuid) || ' joined as ' || $3 || ' by single sign-on' END",
+    "'members/' || $1", "$4");
+/* clang-format on */
 
 #define PROFILE_TEXT_MAX 2000
 
@@ -160,8 +171,10 @@ static void provision(struct http_request *r, const struct identity *who)
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
     } else {
-        const char *params[] = {who->user_id, org, role};
-        mgmt_query(r, PROVISION_SQL, 3, params, mgmt_answer_cb, r);
+        char actor[AUDIT_ACTOR_JSON_MAX];
+        audit_actor_init(actor, r, "", who, NULL);
+        const char *params[] = {who->user_id, org, role, actor};
+        mgmt_query(r, PROVISION_SQL, 4, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);

@@ -26,6 +26,7 @@
 #include "account.h"
 #include "http.h"
 #include "internal.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "token.h"
@@ -48,15 +49,37 @@ static const char LIST_SQL[] = PAGE_WITH_CURSOR(
                                                                              "created_at::text, "
                                                                              "id::text");
 
-/* $1 org, $2 inviter or NULL, $3 login, $4 role, $5 digest. */
-static const char CREATE_SQL[] = "SELECT * FROM ensign_acc_invite($1, $2, $3, $4, $5)";
-/* $1 org, $2 invitation id. */
-static const char REVOKE_SQL[] = "SELECT * FROM ensign_acc_invitation_revoke($1, $2::uuid)";
+/* clang-format off */
+/* $1 org, $2 inviter or NULL, $3 login, $4 role, $5 digest, $6 audit actor.
+ * An existing user is added at once (member.added), else invited. */
+static const char CREATE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_invite($1, $2, $3, $4, $5)",
+    "CASE w.body::jsonb ->> 'status' WHEN 'added' THEN 'member.added'"
+    " ELSE 'invitation.created' END",
+    "CASE w.body::jsonb ->> 'status'"
+    " WHEN 'added' THEN 'Added ' || ensign_audit_user_name((w.body::jsonb ->> 'user_id')::uuid)"
+    "                   || ' as ' || $4"
+    " ELSE 'Invited ' || (w.body::jsonb ->> 'email') || ' as ' || $4 END",
+    "CASE w.body::jsonb ->> 'status' WHEN 'added' THEN 'members/' || (w.body::jsonb ->> 'user_id')"
+    " ELSE 'invitations/' || (w.body::jsonb -> 'invitation' ->> 'id') END", "$6");
+/* $1 org, $2 invitation id, $3 audit actor. */
+static const char REVOKE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_invitation_revoke($1, $2::uuid)", "'invitation.revoked'",
+    "(SELECT 'Revoked the invitation of ' || i.email FROM invitations i"
+    "  WHERE i.id = $2::uuid AND i.status = 'pending')", "'invitations/' || $2", "$3");
+/* clang-format on */
 /* $1 digest. */
 static const char LOOKUP_SQL[] =
     "SELECT * FROM ensign_acc_invitation_lookup($1) WHERE status IS NOT NULL";
-/* $1 digest, $2 caller. */
-static const char ACCEPT_SQL[] = "SELECT * FROM ensign_acc_invitation_accept($1, $2)";
+/* clang-format off */
+/* $1 digest, $2 caller, $3 audit actor (no organization). */
+static const char ACCEPT_SQL[] = AUDIT_ANSWER_ORG(
+    "SELECT * FROM ensign_acc_invitation_accept($1, $2)",
+    "(SELECT o.id FROM orgs o WHERE o.slug = w.body::jsonb ->> 'org_slug')",
+    "'invitation.accepted'",
+    "(SELECT 'Accepted the invitation of ' || i.email || ' and joined as ' || i.role"
+    "   FROM invitations i WHERE i.token_digest = $1)", "'members/' || $2", "$3");
+/* clang-format on */
 
 #define INVITES_READ ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_MEMBERS, false})
 
@@ -130,8 +153,8 @@ static void create_invitation(struct http_request *r, const struct mgmt_ctx *ctx
         char digest[TOKEN_DIGEST_HEX_LEN + 1];
         token_digest_hex(ic->token, strlen(ic->token), digest);
         const char *inviter = ctx->actor_user_id[0] ? ctx->actor_user_id : NULL;
-        const char *params[] = {ctx->org_id, inviter, login, role, digest};
-        if (mgmt_query(r, CREATE_SQL, 5, params, on_created, ic) != 0)
+        const char *params[] = {ctx->org_id, inviter, login, role, digest, ctx->audit_actor};
+        if (mgmt_query(r, CREATE_SQL, 6, params, on_created, ic) != 0)
             free(ic);
         validate_free(&v);
     }
@@ -153,8 +176,8 @@ static void revoke_invitation(struct http_request *r, const struct mgmt_ctx *ctx
         http_send_error(r, 404, "no such invitation");
         return;
     }
-    const char *params[] = {ctx->org_id, id};
-    mgmt_query(r, REVOKE_SQL, 2, params, mgmt_answer_cb, r);
+    const char *params[] = {ctx->org_id, id, ctx->audit_actor};
+    mgmt_query(r, REVOKE_SQL, 3, params, mgmt_answer_cb, r);
 }
 
 void invitations_revoke(struct http_request *r)
@@ -203,8 +226,10 @@ static void accept_invitation(struct http_request *r, const struct identity *who
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     if (!token_digest_of(r, digest))
         return;
-    const char *params[] = {digest, who->user_id};
-    mgmt_query(r, ACCEPT_SQL, 2, params, mgmt_answer_cb, r);
+    char actor[AUDIT_ACTOR_JSON_MAX];
+    audit_actor_init(actor, r, "", who, NULL);
+    const char *params[] = {digest, who->user_id, actor};
+    mgmt_query(r, ACCEPT_SQL, 3, params, mgmt_answer_cb, r);
 }
 
 void invitations_accept(struct http_request *r)

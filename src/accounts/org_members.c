@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "validate.h"
@@ -39,12 +40,25 @@ static const char LIST_SQL[] = PAGE_WITH_CURSOR(
                                                                              "created_at::text, "
                                                                              "user_id::text");
 
-/* $1 org, $2 caller role, $3 login, $4 role. */
-static const char ADD_SQL[] = "SELECT * FROM ensign_acc_member_add($1, $2, $3, $4)";
-/* $1 org, $2 caller role, $3 member. */
-static const char REMOVE_SQL[] = "SELECT * FROM ensign_acc_member_remove($1, $2, $3::uuid)";
-/* $1 org, $2 caller role, $3 member, $4 role. */
-static const char ROLE_SQL[] = "SELECT * FROM ensign_acc_member_role($1, $2, $3::uuid, $4)";
+/* clang-format off */
+/* $1 org, $2 caller role, $3 login, $4 role, $5 audit actor. */
+static const char ADD_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_member_add($1, $2, $3, $4)", "'member.added'",
+    "'Added ' || (ensign_user_by_login($3)).name || ' as ' || $4",
+    "'members/' || (ensign_user_by_login($3)).id", "$5");
+/* $1 org, $2 caller role, $3 member, $4 audit actor. */
+static const char REMOVE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_member_remove($1, $2, $3::uuid)", "'member.removed'",
+    "'Removed ' || ensign_audit_user_name($3::uuid) || ' from the organization'",
+    "'members/' || $3", "$4");
+/* $1 org, $2 caller role, $3 member, $4 role, $5 audit actor. */
+static const char ROLE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_member_role($1, $2, $3::uuid, $4)", "'member.role_changed'",
+    "(SELECT 'Changed the role of ' || ensign_audit_user_name($3::uuid) || ' from ' || m.role"
+    "        || ' to ' || $4 FROM org_members m"
+    "  WHERE m.org_id = $1::uuid AND m.user_id = $3::uuid AND m.role <> $4)",
+    "'members/' || $3", "$5");
+/* clang-format on */
 
 static void list_members(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
@@ -85,8 +99,9 @@ static void add_member(struct http_request *r, const struct mgmt_ctx *ctx, void 
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
     } else {
-        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), login, role};
-        mgmt_query(r, ADD_SQL, 4, params, mgmt_answer_cb, r);
+        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), login, role,
+                                ctx->audit_actor};
+        mgmt_query(r, ADD_SQL, 5, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);
@@ -105,8 +120,8 @@ static void remove_member(struct http_request *r, const struct mgmt_ctx *ctx, vo
         http_send_error(r, 404, "not a member of this organization");
         return;
     }
-    const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user};
-    mgmt_query(r, REMOVE_SQL, 3, params, mgmt_answer_cb, r);
+    const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user, ctx->audit_actor};
+    mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
 }
 
 void org_members_remove(struct http_request *r)
@@ -132,8 +147,9 @@ static void set_role(struct http_request *r, const struct mgmt_ctx *ctx, void *a
         validate_free(&v);
         http_send_error(r, 404, "not a member of this organization");
     } else {
-        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user, role};
-        mgmt_query(r, ROLE_SQL, 4, params, mgmt_answer_cb, r);
+        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user, role,
+                                ctx->audit_actor};
+        mgmt_query(r, ROLE_SQL, 5, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);

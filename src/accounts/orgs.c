@@ -22,6 +22,7 @@
 
 #include "account.h"
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "validate.h"
@@ -45,14 +46,24 @@ static const char LIST_ORG_TOKEN_SQL[] =
                            "   AND o.slug > " PAGE_KEY(
                                1) " ORDER BY o.slug LIMIT $5::int)" PAGE_SELECT("slug", "slug");
 
-/* $1 creator, $2 name, $3 slug or NULL. */
-static const char CREATE_SQL[] = "SELECT * FROM ensign_acc_org_create($1, $2, $3)";
+/* clang-format off */
+/* $1 creator, $2 name, $3 slug or NULL, $4 audit actor (no organization). */
+static const char CREATE_SQL[] = AUDIT_ANSWER_ORG(
+    "SELECT * FROM ensign_acc_org_create($1, $2, $3)", "(w.body::jsonb ->> 'id')::uuid",
+    "'org.created'", "'Created the organization ' || (w.body::jsonb ->> 'slug')", "'settings'",
+    "$4");
 
-/* $1 org, $2 name, $3 caller role. */
-static const char RENAME_SQL[] = "SELECT * FROM ensign_acc_org_rename($1, $2, $3)";
+/* $1 org, $2 name, $3 caller role, $4 audit actor. */
+static const char RENAME_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_org_rename($1, $2, $3)", "'org.renamed'",
+    "(SELECT 'Renamed the organization from ' || o.name || ' to ' || $2 FROM orgs o"
+    "  WHERE o.id = $1::uuid AND o.name <> $2)", "'settings'", "$4");
 
-/* $1 org, $2 caller. */
-static const char LEAVE_SQL[] = "SELECT * FROM ensign_acc_org_leave($1, $2)";
+/* $1 org, $2 caller, $3 audit actor. */
+static const char LEAVE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_org_leave($1, $2)", "'org.left'",
+    "ensign_audit_user_name($2::uuid) || ' left the organization'", "'members/' || $2", "$3");
+/* clang-format on */
 
 static const char DELETED_SQL[] = PAGE_WITH_CURSOR(
     "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT x.created_at, x.id, ensign_project_form(x) AS "
@@ -110,8 +121,10 @@ static void create_org(struct http_request *r, const struct identity *who)
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
     } else {
-        const char *params[] = {who->user_id, name, slug};
-        mgmt_query(r, CREATE_SQL, 3, params, mgmt_answer_cb, r);
+        char actor[AUDIT_ACTOR_JSON_MAX];
+        audit_actor_init(actor, r, "", who, NULL);
+        const char *params[] = {who->user_id, name, slug, actor};
+        mgmt_query(r, CREATE_SQL, 4, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);
@@ -140,8 +153,8 @@ static void rename_org(struct http_request *r, const struct mgmt_ctx *ctx, void 
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
     } else {
-        const char *params[] = {ctx->org_id, name, mgmt_role_name(ctx->role)};
-        mgmt_query(r, RENAME_SQL, 3, params, mgmt_answer_cb, r);
+        const char *params[] = {ctx->org_id, name, mgmt_role_name(ctx->role), ctx->audit_actor};
+        mgmt_query(r, RENAME_SQL, 4, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);
@@ -161,8 +174,8 @@ static void leave_org(struct http_request *r, const struct mgmt_ctx *ctx, void *
         http_send_error(r, 403, "an organization token cannot leave its organization");
         return;
     }
-    const char *params[] = {ctx->org_id, ctx->who.user_id};
-    mgmt_query(r, LEAVE_SQL, 2, params, mgmt_answer_cb, r);
+    const char *params[] = {ctx->org_id, ctx->who.user_id, ctx->audit_actor};
+    mgmt_query(r, LEAVE_SQL, 3, params, mgmt_answer_cb, r);
 }
 
 void orgs_leave(struct http_request *r)

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "validate.h"
@@ -49,30 +50,50 @@ static const char LIST_SQL[] = PAGE_WITH_CURSOR(
                                                                              "created_at::text, "
                                                                              "id::text");
 
-/* $1 org, $2 creator or NULL, $3 name, $4 slug, $5 description, $6 readme, $7 url. */
-static const char CREATE_SQL[] =
-    "SELECT * FROM ensign_acc_project_create($1, $2, $3, $4, $5, $6, $7)";
+/* clang-format off */
+/* The project of a successful answer. */
+#define ANSWER_PROJECT "(w.body::jsonb ->> 'slug')"
+
+/* $1 org, $2 creator or NULL, $3 name, $4 slug, $5 description, $6 readme, $7 url,
+ * $8 audit actor. */
+static const char CREATE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_create($1, $2, $3, $4, $5, $6, $7)", "'project.created'",
+    "'Created project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$8");
+/* clang-format on */
 
 /* $1 org, $2 project, $3 organization form or NULL. */
 static const char GET_SQL[] =
     "SELECT * FROM ensign_project_answer(ensign_project_find($1, $2, false), $3::jsonb)";
 
-/* $1 org, $2 project, $3 name, $4 slug, $5 description, $6 readme, $7 url. */
-static const char UPDATE_SQL[] =
-    "SELECT * FROM ensign_acc_project_update($1, $2, $3, $4, $5, $6, $7)";
+/* clang-format off */
+/* $1 org, $2 project, $3 name, $4 slug, $5 description, $6 readme, $7 url, $8 audit actor. */
+static const char UPDATE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_update($1, $2, $3, $4, $5, $6, $7)", "'project.updated'",
+    "'Updated project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$8");
 
-/* $1 org, $2 project, $3 organization form or NULL. */
-static const char DELETE_SQL[] = "SELECT * FROM ensign_acc_project_delete($1, $2, $3::jsonb)";
+/* $1 org, $2 project, $3 organization form or NULL, $4 audit actor. */
+static const char DELETE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_delete($1, $2, $3::jsonb)", "'project.deleted'",
+    "'Deleted project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$4");
 
-/* $1 org, $2 project. */
-static const char RESTORE_SQL[] = "SELECT * FROM ensign_acc_project_restore($1, $2)";
+/* $1 org, $2 project, $3 audit actor. Restoring an active project is no event. */
+static const char RESTORE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_restore($1, $2)", "'project.restored'",
+    "(SELECT 'Restored project ' || x.slug FROM projects x"
+    "  WHERE x.org_id = $1::uuid AND x.slug = " ANSWER_PROJECT " AND x.deleted_at IS NOT NULL)",
+    "'projects/' || " ANSWER_PROJECT, "$3");
+/* clang-format on */
 
 /* $1 org, $2 role: the Organization form (for expand[]=organization). */
 #define ORG_FORM_SQL "(SELECT ensign_org_form(o, $3) FROM orgs o WHERE o.id = $1)"
 static const char GET_EXPANDED_SQL[] =
     "SELECT * FROM ensign_project_answer(ensign_project_find($1, $2, false), " ORG_FORM_SQL ")";
-static const char DELETE_EXPANDED_SQL[] =
-    "SELECT * FROM ensign_acc_project_delete($1, $2, " ORG_FORM_SQL ")";
+/* clang-format off */
+/* $1 org, $2 project, $3 role, $4 audit actor. */
+static const char DELETE_EXPANDED_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_delete($1, $2, " ORG_FORM_SQL ")", "'project.deleted'",
+    "'Deleted project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$4");
+/* clang-format on */
 
 #define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
 #define PROJECTS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_PROJECTS, true})
@@ -140,13 +161,14 @@ static void write_project(struct http_request *r, const struct mgmt_ctx *ctx, bo
     } else if (create) {
         const char *creator = ctx->actor_user_id[0] ? ctx->actor_user_id : NULL;
         const char *params[] = {ctx->org_id,   creator,  f.name, f.slug,
-                                f.description, f.readme, f.url};
-        mgmt_query(r, CREATE_SQL, 7, params, mgmt_answer_cb, r);
+                                f.description, f.readme, f.url,  ctx->audit_actor};
+        mgmt_query(r, CREATE_SQL, 8, params, mgmt_answer_cb, r);
         validate_free(&v);
     } else {
         const char *params[] = {
-            ctx->org_id, mgmt_param(r, "project"), f.name, f.slug, f.description, f.readme, f.url};
-        mgmt_query(r, UPDATE_SQL, 7, params, mgmt_answer_cb, r);
+            ctx->org_id, mgmt_param(r, "project"), f.name, f.slug, f.description, f.readme,
+            f.url,       ctx->audit_actor};
+        mgmt_query(r, UPDATE_SQL, 8, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);
@@ -203,12 +225,10 @@ void projects_get(struct http_request *r)
 static void delete_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
-    if (expand_organization(r)) {
-        run_one(r, ctx, DELETE_SQL, DELETE_EXPANDED_SQL);
-        return;
-    }
-    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), NULL};
-    mgmt_query(r, DELETE_SQL, 3, params, mgmt_answer_cb, r);
+    bool expand = expand_organization(r);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "project"),
+                            expand ? mgmt_role_name(ctx->role) : NULL, ctx->audit_actor};
+    mgmt_query(r, expand ? DELETE_EXPANDED_SQL : DELETE_SQL, 4, params, mgmt_answer_cb, r);
 }
 
 void projects_delete(struct http_request *r)
@@ -219,7 +239,8 @@ void projects_delete(struct http_request *r)
 static void restore_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
-    run_one(r, ctx, RESTORE_SQL, NULL);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), ctx->audit_actor};
+    mgmt_query(r, RESTORE_SQL, 3, params, mgmt_answer_cb, r);
 }
 
 void projects_restore(struct http_request *r)
