@@ -170,6 +170,102 @@ class AuditTrailTest(AuditTestCase):
         self.verify_ok("globex")
 
 
+class AuditSecondDocumentTest(AuditTestCase):
+    """The organization writes of the second document: organizations,
+    members, invitations, projects, SSO provisioning."""
+
+    def user(self, email, name):
+        config = self.server.config_path
+        user_id = harness.ensignctl(config, "user", "create", "--email", email, "--name", name)
+        token = harness.ensignctl(config, "token", "create", "--user", email, "--name", "t",
+                                  "--full")
+        self.tokens[name] = token
+        return user_id
+
+    def ok(self, response):
+        return self.assertStatus(response, 200)
+
+    def test_trail_of_organization_writes(self):
+        key = harness.ensignctl(self.server.config_path, "internal-key", "create", "--name",
+                                "audit test")
+        internal = {"Ensign-Internal-Key": key}
+        before = self.count()
+        carol = self.user("carol@example.com", "Carol Cole")
+        self.ok(self.root("PATCH", "/orgs/acme", "owner", body={"name": "Acme Corp"}))
+        self.ok(self.root("PATCH", "/orgs/acme", "owner", body={"name": "Acme Corp"}))  # no-op
+        self.ok(self.root("POST", "/orgs/acme/members", "admin",
+                          body={"login": "carol@example.com", "role": "viewer"}))
+        self.ok(self.root("PUT", f"/orgs/acme/members/{carol}/role", "admin",
+                          body={"role": "member"}))
+        self.ok(self.root("PUT", f"/orgs/acme/members/{carol}/role", "admin",
+                          body={"role": "member"}))  # no-op
+        invited = self.ok(self.root("POST", "/orgs/acme/invitations", "admin",
+                                    body={"login": "dave@example.com", "role": "viewer"}))
+        dave = self.user("dave@example.com", "Dave Dunn")
+        self.ok(self.root("POST", f"/invitations/{invited['token']}/accept", "Dave Dunn",
+                          headers=internal))
+        other = self.ok(self.root("POST", "/orgs/acme/invitations", "org",
+                                  body={"login": "erin@example.com"}))
+        self.ok(self.root("DELETE", f"/orgs/acme/invitations/{other['invitation']['id']}",
+                          "admin"))
+        self.ok(self.root("POST", "/orgs/acme/projects", "admin", body={"name": "Website"}))
+        self.ok(self.root("PATCH", "/orgs/acme/projects/website", "admin",
+                          body={"description": "The public site"}))
+        self.ok(self.root("DELETE", "/orgs/acme/projects/website", "admin"))
+        self.ok(self.root("POST", "/orgs/acme/projects/website/restore", "admin"))
+        self.ok(self.root("POST", "/orgs/acme/projects/website/restore", "admin"))  # no-op
+        self.ok(self.root("DELETE", f"/orgs/acme/members/{carol}", "owner"))
+        self.ok(self.root("POST", "/orgs/acme/leave", "Dave Dunn"))
+        self.ok(self.root("POST", "/internal/sso/provision-member", "Carol Cole",
+                          body={"org_id": "acme", "role": "viewer"}, headers=internal))
+        self.ok(self.root("POST", "/internal/sso/provision-member", "Carol Cole",
+                          body={"org_id": "acme", "role": "viewer"}, headers=internal))  # no-op
+
+        events = self.events(f"?limit={self.count() - before}")
+        got = [(e["action"], e["summary"], e["actor"]["name"], e["location"])
+               for e in reversed(events)]
+        invitation = invited["invitation"]["id"]
+        self.assertEqual(got, [
+            ("org.renamed", "Renamed the organization from Acme Inc to Acme Corp",
+             "Alice Example", "settings"),
+            ("member.added", "Added Carol Cole as viewer", "Adele Admin", f"members/{carol}"),
+            ("member.role_changed", "Changed the role of Carol Cole from viewer to member",
+             "Adele Admin", f"members/{carol}"),
+            ("invitation.created", "Invited dave@example.com as viewer", "Adele Admin",
+             f"invitations/{invitation}"),
+            ("invitation.accepted",
+             "Accepted the invitation of dave@example.com and joined as viewer", "Dave Dunn",
+             f"members/{dave}"),
+            ("invitation.created", "Invited erin@example.com as member", "e2e org token",
+             f"invitations/{other['invitation']['id']}"),
+            ("invitation.revoked", "Revoked the invitation of erin@example.com", "Adele Admin",
+             f"invitations/{other['invitation']['id']}"),
+            ("project.created", "Created project website", "Adele Admin", "projects/website"),
+            ("project.updated", "Updated project website", "Adele Admin", "projects/website"),
+            ("project.deleted", "Deleted project website", "Adele Admin", "projects/website"),
+            ("project.restored", "Restored project website", "Adele Admin", "projects/website"),
+            ("member.removed", "Removed Carol Cole from the organization", "Alice Example",
+             f"members/{carol}"),
+            ("org.left", "Dave Dunn left the organization", "Dave Dunn", f"members/{dave}"),
+            ("member.added", "Carol Cole joined as viewer by single sign-on", "Carol Cole",
+             f"members/{carol}"),
+        ])
+        self.assertEqual(events[0]["actor"]["id"], carol)
+        self.verify_ok()
+
+    def test_creating_an_organization_starts_its_chain(self):
+        created = self.ok(self.root("POST", "/orgs", "member", body={"name": "Initech"}))
+        events = self.events(token="member", org=created["slug"])
+        self.assertEqual([(e["action"], e["summary"], e["actor"]["name"]) for e in events],
+                         [("org.created", "Created the organization initech", "Mel Member")])
+        self.assertTrue(self.verify_ok(created["slug"]).startswith("OK: 1 events"))
+        # A failed creation (slug taken) records nothing anywhere.
+        total = self.database.query("SELECT count(*) FROM audit_events")
+        self.assertProblem(self.root("POST", "/orgs", "member",
+                                     body={"name": "Again", "slug": created["slug"]}), 409)
+        self.assertEqual(self.database.query("SELECT count(*) FROM audit_events"), total)
+
+
 class AuditListTest(AuditTestCase):
 
     @classmethod
