@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "validate.h"
@@ -74,12 +75,33 @@ static const char EXISTS_SQL[] =
     "SELECT 200 AS status, NULL AS body, NULL AS message FROM ensign_project_find($1, $2, false) x"
     " WHERE x.id IS NOT NULL";
 
-/* $1 org, $2 project, $3 login, $4 role. */
-static const char ADD_SQL[] = "SELECT * FROM ensign_acc_collaborator_add($1, $2, $3, $4)";
-/* $1 org, $2 project, $3 user. */
-static const char REMOVE_SQL[] = "SELECT * FROM ensign_acc_collaborator_remove($1, $2, $3::uuid)";
-/* $1 org, $2 project, $3 user, $4 role. */
-static const char ROLE_SQL[] = "SELECT * FROM ensign_acc_collaborator_role($1, $2, $3::uuid, $4)";
+/* clang-format off */
+/* The project $2 of organization $1 (before the statement). */
+#define THE_PROJECT "ensign_project_find($1::uuid, $2, false)"
+
+/* $1 org, $2 project, $3 login, $4 role, $5 audit actor. */
+static const char ADD_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_collaborator_add($1, $2, $3, $4)", "'project_member.added'",
+    "'Added ' || (ensign_user_by_login($3)).name || ' to project ' || (" THE_PROJECT ").slug"
+    " || ' as ' || $4",
+    "'projects/' || (" THE_PROJECT ").slug || '/members/' || (ensign_user_by_login($3)).id",
+    "$5");
+/* $1 org, $2 project, $3 user, $4 audit actor. */
+static const char REMOVE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_collaborator_remove($1, $2, $3::uuid)", "'project_member.removed'",
+    "'Removed ' || ensign_audit_user_name($3::uuid) || ' from project '"
+    " || (" THE_PROJECT ").slug",
+    "'projects/' || (" THE_PROJECT ").slug || '/members/' || $3", "$4");
+/* $1 org, $2 project, $3 user, $4 role, $5 audit actor. */
+static const char ROLE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_collaborator_role($1, $2, $3::uuid, $4)",
+    "'project_member.role_changed'",
+    "(SELECT 'Changed the role of ' || ensign_audit_user_name($3::uuid) || ' in project '"
+    "        || x.slug || ' from ' || pm.role || ' to ' || $4"
+    "   FROM " THE_PROJECT " x JOIN project_members pm ON pm.project_id = x.id"
+    "  WHERE pm.user_id = $3::uuid AND pm.role <> $4)",
+    "'projects/' || (" THE_PROJECT ").slug || '/members/' || $3", "$5");
+/* clang-format on */
 
 #define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
 #define PROJECTS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_PROJECTS, true})
@@ -182,8 +204,9 @@ static void add_collaborator(struct http_request *r, const struct mgmt_ctx *ctx,
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
     } else {
-        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), login, role};
-        mgmt_query(r, ADD_SQL, 4, params, mgmt_answer_cb, r);
+        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), login, role,
+                                ctx->audit_actor};
+        mgmt_query(r, ADD_SQL, 5, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);
@@ -202,8 +225,8 @@ static void remove_collaborator(struct http_request *r, const struct mgmt_ctx *c
         http_send_error(r, 404, "not a collaborator of this project");
         return;
     }
-    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user};
-    mgmt_query(r, REMOVE_SQL, 3, params, mgmt_answer_cb, r);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user, ctx->audit_actor};
+    mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
 }
 
 void project_members_remove(struct http_request *r)
@@ -229,8 +252,9 @@ static void set_collaborator_role(struct http_request *r, const struct mgmt_ctx 
         validate_free(&v);
         http_send_error(r, 404, "not a collaborator of this project");
     } else {
-        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user, role};
-        mgmt_query(r, ROLE_SQL, 4, params, mgmt_answer_cb, r);
+        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user, role,
+                                ctx->audit_actor};
+        mgmt_query(r, ROLE_SQL, 5, params, mgmt_answer_cb, r);
         validate_free(&v);
     }
     json_object_put(body);

@@ -214,6 +214,13 @@ class AuditSecondDocumentTest(AuditTestCase):
         self.ok(self.root("DELETE", "/orgs/acme/projects/website", "admin"))
         self.ok(self.root("POST", "/orgs/acme/projects/website/restore", "admin"))
         self.ok(self.root("POST", "/orgs/acme/projects/website/restore", "admin"))  # no-op
+        self.ok(self.root("POST", "/orgs/acme/projects/website/members", "admin",
+                          body={"login": "carol@example.com", "role": "read"}))
+        self.ok(self.root("PUT", f"/orgs/acme/projects/website/members/{carol}/role", "admin",
+                          body={"role": "write"}))
+        self.ok(self.root("PUT", f"/orgs/acme/projects/website/members/{carol}/role", "admin",
+                          body={"role": "write"}))  # no-op
+        self.ok(self.root("DELETE", f"/orgs/acme/projects/website/members/{carol}", "admin"))
         self.ok(self.root("DELETE", f"/orgs/acme/members/{carol}", "owner"))
         self.ok(self.root("POST", "/orgs/acme/leave", "Dave Dunn"))
         self.ok(self.root("POST", "/internal/sso/provision-member", "Carol Cole",
@@ -244,6 +251,13 @@ class AuditSecondDocumentTest(AuditTestCase):
             ("project.updated", "Updated project website", "Adele Admin", "projects/website"),
             ("project.deleted", "Deleted project website", "Adele Admin", "projects/website"),
             ("project.restored", "Restored project website", "Adele Admin", "projects/website"),
+            ("project_member.added", "Added Carol Cole to project website as read",
+             "Adele Admin", f"projects/website/members/{carol}"),
+            ("project_member.role_changed",
+             "Changed the role of Carol Cole in project website from read to write",
+             "Adele Admin", f"projects/website/members/{carol}"),
+            ("project_member.removed", "Removed Carol Cole from project website", "Adele Admin",
+             f"projects/website/members/{carol}"),
             ("member.removed", "Removed Carol Cole from the organization", "Alice Example",
              f"members/{carol}"),
             ("org.left", "Dave Dunn left the organization", "Dave Dunn", f"members/{dave}"),
