@@ -84,7 +84,8 @@ struct auth_request {
     auth_cb cb;
     auth_either_cb either_cb;
     void *arg;
-    bool via_cookie;
+    bool via_cookie; /* a session cookie, not a token */
+    bool internal;   /* the Ensign-Internal-Key must be valid too */
 };
 
 /* ---- scopes ---- */
@@ -195,7 +196,9 @@ static void identity_from_row(struct identity *who, const PGresult *res)
     json_object_put(scopes);
 }
 
-static void on_token_row(PGresult *res, const char *error, void *arg)
+/* The answer of every lookup: a token, an internal operation (key_ok
+ * column), or a session cookie. */
+static void on_identity_row(PGresult *res, const char *error, void *arg)
 {
     struct auth_request ar = *(struct auth_request *)arg;
     free(arg);
@@ -204,12 +207,20 @@ static void on_token_row(PGresult *res, const char *error, void *arg)
         return;
     }
     if (PQntuples(res) != 1) {
-        auth_send_unauthorized(ar.r, "invalid access token");
+        auth_send_unauthorized(ar.r, ar.via_cookie ? "invalid or expired session"
+                                                   : "invalid access token");
+        return;
+    }
+    if (ar.internal && strcmp(PQgetvalue(res, 0, COL_KEY_OK), "t") != 0) {
+        http_send_error(ar.r, 403, "internal operation: missing or invalid Ensign-Internal-Key");
         return;
     }
     struct identity who;
     identity_from_row(&who, res);
-    ar.cb(ar.r, &who, ar.arg);
+    if (ar.either_cb != NULL)
+        ar.either_cb(ar.r, &who, ar.via_cookie, ar.arg);
+    else
+        ar.cb(ar.r, &who, ar.arg);
 }
 
 /* The digest of r's bearer access token; false after answering 401. */
@@ -254,32 +265,11 @@ void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
     if (!bearer_digest(r, digest))
         return;
     const char *params[] = {digest};
-    lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_token_row,
+    lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_identity_row,
            (struct auth_request){.r = r, .cb = cb, .arg = arg});
 }
 
 /* ---- internal operations ---- */
-
-static void on_internal_row(PGresult *res, const char *error, void *arg)
-{
-    struct auth_request ar = *(struct auth_request *)arg;
-    free(arg);
-    if (!db_result_ok(res)) {
-        auth_send_db_failure(ar.r, res, error);
-        return;
-    }
-    if (PQntuples(res) != 1) {
-        auth_send_unauthorized(ar.r, "invalid access token");
-        return;
-    }
-    if (strcmp(PQgetvalue(res, 0, COL_KEY_OK), "t") != 0) {
-        http_send_error(ar.r, 403, "internal operation: missing or invalid Ensign-Internal-Key");
-        return;
-    }
-    struct identity who;
-    identity_from_row(&who, res);
-    ar.cb(ar.r, &who, ar.arg);
-}
 
 void auth_internal(struct http_request *r, auth_cb cb, void *arg)
 {
@@ -290,8 +280,8 @@ void auth_internal(struct http_request *r, auth_cb cb, void *arg)
     if (key != NULL && token_well_formed(key, TOKEN_PREFIX_INTERNAL))
         token_digest_hex(key, strlen(key), key_digest);
     const char *params[] = {digest, key_digest};
-    lookup(r, INTERNAL_LOOKUP_SQL, 2, params, on_internal_row,
-           (struct auth_request){.r = r, .cb = cb, .arg = arg});
+    lookup(r, INTERNAL_LOOKUP_SQL, 2, params, on_identity_row,
+           (struct auth_request){.r = r, .cb = cb, .arg = arg, .internal = true});
 }
 
 /* ---- session cookie ---- */
@@ -316,25 +306,6 @@ bool auth_session_cookie(const struct http_request *r, char *out, size_t outlen)
     return false;
 }
 
-static void on_either_row(PGresult *res, const char *error, void *arg)
-{
-    struct auth_request ar = *(struct auth_request *)arg;
-    bool via_cookie = ar.via_cookie;
-    free(arg);
-    if (!db_result_ok(res)) {
-        auth_send_db_failure(ar.r, res, error);
-        return;
-    }
-    if (PQntuples(res) != 1) {
-        auth_send_unauthorized(ar.r,
-                               via_cookie ? "invalid or expired session" : "invalid access token");
-        return;
-    }
-    struct identity who;
-    identity_from_row(&who, res);
-    ar.either_cb(ar.r, &who, via_cookie, ar.arg);
-}
-
 void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg)
 {
     char digest[TOKEN_DIGEST_HEX_LEN + 1], cookie[TOKEN_MAX_LEN];
@@ -347,11 +318,11 @@ void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg)
         token_digest_hex(cookie, strlen(cookie), digest);
         const char *params[] = {digest};
         init.via_cookie = true;
-        lookup(r, SESSION_LOOKUP_SQL, 1, params, on_either_row, init);
+        lookup(r, SESSION_LOOKUP_SQL, 1, params, on_identity_row, init);
         return;
     }
     if (!bearer_digest(r, digest))
         return;
     const char *params[] = {digest};
-    lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_either_row, init);
+    lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_identity_row, init);
 }
