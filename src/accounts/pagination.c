@@ -15,6 +15,8 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,11 +66,21 @@ static void check_cursor(struct validate *v, const char *cursor)
         validate_error(v, "cursor", "malformed cursor");
 }
 
-/* GET: q, limit and cursor from the query string. */
+/* GET: q, limit and cursor from the query string (parsed once, so a value
+ * too long for its buffer is an error, not an absent parameter). */
 static void read_query_string(struct http_request *r, struct validate *v, struct page_request *out)
 {
-    char limit[32];
-    if (http_query_param(r, "limit", limit, sizeof limit)) {
+    struct evkeyvalq params;
+    TAILQ_INIT(&params);
+    if (r->query != NULL && evhttp_parse_query_str(r->query, &params) != 0) {
+        validate_error(v, NULL, "malformed query string");
+        evhttp_clear_headers(&params);
+        return;
+    }
+    const char *limit = evhttp_find_header(&params, "limit");
+    const char *q = evhttp_find_header(&params, "q");
+    const char *cursor = evhttp_find_header(&params, "cursor");
+    if (limit != NULL) {
         char *end;
         errno = 0;
         long long value = strtoll(limit, &end, 10);
@@ -76,17 +88,15 @@ static void read_query_string(struct http_request *r, struct validate *v, struct
             validate_error(v, "limit", "an integer from 1 to %d", PAGE_LIMIT_MAX);
         else
             out->limit = clamp_limit(value);
-    } else if (r->query != NULL && strstr(r->query, "limit=") != NULL) {
-        validate_error(v, "limit", "an integer from 1 to %d", PAGE_LIMIT_MAX);
     }
-    if (!http_query_param(r, "q", out->q, sizeof out->q) && r->query != NULL &&
-        strstr(r->query, "q=") != NULL && strlen(r->query) > PAGE_Q_MAX_CHARS)
-        validate_error(v, "q", "at most %d characters", PAGE_Q_MAX_CHARS);
-    q_ok(v, out->q);
-    if (!http_query_param(r, "cursor", out->cursor, sizeof out->cursor) && r->query != NULL &&
-        strstr(r->query, "cursor=") != NULL)
-        validate_error(v, "cursor", "malformed cursor");
-    check_cursor(v, out->cursor);
+    if (q != NULL && q_ok(v, q))
+        snprintf(out->q, sizeof out->q, "%s", q);
+    if (cursor != NULL) {
+        check_cursor(v, cursor);
+        if (strlen(cursor) < sizeof out->cursor)
+            snprintf(out->cursor, sizeof out->cursor, "%s", cursor);
+    }
+    evhttp_clear_headers(&params);
 }
 
 /* QUERY: the same members from a JSON body (all optional). */
