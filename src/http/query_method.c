@@ -51,11 +51,16 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
     rewriting = false;
 }
 
+int query_method_watch(struct evbuffer *in)
+{
+    return evbuffer_add_cb(in, on_input, NULL) != NULL ? 0 : -1;
+}
+
 struct bufferevent *query_method_bufferevent(struct event_base *base, void *arg)
 {
     (void)arg;
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (bev != NULL && evbuffer_add_cb(bufferevent_get_input(bev), on_input, NULL) == NULL) {
+    if (bev != NULL && query_method_watch(bufferevent_get_input(bev)) != 0) {
         bufferevent_free(bev);
         return NULL;
     }

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 
 struct bufferevent;
+struct evbuffer;
 struct event_base;
 
 #define QUERY_METHOD_OVERRIDE_HEADER "X-HTTP-Method-Override"
@@ -32,6 +33,10 @@ struct event_base;
 /* evhttp_set_bevcb callback: a socket bufferevent with the rewrite on its
  * input buffer (arg unused). */
 struct bufferevent *query_method_bufferevent(struct event_base *base, void *arg);
+
+/* Puts the rewrite on an input buffer (what query_method_bufferevent does
+ * to its bufferevent's); 0, or -1 when out of memory. */
+int query_method_watch(struct evbuffer *in);
 
 /* True when a POST's X-HTTP-Method-Override header value names QUERY. */
 bool query_method_override(const char *header_value);

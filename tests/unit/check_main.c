@@ -20,6 +20,7 @@ int main(void)
     srunner_add_suite(runner, suite_usage());
     srunner_add_suite(runner, suite_ratelimit());
     srunner_add_suite(runner, suite_auditchain());
+    srunner_add_suite(runner, suite_query_method());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

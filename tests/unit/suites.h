@@ -18,5 +18,6 @@ Suite *suite_validate(void);
 Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
 Suite *suite_auditchain(void);
+Suite *suite_query_method(void);
 
 #endif
