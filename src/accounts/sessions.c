@@ -10,8 +10,8 @@
  * dummy hash). Success stores a new session (svc_ses_ + 43 base62, kept
  * only as its SHA-256 digest) that expires after SESSION_DAYS and answers
  * 200 {user} with Set-Cookie: ensign_session=...; Path=/; HttpOnly;
- * SameSite=Lax; Max-Age. Only GET /v1/me and GET /me accept the cookie
- * (auth.c auth_token_or_cookie).
+ * SameSite=Lax; Max-Age (and Secure with session_cookie_secure = 1). Only GET /v1/me and GET /me
+ * accept the cookie (auth.c auth_token_or_cookie).
  *
  * DELETE /v1/session deletes the cookie's session (if any) and answers
  * 200 {ok: true} with a cookie that expires at once.
@@ -27,10 +27,12 @@
 #include <string.h>
 
 #include "auth.h"
+#include "config.h"
 #include "http.h"
 #include "mgmt.h"
 #include "password.h"
 #include "ratelimit.h"
+#include "server.h"
 #include "token.h"
 #include "validate.h"
 
@@ -88,9 +90,10 @@ static void on_session(PGresult *res, const char *error, void *arg)
     struct http_request *r = l->r;
     if (db_result_ok(res) && PQntuples(res) == 1) {
         char cookie[TOKEN_MAX_LEN + 96];
+        bool secure = r->server->cfg != NULL && r->server->cfg->session_cookie_secure;
         snprintf(cookie, sizeof cookie,
-                 "ensign_session=%s; Path=/; HttpOnly; SameSite=Lax; Max-Age=%d", l->token,
-                 SESSION_DAYS * 86400);
+                 "ensign_session=%s; Path=/; HttpOnly; SameSite=Lax; Max-Age=%d%s", l->token,
+                 SESSION_DAYS * 86400, secure ? "; Secure" : "");
         http_add_header(r, "Set-Cookie", cookie);
         explicit_bzero(cookie, sizeof cookie);
     }

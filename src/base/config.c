@@ -55,6 +55,7 @@ enum key_index {
     KEY_AGENT_LLM_URL,
     KEY_STREAM_MAX_PER_WORKER,
     KEY_STREAM_MAX_PER_KEY,
+    KEY_SESSION_COOKIE_SECURE,
     KEY_COUNT
 };
 
@@ -141,6 +142,9 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
                                 "Open change-notification streams allowed per SDK key on each "
                                 "node."},
+    [KEY_SESSION_COOKIE_SECURE] = {"session_cookie_secure", CONFIG_INT, "0", 0, 1, true,
+                                   "1 adds Secure to the session cookie (browsers then send it "
+                                   "over HTTPS only, as behind a TLS proxy); 0 leaves it out."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -184,6 +188,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = SLOT(agent_llm_url, SLOT_STRING),
     [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
+    [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

@@ -67,6 +67,7 @@ struct config {
     char *agent_llm_url;
     int stream_max_per_worker;
     int stream_max_per_key;
+    int session_cookie_secure; /* 1: the session cookie carries Secure */
 };
 
 /* The key table, in documentation order. */

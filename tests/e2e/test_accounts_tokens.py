@@ -149,6 +149,25 @@ class SessionsTest(AccountTestCase):
         self.assertIn("Retry-After", limited.headers)
 
 
+class SecureCookieTest(AccountTestCase):
+    settings = {"session_cookie_secure": 1}
+
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        harness.ensignctl(cls.server.config_path, "user", "create", "--email",
+                          "tls@example.com", "--name", "Tls", "--password-stdin",
+                          stdin="a long password\n")
+
+    def test_secure_when_configured(self):
+        response = self.server.request("POST", "/v1/session",
+                                       body={"email": "tls@example.com",
+                                             "password": "a long password"})
+        self.assertEqual(response.status, 200, response)
+        self.assertTrue(response.headers["Set-Cookie"].endswith("; Secure"),
+                        response.headers["Set-Cookie"])
+
+
 class InternalOperationsTest(AccountTestCase):
 
     @classmethod

@@ -170,6 +170,7 @@ START_TEST(test_table_order_and_flags)
         {"agent_llm_url", "", true},
         {"stream_max_per_worker", "10000", true},
         {"stream_max_per_key", "1000", true},
+        {"session_cookie_secure", "0", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -208,6 +209,7 @@ START_TEST(test_table_bounds)
         {"request_timeout_ms", 100, 600000},
         {"stream_max_per_worker", 0, 1000000},
         {"stream_max_per_key", 0, 1000000},
+        {"session_cookie_secure", 0, 1},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
