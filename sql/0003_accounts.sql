@@ -282,6 +282,9 @@ CREATE FUNCTION ensign_acc_drop_member(org uuid, member uuid) RETURNS ensign_ans
 DECLARE
     old_role text;
 BEGIN
+    -- Owner changes of one organization take turns, so two owners removing
+    -- each other cannot both see "another owner is left".
+    PERFORM 1 FROM orgs o WHERE o.id = org FOR NO KEY UPDATE;
     SELECT m.role INTO old_role FROM org_members m
      WHERE m.org_id = org AND m.user_id = member FOR UPDATE;
     IF old_role IS NULL THEN
@@ -363,6 +366,7 @@ DECLARE
     old_role text;
     o orgs;
 BEGIN
+    PERFORM 1 FROM orgs x WHERE x.id = org FOR NO KEY UPDATE; -- see ensign_acc_drop_member
     SELECT m.role INTO old_role FROM org_members m
      WHERE m.org_id = org AND m.user_id = member FOR UPDATE;
     IF old_role IS NULL THEN
