@@ -7,9 +7,9 @@
  *  - GET /v1/me (first document): {"kind": "user", "via": "token", "user":
  *    {id, name, email, username|null}} for a personal token, {"kind":
  *    "organization", "via": "token", "organization": {id, name, slug, plan}}
- *    for an organization token; exactly these fields. Browser sessions
- *    ("via": "cookie", decisions.md section 5) are not implemented yet: their
- *    seam is answer_v1_without_token(), which today answers 401.
+ *    for an organization token; exactly these fields. A browser session
+ *    cookie (decisions.md section 5, sessions.c) answers the user form with
+ *    "via": "cookie".
  *  - GET /me (second document): {"user": {id, email, created_at, name,
  *    username|null}, "orgs": [Organization form {id, name, slug, role,
  *    enforce_two_factor, require_sso, created_at}, ...]} for a personal
@@ -26,6 +26,7 @@
 #include "me.h"
 
 #include <json-c/json.h>
+#include <stdlib.h>
 
 #include "auth.h"
 #include "db.h"
@@ -98,19 +99,28 @@ static struct json_object *text_or_null(const PGresult *res, int col)
 
 /* ---- GET /v1/me ---- */
 
-static void send_v1_identity(struct http_request *r, const char *kind, const char *member,
-                             struct json_object *who)
+/* The request and how its caller authenticated ("via"), carried to the
+ * user row's callback. */
+struct v1_caller {
+    struct http_request *r;
+    bool via_cookie;
+};
+
+static void send_v1_identity(struct http_request *r, bool via_cookie, const char *kind,
+                             const char *member, struct json_object *who)
 {
     struct json_object *body = json_object_new_object();
     json_object_object_add(body, "kind", json_object_new_string(kind));
-    json_object_object_add(body, "via", json_object_new_string("token"));
+    json_object_object_add(body, "via", json_object_new_string(via_cookie ? "cookie" : "token"));
     json_object_object_add(body, member, who);
     http_send_json(r, 200, body);
 }
 
 static void on_v1_user_row(PGresult *res, const char *error, void *arg)
 {
-    struct http_request *r = arg;
+    struct v1_caller caller = *(struct v1_caller *)arg;
+    free(arg);
+    struct http_request *r = caller.r;
     if (!one_row(r, res, error))
         return;
     struct json_object *user = json_object_new_object();
@@ -118,7 +128,7 @@ static void on_v1_user_row(PGresult *res, const char *error, void *arg)
     json_object_object_add(user, "name", text_or_null(res, COL_NAME));
     json_object_object_add(user, "email", text_or_null(res, COL_EMAIL_OR_SLUG));
     json_object_object_add(user, "username", text_or_null(res, COL_USERNAME_OR_PLAN));
-    send_v1_identity(r, "user", "user", user);
+    send_v1_identity(r, caller.via_cookie, "user", "user", user);
 }
 
 static void on_v1_org_row(PGresult *res, const char *error, void *arg)
@@ -131,35 +141,33 @@ static void on_v1_org_row(PGresult *res, const char *error, void *arg)
     json_object_object_add(org, "name", text_or_null(res, COL_NAME));
     json_object_object_add(org, "slug", text_or_null(res, COL_EMAIL_OR_SLUG));
     json_object_object_add(org, "plan", text_or_null(res, COL_USERNAME_OR_PLAN));
-    send_v1_identity(r, "organization", "organization", org);
+    send_v1_identity(r, false, "organization", "organization", org);
 }
 
-static void on_v1_identity(struct http_request *r, const struct identity *who, void *arg)
+static void on_v1_identity(struct http_request *r, const struct identity *who, bool via_cookie,
+                           void *arg)
 {
     (void)arg;
-    if (who->kind == IDENTITY_ORG)
+    if (who->kind == IDENTITY_ORG) {
         query_caller(r, V1_ORG_SQL, who->org_id, on_v1_org_row);
-    else
-        query_caller(r, V1_USER_SQL, who->user_id, on_v1_user_row);
-}
-
-/*
- * The browser-session seam: when sessions land, a valid session cookie is
- * authenticated here and answered with "via": "cookie". Until then a
- * request without a bearer token has no identity.
- */
-static void answer_v1_without_token(struct http_request *r)
-{
-    auth_send_unauthorized(r, "missing access token");
+        return;
+    }
+    struct v1_caller *caller = malloc(sizeof *caller);
+    if (caller == NULL) {
+        auth_send_db_failure(r, NULL, "out of memory");
+        return;
+    }
+    *caller = (struct v1_caller){r, via_cookie};
+    const char *params[] = {who->user_id};
+    if (db_query(r->server->db, V1_USER_SQL, 1, params, on_v1_user_row, caller) != 0) {
+        free(caller);
+        auth_send_db_failure(r, NULL, "no database connection");
+    }
 }
 
 void me_v1_get(struct http_request *r)
 {
-    if (http_bearer(r) == NULL) {
-        answer_v1_without_token(r);
-        return;
-    }
-    auth_access_token(r, on_v1_identity, NULL);
+    auth_token_or_cookie(r, on_v1_identity, NULL);
 }
 
 /* ---- GET /me ---- */
@@ -177,9 +185,11 @@ static void on_root_row(PGresult *res, const char *error, void *arg)
     http_send_json(r, 200, body);
 }
 
-static void on_root_identity(struct http_request *r, const struct identity *who, void *arg)
+static void on_root_identity(struct http_request *r, const struct identity *who, bool via_cookie,
+                             void *arg)
 {
     (void)arg;
+    (void)via_cookie;
     if (who->kind == IDENTITY_ORG)
         query_caller(r, ROOT_ORG_SQL, who->org_id, on_root_row);
     else
@@ -188,5 +198,5 @@ static void on_root_identity(struct http_request *r, const struct identity *who,
 
 void me_root_get(struct http_request *r)
 {
-    auth_access_token(r, on_root_identity, NULL);
+    auth_token_or_cookie(r, on_root_identity, NULL);
 }

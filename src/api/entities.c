@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "validate.h"
 
@@ -86,18 +87,23 @@ static const char GET_SQL[] =
     "SELECT 200 AS status, json_build_object('entity', " STORED_ENTITY ")::text AS body,"
     " NULL::text AS message FROM entities e WHERE e.org_id = $1 AND e.key = $2";
 
-/* $1 org id, $2 key, $3 label, $4 normalized attributes. */
+/* clang-format off */
+
+/* $1 org id, $2 key, $3 label, $4 normalized attributes, $5 audit actor. */
 static const char CREATE_SQL[] =
     "WITH e AS (INSERT INTO entities (org_id, key, label) VALUES ($1, $2, $3)"
     "           ON CONFLICT (org_id, key) DO NOTHING RETURNING *)," PUT_ATTRIBUTES
-    "         RETURNING key, data_type, labels, sort_order)"
+    "         RETURNING key, data_type, labels, sort_order),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'entity.created' AS action,"
+                             " 'Created entity ' || e.key AS summary,"
+                             " 'entities/' || e.key AS location FROM e) AS s", "$5") ")"
     " SELECT 201 AS status, json_build_object('entity', " INSERTED_ENTITY ")::text AS body,"
     " NULL::text AS message FROM e"
     " UNION ALL SELECT 409, NULL, 'an entity with this key already exists'"
     " WHERE NOT EXISTS (SELECT 1 FROM e)";
 
 /* $1 org id, $2 key, $3 label or NULL (keep), $4 normalized attributes or
- * NULL (keep). */
+ * NULL (keep), $5 audit actor. */
 static const char UPDATE_SQL[] =
     "WITH e AS (UPDATE entities SET label = COALESCE($3, label), updated_at = now()"
     "            WHERE org_id = $1 AND key = $2 RETURNING *),"
@@ -107,14 +113,22 @@ static const char UPDATE_SQL[] =
     "                                 FROM jsonb_array_elements($4::jsonb) i))," PUT_ATTRIBUTES
     "         ON CONFLICT (entity_id, key) DO UPDATE SET data_type = EXCLUDED.data_type,"
     "           labels = EXCLUDED.labels, sort_order = EXCLUDED.sort_order"
-    "         RETURNING key, data_type, labels, sort_order)"
+    "         RETURNING key, data_type, labels, sort_order),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'entity.updated' AS action,"
+                             " 'Updated entity ' || e.key AS summary,"
+                             " 'entities/' || e.key AS location FROM e) AS s", "$5") ")"
     " SELECT 200 AS status, json_build_object('entity', " UPDATED_ENTITY ")::text AS body,"
     " NULL::text AS message FROM e";
 
-/* $1 org id, $2 key. */
+/* $1 org id, $2 key, $3 audit actor. */
 static const char DELETE_SQL[] =
-    "WITH d AS (DELETE FROM entities WHERE org_id = $1 AND key = $2 RETURNING id)"
+    "WITH d AS (DELETE FROM entities WHERE org_id = $1 AND key = $2 RETURNING id, key),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'entity.deleted' AS action,"
+                             " 'Deleted entity ' || d.key AS summary,"
+                             " 'entities/' || d.key AS location FROM d) AS s", "$3") ")"
     " SELECT 200 AS status, '{\"ok\": true}' AS body, NULL::text AS message FROM d";
+
+/* clang-format on */
 
 static void answer_entity(PGresult *res, const char *error, void *arg)
 {
@@ -239,8 +253,9 @@ static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *
         send_invalid(r, &v);
     } else {
         const char *params[] = {ctx->org_id, key, label,
-                                attributes == NULL ? "[]" : json_text(attributes)};
-        mgmt_query(r, CREATE_SQL, 4, params, answer_entity, r);
+                                attributes == NULL ? "[]" : json_text(attributes),
+                                ctx->audit_actor};
+        mgmt_query(r, CREATE_SQL, 5, params, answer_entity, r);
     }
     validate_free(&v);
     json_object_put(attributes);
@@ -268,8 +283,8 @@ static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *
         const char *params[] = {ctx->org_id, key};
         mgmt_query(r, GET_SQL, 2, params, answer_entity, r);
     } else {
-        const char *params[] = {ctx->org_id, key, label, json_text(attributes)};
-        mgmt_query(r, UPDATE_SQL, 4, params, answer_entity, r);
+        const char *params[] = {ctx->org_id, key, label, json_text(attributes), ctx->audit_actor};
+        mgmt_query(r, UPDATE_SQL, 5, params, answer_entity, r);
     }
     validate_free(&v);
     json_object_put(attributes);
@@ -293,8 +308,8 @@ static void on_get(struct http_request *r, const struct mgmt_ctx *ctx, void *arg
 static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
-    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
-    mgmt_query(r, DELETE_SQL, 2, params, answer_entity, r);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), ctx->audit_actor};
+    mgmt_query(r, DELETE_SQL, 3, params, answer_entity, r);
 }
 
 void entities_create(struct http_request *r)

@@ -52,7 +52,7 @@ static const char LIST_SQL[] =
 /*
  * $1 flag id, $2 environment id, $3 enabled ("t", "f" or "" unchanged),
  * $4 default serve (JSON or NULL), $5 off variant key (or NULL), $6 actor
- * id, $7 actor name.
+ * id, $7 actor name, $8 audit actor.
  */
 static const char CONFIGURE_SQL[] =
     "WITH " FLAGCTX_LOCK_SQL ","
@@ -85,7 +85,7 @@ static const char CONFIGURE_SQL[] =
                     "      THEN 'Turned off in ' || u.env_name"
                     "      ELSE 'Updated the configuration in ' || u.env_name END AS summary,"
                     " u.changes FROM u) AS s", "$6", "$7")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$8") ")"
     " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404 ELSE 200 END") ","
     "        '{\"ok\": true}',"
     "        " FLAGCTX_MESSAGE_SQL " ELSE 'environment not found' END";
@@ -162,11 +162,11 @@ static void send_configure(struct http_request *r, const struct configure *cf,
     read_change(&v, cf->body, &fc->refs, &c);
     if (validate_ok(&v)) {
         const char *params[] = {
-            fc->flag_id,       fc->env_id,
-            c.enabled,         c.serve ? json_object_to_json_string(c.serve) : NULL,
-            c.off_key,         cf->ctx.actor_user_id,
-            cf->ctx.actor_name};
-        mgmt_query(r, CONFIGURE_SQL, 7, params, mgmt_answer_cb, r);
+            fc->flag_id,        fc->env_id,
+            c.enabled,          c.serve ? json_object_to_json_string(c.serve) : NULL,
+            c.off_key,          cf->ctx.actor_user_id,
+            cf->ctx.actor_name, cf->ctx.audit_actor};
+        mgmt_query(r, CONFIGURE_SQL, 8, params, mgmt_answer_cb, r);
     } else {
         mgmt_send_invalid(r, &v);
     }

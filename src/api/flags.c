@@ -46,7 +46,7 @@
 /*
  * $1 org, $2 key, $3 description, $4 type, $5 tags (JSON), $6 variants
  * (JSON [{key, value, label}]), $7 default serve (JSON), $8 off variant
- * key, $9 actor user id, $10 actor name, $11 variant count.
+ * key, $9 actor user id, $10 actor name, $11 variant count, $12 audit actor.
  */
 static const char CREATE_SQL[] =
     "WITH f AS ("
@@ -68,6 +68,10 @@ static const char CREATE_SQL[] =
                     " 'flag.created' AS action,"
                     " 'Created ' || f.type || ' flag ' || f.key AS summary,"
                     " '{}'::text[] AS changes FROM f) AS s", "$9", "$10")
+    "), aud AS ("
+    AUDIT_INSERT("(SELECT 'flag.created' AS action,"
+                 " 'Created ' || f.type || ' flag ' || f.key AS summary,"
+                 " 'flags/' || f.key AS location FROM f) AS s", "$12")
     ")"
     " SELECT CASE WHEN f.id IS NULL THEN 409 ELSE 201 END,"
     "        json_build_object('flag', f.body),"
@@ -134,7 +138,8 @@ static const char DETAIL_SQL[] =
     "                             WHERE fe.flag_id = f.id), '[]'))"
     "  FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2";
 
-/* $1 org, $2 key, $3 patch (JSON, only the given members), $4 actor id, $5 actor name. */
+/* $1 org, $2 key, $3 patch (JSON, only the given members), $4 actor id, $5 actor name,
+ * $6 audit actor. */
 static const char UPDATE_SQL[] =
     "WITH old AS (SELECT f.* FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2 FOR UPDATE),"
     " p AS (SELECT $3::jsonb AS p),"
@@ -167,7 +172,7 @@ static const char UPDATE_SQL[] =
     REVISION_INSERT("(SELECT u.id AS flag_id, NULL::uuid AS environment_id,"
                     " 'flag.updated' AS action, 'Updated the flag settings' AS summary,"
                     " u.changes FROM u WHERE cardinality(u.changes) > 0) AS s", "$4", "$5")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$6") ")"
     " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404"
     "             WHEN EXISTS (SELECT 1 FROM bad) THEN 422 ELSE 200 END,"
     "        CASE WHEN EXISTS (SELECT 1 FROM bad)"
@@ -177,13 +182,18 @@ static const char UPDATE_SQL[] =
     "        CASE WHEN EXISTS (SELECT 1 FROM old) THEN 'validation failed'"
     "             ELSE 'flag not found' END";
 
-/* $1 org, $2 key. */
+/* $1 org, $2 key, $3 audit actor. */
 static const char DELETE_SQL[] =
-    "WITH d AS (DELETE FROM flags WHERE org_id = $1::uuid AND key = $2 RETURNING 1)"
+    "WITH d AS (DELETE FROM flags WHERE org_id = $1::uuid AND key = $2 RETURNING key),"
+    " aud AS ("
+    AUDIT_INSERT("(SELECT 'flag.deleted' AS action, 'Deleted flag ' || d.key AS summary,"
+                 " 'flags/' || d.key AS location FROM d) AS s", "$3")
+    ")"
     " SELECT CASE WHEN EXISTS (SELECT 1 FROM d) THEN 200 ELSE 404 END, '{\"ok\": true}',"
     "        'flag not found'";
 
-/* $1 org, $2 key, $3 "t" to archive or "f" to restore, $4 actor id, $5 actor name. */
+/* $1 org, $2 key, $3 "t" to archive or "f" to restore, $4 actor id, $5 actor name,
+ * $6 audit actor. */
 static const char ARCHIVE_SQL[] =
     "WITH old AS (SELECT f.id, f.archived_at, ensign_flag_detail_json(f) AS body"
     "               FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2 FOR UPDATE),"
@@ -196,7 +206,7 @@ static const char ARCHIVE_SQL[] =
                     " CASE WHEN $3::boolean THEN 'flag.archived' ELSE 'flag.restored' END AS action,"
                     " CASE WHEN $3::boolean THEN 'Archived the flag' ELSE 'Restored the flag' END"
                     " AS summary, '{}'::text[] AS changes FROM u) AS s", "$4", "$5")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$6") ")"
     " SELECT CASE WHEN old.id IS NULL THEN 404 ELSE 200 END,"
     "        json_build_object('flag', COALESCE(u.body, old.body)), 'flag not found'"
     "   FROM (SELECT 1) AS one LEFT JOIN old ON true LEFT JOIN u ON true";
@@ -305,8 +315,9 @@ static void send_create(struct http_request *r, const struct mgmt_ctx *ctx,
                             off_key,
                             ctx->actor_user_id,
                             ctx->actor_name,
-                            count};
-    mgmt_query(r, CREATE_SQL, 11, params, mgmt_answer_cb, r);
+                            count,
+                            ctx->audit_actor};
+    mgmt_query(r, CREATE_SQL, 12, params, mgmt_answer_cb, r);
     json_object_put(serve);
 }
 
@@ -388,7 +399,8 @@ void flags_usage(struct http_request *r)
 static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
-    query_by_key(r, ctx, DELETE_SQL);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), ctx->audit_actor};
+    mgmt_query(r, DELETE_SQL, 3, params, on_flag_not_found, r);
 }
 
 void flags_delete(struct http_request *r)
@@ -436,10 +448,10 @@ static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *
     validate_init(&v);
     struct json_object *patch = read_patch(&v, body);
     if (patch) {
-        const char *params[] = {ctx->org_id, mgmt_param(r, "key"),
-                                json_object_to_json_string(patch), ctx->actor_user_id,
-                                ctx->actor_name};
-        mgmt_query(r, UPDATE_SQL, 5, params, on_flag_not_found, r);
+        const char *params[] = {
+            ctx->org_id,        mgmt_param(r, "key"), json_object_to_json_string(patch),
+            ctx->actor_user_id, ctx->actor_name,      ctx->audit_actor};
+        mgmt_query(r, UPDATE_SQL, 6, params, on_flag_not_found, r);
     } else {
         mgmt_send_invalid(r, &v);
     }
@@ -457,9 +469,9 @@ void flags_update(struct http_request *r)
 
 static void set_archived(struct http_request *r, const struct mgmt_ctx *ctx, bool archived)
 {
-    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), archived ? "t" : "f",
-                            ctx->actor_user_id, ctx->actor_name};
-    mgmt_query(r, ARCHIVE_SQL, 5, params, on_flag_not_found, r);
+    const char *params[] = {ctx->org_id,        mgmt_param(r, "key"), archived ? "t" : "f",
+                            ctx->actor_user_id, ctx->actor_name,      ctx->audit_actor};
+    mgmt_query(r, ARCHIVE_SQL, 6, params, on_flag_not_found, r);
 }
 
 static void on_archive(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)

@@ -70,6 +70,13 @@ int mgmt_role_from_name(const char *name)
     return -1;
 }
 
+/* The organization slug: {org} in the first document, {slug} in the second. */
+static const char *org_param(const struct http_request *r)
+{
+    const char *org = http_param(r, "org");
+    return org ? org : mgmt_param(r, "slug");
+}
+
 const char *mgmt_param(const struct http_request *r, const char *name)
 {
     const char *value = http_param(r, name);
@@ -121,6 +128,7 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
         copy_column(ctx->actor_name, sizeof ctx->actor_name, res, COL_ACTOR_NAME);
         int role = mgmt_role_from_name(PQgetvalue(res, 0, COL_ROLE));
         ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
+        audit_actor_init(ctx->audit_actor, r, ctx->org_id, &ctx->who, ctx->actor_name);
         if (allowed(r, ctx, mr->need)) {
             mr->cb(r, ctx, mr->arg);
             called = true;
@@ -197,7 +205,7 @@ static bool lookup_org(struct http_request *r, const struct identity *who, const
 static void on_identity(struct http_request *r, const struct identity *who, void *arg)
 {
     const struct mgmt_op *op = arg;
-    lookup_org(r, who, mgmt_param(r, "org"), op->need, op->cb, op->arg, false);
+    lookup_org(r, who, org_param(r), op->need, op->cb, op->arg, false);
 }
 
 static void on_identity_unknown_org(struct http_request *r, const struct identity *who, void *arg)
@@ -209,7 +217,7 @@ static void on_identity_unknown_org(struct http_request *r, const struct identit
 
 void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg)
 {
-    if (!validate_key_ok(mgmt_param(r, "org"))) {
+    if (!validate_key_ok(org_param(r))) {
         /* No such slug can exist; still authenticate first (401 before 404). */
         auth_access_token(r, on_identity_unknown_org, NULL);
         return;

@@ -36,6 +36,7 @@
 #include <json-c/json.h>
 #include <libpq-fe.h>
 
+#include "audit_record.h"
 #include "auth.h"
 #include "db.h"
 
@@ -68,12 +69,13 @@ struct mgmt_need {
  * after its callback returns copies the struct by value.
  */
 struct mgmt_ctx {
-    struct identity who;                   /* the authenticated token */
-    char org_id[AUTH_UUID_LEN + 1];        /* the {org} organization's id */
-    char org_slug[MGMT_SLUG_BYTES];        /* its slug */
-    enum mgmt_role role;                   /* the caller's role in it */
-    char actor_user_id[AUTH_UUID_LEN + 1]; /* the user; "" for an organization token */
-    char actor_name[MGMT_NAME_BYTES];      /* user name, or the organization token's name */
+    struct identity who;                    /* the authenticated token */
+    char org_id[AUTH_UUID_LEN + 1];         /* the {org} organization's id */
+    char org_slug[MGMT_SLUG_BYTES];         /* its slug */
+    enum mgmt_role role;                    /* the caller's role in it */
+    char actor_user_id[AUTH_UUID_LEN + 1];  /* the user; "" for an organization token */
+    char actor_name[MGMT_NAME_BYTES];       /* user name, or the organization token's name */
+    char audit_actor[AUDIT_ACTOR_JSON_MAX]; /* the audit actor parameter (audit_record.h) */
 };
 
 /* Runs once the caller may do the operation; ctx is valid during the call. */

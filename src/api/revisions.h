@@ -22,6 +22,8 @@
 #ifndef ENSIGN_REVISIONS_H
 #define ENSIGN_REVISIONS_H
 
+#include "audit_record.h"
+
 /*
  * The text of a statement for a WITH clause that records one revision per
  * row of the CTE named source, whose columns are flag_id, environment_id
@@ -32,7 +34,23 @@
 #define REVISION_INSERT(source, user_param, name_param)                                            \
     "INSERT INTO revisions (flag_id, environment_id, action, summary, changes, user_id,"           \
     " user_name) SELECT flag_id, environment_id, action, summary, changes,"                        \
-    " NULLIF(" user_param ", '')::uuid, NULLIF(" name_param ", '') FROM " source
+    " NULLIF(" user_param ", '')::uuid, NULLIF(" name_param ", '') FROM " source                   \
+    " RETURNING flag_id, environment_id, action, summary"
+
+/*
+ * The WITH clause text that records the audit event of each revision the
+ * clause named "rev" (a REVISION_INSERT) wrote: same action, the summary
+ * prefixed with the flag ("Flag checkout: Turned on in Production"), the
+ * flag (and environment) as location. The flag must exist before the
+ * statement (a flag created by it is not visible: flags.c records its
+ * creation itself). actor_param: the "$n" of the audit actor parameter.
+ */
+#define REVISION_AUDIT(actor_param)                                                                \
+    AUDIT_INSERT("(SELECT rev.action, 'Flag ' || fl.key || ': ' || rev.summary AS summary,"        \
+                 " 'flags/' || fl.key || COALESCE('/environments/' || en.key, '') AS location"     \
+                 " FROM rev JOIN flags fl ON fl.id = rev.flag_id"                                  \
+                 " LEFT JOIN environments en ON en.id = rev.environment_id) AS s",                 \
+                 actor_param)
 
 /* "old → new" of two SQL text expressions, NULL when they do not differ. */
 #define REVISION_CHANGE(label, old_expr, new_expr)                                                 \

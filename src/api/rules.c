@@ -53,7 +53,8 @@ static const char LIST_SQL[] =
     "  LEFT JOIN flags f ON f.org_id = $1::uuid AND f.key = $2"
     "  LEFT JOIN environments e ON e.org_id = $1::uuid AND e.key = $3";
 
-/* Every write: $1 flag id, $2 environment id; the environment's name. */
+/* Every write: $1 flag id, $2 environment id, and last the audit actor (after the
+ * actor id and name); the environment's name. */
 #define ENV_SQL "env AS (SELECT name FROM environments WHERE id = $2::uuid)"
 
 /* $3 rule (JSON {priority?, description?, conditions?, serve}), $4 actor id, $5 name. */
@@ -74,7 +75,7 @@ static const char CREATE_SQL[] =
                     " 'Added a rule in ' || env.name AS summary,"
                     " ARRAY['serve: ' || (ins.body ->> 'serve')] AS changes"
                     " FROM ins, env) AS s", "$4", "$5")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$6") ")"
     " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN (SELECT n FROM n) >= 200 THEN 422 ELSE 201 END") ","
     "        CASE WHEN (SELECT n FROM n) >= 200"
     "             THEN json_build_object('rules',"
@@ -102,7 +103,7 @@ static const char REPLACE_SQL[] =
                     " 'rules.replaced' AS action, 'Replaced the rules in ' || env.name AS summary,"
                     " ARRAY['rules: ' || old.n || ' → ' || jsonb_array_length($3::jsonb)]"
                     " AS changes FROM f, env, old WHERE f.archived_at IS NULL) AS s", "$4", "$5")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$6") ")"
     " SELECT " FLAGCTX_STATUS_SQL("200") ","
     "        json_build_object('rules', COALESCE((SELECT json_agg(body ORDER BY priority)"
     "                                               FROM ins), '[]')),"
@@ -135,7 +136,7 @@ static const char UPDATE_SQL[] =
     REVISION_INSERT("(SELECT u.flag_id, u.environment_id, 'rule.updated' AS action,"
                     " 'Updated a rule in ' || env.name AS summary, u.changes"
                     " FROM u, env WHERE cardinality(u.changes) > 0) AS s", "$5", "$6")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$7") ")"
     " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404 ELSE 200 END") ","
     "        json_build_object('rule', (SELECT body FROM u)),"
     "        " FLAGCTX_MESSAGE_SQL " ELSE 'rule not found' END";
@@ -150,7 +151,7 @@ static const char DELETE_SQL[] =
     REVISION_INSERT("(SELECT d.flag_id, d.environment_id, 'rule.deleted' AS action,"
                     " 'Deleted a rule in ' || env.name AS summary,"
                     " ARRAY['serve: ' || d.serve::text] AS changes FROM d, env) AS s", "$4", "$5")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$6") ")"
     " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404 ELSE 200 END") ","
     "        '{\"ok\": true}',"
     "        " FLAGCTX_MESSAGE_SQL " ELSE 'rule not found' END";
@@ -173,7 +174,7 @@ static const char REORDER_SQL[] =
                     " 'rules.reordered' AS action, 'Reordered the rules in ' || env.name"
                     " AS summary, '{}'::text[] AS changes"
                     " FROM f, env, ok WHERE f.archived_at IS NULL AND ok.ok) AS s", "$4", "$5")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$6") ")"
     " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN (SELECT ok FROM ok) THEN 200 ELSE 422 END") ","
     "        CASE WHEN (SELECT ok FROM ok) THEN '{\"ok\": true}'::json"
     "             ELSE json_build_object('ruleIds', json_build_array("
@@ -323,7 +324,7 @@ static void send_write(struct http_request *r, const struct rule_write *w, const
     const char *json = param ? json_object_to_json_string((struct json_object *)param) : NULL;
     const char *rule_id = mgmt_param(r, "ruleId");
     bool by_id = w->op == RULE_UPDATE || w->op == RULE_DELETE;
-    const char *params[6] = {fc->flag_id, fc->env_id};
+    const char *params[7] = {fc->flag_id, fc->env_id};
     int n = 2;
     if (by_id)
         params[n++] = rule_id;
@@ -331,6 +332,7 @@ static void send_write(struct http_request *r, const struct rule_write *w, const
         params[n++] = json;
     params[n++] = actor;
     params[n++] = name;
+    params[n++] = w->ctx.audit_actor;
     mgmt_query(r, sql[w->op], n, params, mgmt_answer_cb, r);
 }
 

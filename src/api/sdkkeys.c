@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "token.h"
 #include "validate.h"
@@ -56,21 +57,36 @@ static const char LIST_SQL[] =
     " FROM sdk_keys k LEFT JOIN environments env ON env.id = k.environment_id"
     " WHERE k.org_id = $1";
 
+/* clang-format off */
+
 /* $1 org id, $2 environment key, $3 name, $4 digest, $5 prefix, $6 last
- * four, $7 creating user or NULL. No row: no such environment. */
+ * four, $7 creating user or NULL, $8 audit actor. No row: no such
+ * environment. */
 static const char CREATE_SQL[] =
     "WITH k AS (INSERT INTO sdk_keys (org_id, environment_id, name, token_digest, prefix,"
     "                                 last_four, created_by_user_id)"
     "           SELECT $1, e.id, $3, $4, $5, $6, $7 FROM environments e"
-    "            WHERE e.org_id = $1 AND e.key = $2 RETURNING *)"
+    "            WHERE e.org_id = $1 AND e.key = $2 RETURNING *),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'sdk_key.created' AS action,"
+                             " 'Created SDK key ' || k.name || ' (' || k.prefix || ') for '"
+                             " || $2 AS summary, 'sdk-keys/' || k.id AS location FROM k) AS s",
+                             "$8") ")"
     " SELECT 201 AS status, json_build_object('key', " KEY_FORM ")::text AS body,"
     " NULL::text AS message FROM k JOIN environments env ON env.id = k.environment_id";
 
-/* $1 org id, $2 key id. */
+/* $1 org id, $2 key id, $3 audit actor. Only a key not yet revoked makes
+ * an event. */
 static const char REVOKE_SQL[] =
-    "WITH k AS (UPDATE sdk_keys SET revoked_at = COALESCE(revoked_at, now())"
-    "            WHERE org_id = $1 AND id = $2 RETURNING id)"
+    "WITH k AS (SELECT id, name, prefix, revoked_at FROM sdk_keys"
+    "            WHERE org_id = $1 AND id = $2 FOR UPDATE),"
+    " u AS (UPDATE sdk_keys SET revoked_at = now()"
+    "        WHERE id IN (SELECT id FROM k WHERE revoked_at IS NULL) RETURNING id, name, prefix),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'sdk_key.revoked' AS action,"
+                             " 'Revoked SDK key ' || u.name || ' (' || u.prefix || ')' AS summary,"
+                             " 'sdk-keys/' || u.id AS location FROM u) AS s", "$3") ")"
     " SELECT 200 AS status, '{\"ok\": true}' AS body, NULL::text AS message FROM k";
+
+/* clang-format on */
 
 /* A creation in flight: the plaintext waits here for the answer. */
 struct sdkkey_creation {
@@ -125,8 +141,9 @@ static void insert_key(struct http_request *r, const struct mgmt_ctx *ctx, const
     token_display_prefix(c->token, prefix);
     token_last_four(c->token, last);
     const char *creator = ctx->actor_user_id[0] != '\0' ? ctx->actor_user_id : NULL;
-    const char *params[] = {ctx->org_id, environment, name, digest, prefix, last, creator};
-    if (mgmt_query(r, CREATE_SQL, 7, params, on_created, c) != 0)
+    const char *params[] = {ctx->org_id, environment, name,    digest,
+                            prefix,      last,        creator, ctx->audit_actor};
+    if (mgmt_query(r, CREATE_SQL, 8, params, on_created, c) != 0)
         creation_free(c);
 }
 
@@ -172,8 +189,8 @@ static void on_revoke(struct http_request *r, const struct mgmt_ctx *ctx, void *
         http_send_error(r, 404, "SDK key not found");
         return;
     }
-    const char *params[] = {ctx->org_id, id};
-    mgmt_query(r, REVOKE_SQL, 2, params, answer_key, r);
+    const char *params[] = {ctx->org_id, id, ctx->audit_actor};
+    mgmt_query(r, REVOKE_SQL, 3, params, answer_key, r);
 }
 
 void sdkkeys_create(struct http_request *r)

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "audit_record.h"
 #include "mgmt.h"
 #include "validate.h"
 
@@ -56,40 +57,56 @@ static const char GET_SQL[] =
     "SELECT 200 AS status, json_build_object('segment', " SEGMENT_FORM ")::text AS body,"
     " NULL::text AS message FROM segments s WHERE s.org_id = $1 AND s.key = $2";
 
-/* $1 org id, $2 key, $3 name, $4 description, $5 conditions (JSON array). */
+/* clang-format off */
+
+/* $1 org id, $2 key, $3 name, $4 description, $5 conditions (JSON array),
+ * $6 audit actor. */
 static const char CREATE_SQL[] =
     "WITH s AS (INSERT INTO segments (org_id, key, name, description, conditions)"
     "           VALUES ($1, $2, $3, $4, $5::jsonb)"
-    "           ON CONFLICT (org_id, key) DO NOTHING RETURNING *)"
+    "           ON CONFLICT (org_id, key) DO NOTHING RETURNING *),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'segment.created' AS action,"
+                             " 'Created segment ' || s.key AS summary,"
+                             " 'segments/' || s.key AS location FROM s) AS s", "$6") ")"
     " SELECT 201 AS status, json_build_object('segment', " SEGMENT_FORM ")::text AS body,"
     " NULL::text AS message FROM s"
     " UNION ALL SELECT 409, NULL, 'a segment with this key already exists'"
     " WHERE NOT EXISTS (SELECT 1 FROM s)";
 
 /* $1 org id, $2 key, $3 name or NULL (keep), $4 'true' to set the
- * description to $5 (NULL clears it), $6 conditions or NULL (keep). */
+ * description to $5 (NULL clears it), $6 conditions or NULL (keep), $7
+ * audit actor. */
 static const char UPDATE_SQL[] =
     "WITH s AS (UPDATE segments SET name = COALESCE($3, name),"
     "                  description = CASE WHEN $4::boolean THEN $5 ELSE description END,"
     "                  conditions = COALESCE($6::jsonb, conditions), updated_at = now()"
-    "            WHERE org_id = $1 AND key = $2 RETURNING *)"
+    "            WHERE org_id = $1 AND key = $2 RETURNING *),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'segment.updated' AS action,"
+                             " 'Updated segment ' || s.key AS summary,"
+                             " 'segments/' || s.key AS location FROM s) AS s", "$7") ")"
     " SELECT 200 AS status, json_build_object('segment', " SEGMENT_FORM ")::text AS body,"
     " NULL::text AS message FROM s";
 
-/* $1 org id, $2 key: 200, or 409 naming the flags whose rules use it. */
+/* $1 org id, $2 key, $3 audit actor: 200, or 409 naming the flags whose
+ * rules use it. */
 static const char DELETE_SQL[] =
     "WITH s AS (SELECT id, key FROM segments WHERE org_id = $1 AND key = $2 FOR UPDATE),"
     " users AS (SELECT DISTINCT f.key FROM s, rules r JOIN flags f ON f.id = r.flag_id"
     "            WHERE f.org_id = $1"
     "              AND r.conditions @> jsonb_build_array(jsonb_build_object('segment', s.key))),"
     " d AS (DELETE FROM segments WHERE id IN (SELECT id FROM s)"
-    "        AND NOT EXISTS (SELECT 1 FROM users) RETURNING id)"
+    "        AND NOT EXISTS (SELECT 1 FROM users) RETURNING id, key),"
+    " aud AS (" AUDIT_INSERT("(SELECT 'segment.deleted' AS action,"
+                             " 'Deleted segment ' || d.key AS summary,"
+                             " 'segments/' || d.key AS location FROM d) AS s", "$3") ")"
     " SELECT CASE WHEN EXISTS (SELECT 1 FROM d) THEN 200 ELSE 409 END AS status,"
     " CASE WHEN EXISTS (SELECT 1 FROM d) THEN '{\"ok\": true}' END AS body,"
     " CASE WHEN EXISTS (SELECT 1 FROM d) THEN NULL"
     "      ELSE 'segment is still used by rules of flags: '"
     "           || (SELECT string_agg(key, ', ' ORDER BY key) FROM users) END AS message"
     " FROM s";
+
+/* clang-format on */
 
 /* $1 org id: {entityKey: {attributeKey: dataType}} of every entity. */
 static const char ENTITY_ATTRIBUTES_SQL[] =
@@ -102,6 +119,7 @@ static const char ENTITY_ATTRIBUTES_SQL[] =
 struct segment_write {
     struct http_request *r;
     char org_id[AUTH_UUID_LEN + 1];
+    char audit_actor[AUDIT_ACTOR_JSON_MAX];
     bool create;
     struct json_object *body;     /* the request object; owned */
     struct json_object *entities; /* ENTITY_ATTRIBUTES_SQL's object, or NULL; owned */
@@ -193,8 +211,8 @@ static void write_created(struct segment_write *w)
     if (!validate_ok(&v)) {
         send_invalid(w->r, &v);
     } else {
-        const char *params[] = {w->org_id, key, name, description, conditions};
-        mgmt_query(w->r, CREATE_SQL, 5, params, answer_segment, w->r);
+        const char *params[] = {w->org_id, key, name, description, conditions, w->audit_actor};
+        mgmt_query(w->r, CREATE_SQL, 6, params, answer_segment, w->r);
     }
     validate_free(&v);
 }
@@ -221,8 +239,9 @@ static void write_updated(struct segment_write *w)
         const char *params[] = {w->org_id, key};
         mgmt_query(w->r, GET_SQL, 2, params, answer_segment, w->r);
     } else {
-        const char *params[] = {w->org_id, key, name, set_description, description, conditions};
-        mgmt_query(w->r, UPDATE_SQL, 6, params, answer_segment, w->r);
+        const char *params[] = {w->org_id,   key,        name,          set_description,
+                                description, conditions, w->audit_actor};
+        mgmt_query(w->r, UPDATE_SQL, 7, params, answer_segment, w->r);
     }
     validate_free(&v);
 }
@@ -269,6 +288,7 @@ static void begin_write(struct http_request *r, const struct mgmt_ctx *ctx, bool
     w->create = create;
     w->body = body;
     memcpy(w->org_id, ctx->org_id, sizeof w->org_id);
+    memcpy(w->audit_actor, ctx->audit_actor, sizeof w->audit_actor);
     if (!conditions_name_paths(body)) {
         write_segment(w);
         return;
@@ -309,8 +329,8 @@ static void on_get(struct http_request *r, const struct mgmt_ctx *ctx, void *arg
 static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
-    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
-    mgmt_query(r, DELETE_SQL, 2, params, answer_segment, r);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), ctx->audit_actor};
+    mgmt_query(r, DELETE_SQL, 3, params, answer_segment, r);
 }
 
 void segments_create(struct http_request *r)

@@ -37,7 +37,7 @@
 
 /* clang-format off */
 
-/* $1 flag id, $2 key, $3 value (JSON), $4 label, $5 actor id, $6 actor name. */
+/* $1 flag id, $2 key, $3 value (JSON), $4 label, $5 actor id, $6 actor name, $7 audit actor. */
 static const char CREATE_SQL[] =
     "WITH " FLAGCTX_LOCK_SQL ","
     " v AS ("
@@ -61,11 +61,12 @@ static const char CREATE_SQL[] =
     REVISION_INSERT("(SELECT v.flag_id, NULL::uuid AS environment_id,"
                     " 'variant.created' AS action, 'Added variant ' || v.key AS summary,"
                     " ARRAY['value: ' || $3::text] AS changes FROM v) AS s", "$5", "$6")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$7") ")"
     " SELECT " FLAGCTX_STATUS_SQL("201") ", json_build_object('variant', (SELECT body FROM v)),"
     "        " FLAGCTX_MESSAGE_SQL " END";
 
-/* $1 flag id, $2 variant key, $3 patch (JSON: value and/or label), $4 actor id, $5 name. */
+/* $1 flag id, $2 variant key, $3 patch (JSON: value and/or label), $4 actor id, $5 name,
+ * $6 audit actor. */
 static const char UPDATE_SQL[] =
     "WITH " FLAGCTX_LOCK_SQL ","
     " old AS (SELECT * FROM variants WHERE flag_id = $1::uuid AND key = $2),"
@@ -84,12 +85,12 @@ static const char UPDATE_SQL[] =
     REVISION_INSERT("(SELECT u.flag_id, NULL::uuid AS environment_id,"
                     " 'variant.updated' AS action, 'Updated variant ' || u.key AS summary,"
                     " u.changes FROM u WHERE cardinality(u.changes) > 0) AS s", "$4", "$5")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$6") ")"
     " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404 ELSE 200 END") ","
     "        json_build_object('variant', (SELECT body FROM u)),"
     "        " FLAGCTX_MESSAGE_SQL " ELSE 'variant not found' END";
 
-/* $1 flag id, $2 variant key, $3 actor id, $4 actor name. */
+/* $1 flag id, $2 variant key, $3 actor id, $4 actor name, $5 audit actor. */
 static const char DELETE_SQL[] =
     "WITH " FLAGCTX_LOCK_SQL ","
     " old AS (SELECT * FROM variants WHERE flag_id = $1::uuid AND key = $2),"
@@ -110,7 +111,7 @@ static const char DELETE_SQL[] =
     REVISION_INSERT("(SELECT d.flag_id, NULL::uuid AS environment_id,"
                     " 'variant.deleted' AS action, 'Deleted variant ' || d.key AS summary,"
                     " '{}'::text[] AS changes FROM d) AS s", "$3", "$4")
-    ")"
+    "), aud AS (" REVISION_AUDIT("$5") ")"
     " SELECT " FLAGCTX_STATUS_SQL("CASE WHEN NOT EXISTS (SELECT 1 FROM old) THEN 404"
                                 "     WHEN EXISTS (SELECT 1 FROM refs) THEN 409 ELSE 200 END") ","
     "        '{\"ok\": true}',"
@@ -320,8 +321,9 @@ static void send_create(struct http_request *r, const struct variant_write *w,
                             json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN),
                             label_of(variant),
                             w->ctx.actor_user_id,
-                            w->ctx.actor_name};
-    mgmt_query(r, CREATE_SQL, 6, params, mgmt_answer_cb, r);
+                            w->ctx.actor_name,
+                            w->ctx.audit_actor};
+    mgmt_query(r, CREATE_SQL, 7, params, mgmt_answer_cb, r);
 }
 
 static void on_create_context(struct http_request *r, const struct flagctx *fc, void *arg)
@@ -342,10 +344,13 @@ static void on_update_context(struct http_request *r, const struct flagctx *fc, 
     if (fc && flag_writable(r, fc)) {
         struct json_object *patch = read_variant(r, w->body, fc->type, false);
         if (patch) {
-            const char *params[] = {fc->flag_id, mgmt_param(r, "variantKey"),
-                                    json_object_to_json_string(patch), w->ctx.actor_user_id,
-                                    w->ctx.actor_name};
-            mgmt_query(r, UPDATE_SQL, 5, params, mgmt_answer_cb, r);
+            const char *params[] = {fc->flag_id,
+                                    mgmt_param(r, "variantKey"),
+                                    json_object_to_json_string(patch),
+                                    w->ctx.actor_user_id,
+                                    w->ctx.actor_name,
+                                    w->ctx.audit_actor};
+            mgmt_query(r, UPDATE_SQL, 6, params, mgmt_answer_cb, r);
         }
         json_object_put(patch);
     }
@@ -357,8 +362,8 @@ static void on_delete_context(struct http_request *r, const struct flagctx *fc, 
     struct variant_write *w = arg;
     if (fc && flag_writable(r, fc)) {
         const char *params[] = {fc->flag_id, mgmt_param(r, "variantKey"), w->ctx.actor_user_id,
-                                w->ctx.actor_name};
-        mgmt_query(r, DELETE_SQL, 4, params, mgmt_answer_cb, r);
+                                w->ctx.actor_name, w->ctx.audit_actor};
+        mgmt_query(r, DELETE_SQL, 5, params, mgmt_answer_cb, r);
     }
     write_free(w);
 }

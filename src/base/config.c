@@ -57,6 +57,7 @@ enum key_index {
     KEY_STREAM_MAX_PER_KEY,
     KEY_ACCESS_LOG,
     KEY_MAX_CONNECTIONS_PER_WORKER,
+    KEY_SESSION_COOKIE_SECURE,
     KEY_COUNT
 };
 
@@ -150,6 +151,9 @@ static const struct config_key keys[KEY_COUNT] = {
                                         1000000, true,
                                         "Open connections a worker serves at once; beyond it, "
                                         "new connections wait until one closes."},
+    [KEY_SESSION_COOKIE_SECURE] = {"session_cookie_secure", CONFIG_INT, "0", 0, 1, true,
+                                   "1 adds Secure to the session cookie (browsers then send it "
+                                   "over HTTPS only, as behind a TLS proxy); 0 leaves it out."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -195,6 +199,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
     [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_BOOL),
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
+    [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

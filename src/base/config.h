@@ -81,6 +81,7 @@ struct config {
     int stream_max_per_key;
     bool access_log; /* one info line per request */
     int max_connections_per_worker;
+    int session_cookie_secure; /* 1: the session cookie carries Secure */
 };
 
 /* The key table, in documentation order. */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auditverify.h"
 #include "build_config.h"
 #include "config.h"
 #include "dbsync.h"
@@ -55,6 +56,8 @@ static const char usage_text[] =
     "  org create --name NAME [--slug SLUG] --owner EMAIL\n"
     "  token create --user EMAIL --name NAME [--full] [--expires-in-days DAYS]\n"
     "  token create --org SLUG --name NAME [--expires-in-days DAYS]\n"
+    "  audit verify --org SLUG\n"
+    "  internal-key create --name NAME\n"
     "\n"
     "options:\n"
     "  -c FILE  configuration file (default " CONFIG_DEFAULT_PATH ")\n"
@@ -452,13 +455,62 @@ static int run_token_create(PGconn *conn, const struct token_args *a)
     return status;
 }
 
+/* ---- audit verify ---- */
+
+static int run_audit_verify(PGconn *conn, const char *org_slug)
+{
+    char report[512];
+    struct dbsync_error error;
+    switch (auditverify_run(conn, org_slug, report, sizeof report, &error)) {
+    case AUDITVERIFY_OK:
+        printf("%s\n", report);
+        return 0;
+    case AUDITVERIFY_BROKEN:
+        printf("%s\n", report);
+        return EXIT_RUNTIME;
+    case AUDITVERIFY_NO_ORG:
+        return fail(EXIT_RUNTIME, "no organization with slug '%s'", org_slug);
+    case AUDITVERIFY_ERROR:
+        break;
+    }
+    return fail(EXIT_RUNTIME, "database error: %s", error.message);
+}
+
+/* ---- internal keys (decisions.md section 7a) ---- */
+
+static const char sql_internal_key[] =
+    "INSERT INTO internal_keys (name, key_digest) VALUES ($1, $2) RETURNING id";
+
+static int run_internal_key_create(PGconn *conn, const char *name)
+{
+    char key[TOKEN_MAX_LEN], digest[TOKEN_DIGEST_HEX_LEN + 1];
+    if (token_generate(TOKEN_PREFIX_INTERNAL, key, sizeof key) != 0)
+        return fail(EXIT_RUNTIME, "cannot generate a key");
+    token_digest_hex(key, strlen(key), digest);
+    const char *params[] = {name, digest};
+    struct dbsync_error error;
+    PGresult *res = dbsync_exec(conn, sql_internal_key, 2, params, &error);
+    if (res == NULL) {
+        explicit_bzero(key, sizeof key);
+        return fail(EXIT_RUNTIME, "database error: %s", error.message);
+    }
+    int status = PQntuples(res) == 1 ? 0 : fail(EXIT_RUNTIME, "the key was not stored");
+    PQclear(res);
+    if (status == 0)
+        printf("%s\n", key);
+    explicit_bzero(key, sizeof key);
+    return status;
+}
+
 /* ---- argument parsing of the commands ---- */
 
 enum command_kind {
     COMMAND_MIGRATE,
     COMMAND_USER_CREATE,
     COMMAND_ORG_CREATE,
-    COMMAND_TOKEN_CREATE
+    COMMAND_TOKEN_CREATE,
+    COMMAND_AUDIT_VERIFY,
+    COMMAND_INTERNAL_KEY_CREATE
 };
 
 struct command {
@@ -466,6 +518,8 @@ struct command {
     struct user_args user;
     struct org_args org;
     struct token_args token;
+    const char *audit_org; /* audit verify --org */
+    const char *key_name;  /* internal-key create --name */
 };
 
 enum option_id {
@@ -502,6 +556,15 @@ static const struct option token_options[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"full", no_argument, NULL, OPT_FULL},
     {"expires-in-days", required_argument, NULL, OPT_EXPIRES},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0}};
+
+static const struct option audit_options[] = {{"org", required_argument, NULL, OPT_ORG},
+                                              {"help", no_argument, NULL, OPT_HELP},
+                                              {NULL, 0, NULL, 0}};
+
+static const struct option internal_key_options[] = {
+    {"name", required_argument, NULL, OPT_NAME},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -589,6 +652,12 @@ static int apply_option(struct command *c, int id, char *arg)
         return apply_org_option(&c->org, id, arg);
     case COMMAND_TOKEN_CREATE:
         return apply_token_option(&c->token, id, arg);
+    case COMMAND_AUDIT_VERIFY:
+        c->audit_org = arg;
+        return 0;
+    case COMMAND_INTERNAL_KEY_CREATE:
+        c->key_name = trim_spaces(arg);
+        return 0;
     case COMMAND_MIGRATE:
         break;
     }
@@ -660,6 +729,19 @@ static int check_command(struct command *c)
         return check_org_args(&c->org);
     case COMMAND_TOKEN_CREATE:
         return check_token_args(&c->token);
+    case COMMAND_AUDIT_VERIFY:
+        if (c->audit_org == NULL)
+            return usage_error("audit verify: --org is required");
+        if (!valid_slug(c->audit_org))
+            return usage_error("not a valid slug: '%s'", c->audit_org);
+        break;
+    case COMMAND_INTERNAL_KEY_CREATE:
+        if (c->key_name == NULL)
+            return usage_error("internal-key create: --name is required");
+        if (!valid_name(c->key_name))
+            return usage_error(
+                "--name must be 1 to 200 printable characters (spaces around it are cut)");
+        break;
     case COMMAND_MIGRATE:
         break;
     }
@@ -701,6 +783,8 @@ static const struct command_entry command_table[] = {
     {"user", "create", COMMAND_USER_CREATE, user_options},
     {"org", "create", COMMAND_ORG_CREATE, org_options},
     {"token", "create", COMMAND_TOKEN_CREATE, token_options},
+    {"audit", "verify", COMMAND_AUDIT_VERIFY, audit_options},
+    {"internal-key", "create", COMMAND_INTERNAL_KEY_CREATE, internal_key_options},
 };
 
 static const struct command_entry *find_command(const char *noun, const char *verb)
@@ -738,6 +822,10 @@ static int run_command(PGconn *conn, const struct command *c)
         return run_org_create(conn, &c->org);
     case COMMAND_TOKEN_CREATE:
         return run_token_create(conn, &c->token);
+    case COMMAND_AUDIT_VERIFY:
+        return run_audit_verify(conn, c->audit_org);
+    case COMMAND_INTERNAL_KEY_CREATE:
+        return run_internal_key_create(conn, c->key_name);
     }
     return EXIT_RUNTIME;
 }

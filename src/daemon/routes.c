@@ -19,6 +19,17 @@
 #include "variants.h"
 /* section includes: agent */
 #include "agent.h"
+/* section includes: second document (accounts) */
+#include "internal.h"
+#include "invitations.h"
+#include "notifications.h"
+#include "org_members.h"
+#include "orgs.h"
+#include "project_members.h"
+#include "projects.h"
+#include "schemas.h"
+#include "sessions.h"
+#include "tokens.h"
 /* section includes: org resources */
 #include "entities.h"
 #include "members.h"
@@ -26,6 +37,8 @@
 #include "segments.h"
 /* section includes: waitlist */
 #include "waitlist.h"
+/* section includes: audit log */
+#include "audit.h"
 
 static const struct route route_table[] = {
     /* section: evaluation (/ofrep) */
@@ -153,7 +166,116 @@ static const struct route route_table[] = {
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,
      NULL, 200},
     {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
-     ROUTE_AUTH_ACCESS_TOKEN, NULL, NULL, 200},
+     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200},
+
+    /* section: audit log (/orgs/{slug}/audit) */
+    {METHOD_GET, "/orgs/{slug}/audit", audit_list,
+     "The organization's audit log, newest first (q, action (repeatable), actor, limit, cursor)",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, audit_list_schema, 200},
+    {METHOD_QUERY, "/orgs/{slug}/audit", audit_list,
+     "The audit log with {q, limit, cursor, action, actor} in a JSON body (as GET)",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, audit_list_schema, 200},
+    {METHOD_GET, "/orgs/{slug}/audit/config", audit_config_get,
+     "Whether the audit log discloses actor IP addresses", ROUTE_AUTH_ACCESS_TOKEN, NULL,
+     audit_config_schema, 200},
+    {METHOD_PUT, "/orgs/{slug}/audit/config", audit_config_put,
+     "Turn the disclosure of actor IP addresses on or off (admin)", ROUTE_AUTH_ACCESS_TOKEN,
+     audit_config_schema, audit_config_schema, 200},
+
+    /* section: second document, accounts (issue 9). A list answers GET and QUERY alike. */
+#define ACC(method, pattern, handler, summary, request, response)                                  \
+    {METHOD_##method, pattern, handler, summary, ROUTE_AUTH_ACCESS_TOKEN, request, response, 200}
+#define ACC_LIST(pattern, handler, summary, response)                                              \
+    ACC(GET, pattern, handler, summary, NULL, response),                                           \
+        ACC(QUERY, pattern, handler, summary, NULL, response)
+#define PROJECT_PATH "/orgs/{slug}/projects/{project}"
+    {METHOD_POST, "/v1/session", sessions_login,
+     "Log in with email and password: sets the ensign_session cookie", ROUTE_AUTH_NONE,
+     schema_acc_login, schema_acc_session, 200},
+    {METHOD_DELETE, "/v1/session", sessions_logout, "Log out: ends the cookie's session",
+     ROUTE_AUTH_NONE, NULL, schema_acc_ack, 200},
+    ACC_LIST("/me/tokens", tokens_list, "List the caller's personal access tokens",
+             schema_acc_token_list),
+    ACC(POST, "/me/tokens", tokens_create,
+        "Create a personal access token (full or scopes, expiry); the token is shown once",
+        schema_acc_token_create, schema_acc_token_created),
+    ACC(DELETE, "/me/tokens/{id}", tokens_revoke, "Revoke a personal access token", NULL,
+        schema_acc_ack),
+    ACC(PUT, "/me/deleted", internal_me_deleted,
+        "Internal (Ensign-Internal-Key): set the caller's deleted mirror", schema_acc_deleted,
+        schema_acc_ack),
+    ACC(PUT, "/me/profile", internal_me_profile,
+        "Internal (Ensign-Internal-Key): update the caller's profile", schema_acc_profile,
+        schema_acc_ack),
+    ACC_LIST("/notifications", notifications_list, "The caller's notifications, newest first",
+             schema_acc_notification_list),
+    ACC(GET, "/notifications/unread-count", notifications_unread_count,
+        "Count the caller's unread notifications", NULL, schema_acc_count),
+    ACC(POST, "/notifications/read-all", notifications_read_all, "Mark every notification read",
+        NULL, schema_acc_ack),
+    ACC(POST, "/notifications/{id}/read", notifications_read_one, "Mark a notification read",
+        NULL, schema_acc_ack),
+    ACC_LIST("/orgs", orgs_list, "The caller's organizations with their role",
+             schema_acc_org_list),
+    ACC(POST, "/orgs", orgs_create, "Create an organization; the caller becomes its owner",
+        schema_acc_org_create, schema_acc_organization),
+    ACC(PATCH, "/orgs/{slug}", orgs_rename, "Rename an organization (owners)",
+        schema_acc_org_rename, schema_acc_organization),
+    ACC(POST, "/orgs/{slug}/leave", orgs_leave, "Leave an organization (not its last owner)",
+        NULL, schema_acc_ack),
+    ACC_LIST("/orgs/{slug}/deleted-projects", orgs_deleted_projects,
+             "List the soft-deleted projects", schema_acc_project_list),
+    ACC(POST, "/internal/sso/provision-member", internal_provision_member,
+        "Internal (Ensign-Internal-Key): add the caller to an organization",
+        schema_acc_provision, schema_acc_ack),
+    ACC_LIST("/orgs/{slug}/invitations", invitations_list, "List the invitations",
+             schema_acc_invitation_list),
+    ACC(POST, "/orgs/{slug}/invitations", invitations_create,
+        "Invite by email or username: added at once, or invited with a single-use token",
+        schema_acc_invite, schema_acc_invite_answer),
+    ACC(DELETE, "/orgs/{slug}/invitations/{id}", invitations_revoke,
+        "Revoke a pending invitation", NULL, schema_acc_ack),
+    ACC(GET, "/invitations/{token}", invitations_lookup, "Look up an invitation by its token",
+        NULL, schema_acc_invitation_lookup),
+    ACC(POST, "/invitations/{token}/accept", invitations_accept,
+        "Internal (Ensign-Internal-Key): accept an invitation", NULL,
+        schema_acc_invitation_accepted),
+    ACC_LIST("/orgs/{slug}/members", org_members_list, "List the organization's members",
+             schema_acc_member_list),
+    ACC(POST, "/orgs/{slug}/members", org_members_add, "Add an existing user as a member",
+        schema_acc_member_add, schema_acc_ack),
+    ACC(DELETE, "/orgs/{slug}/members/{userId}", org_members_remove, "Remove a member", NULL,
+        schema_acc_ack),
+    ACC(PUT, "/orgs/{slug}/members/{userId}/role", org_members_set_role,
+        "Change a member's role", schema_acc_role, schema_acc_ack),
+    ACC_LIST("/orgs/{slug}/projects", projects_list, "List the active projects",
+             schema_acc_project_list),
+    ACC(POST, "/orgs/{slug}/projects", projects_create,
+        "Create a project; the creator becomes its first admin", schema_acc_project_create,
+        schema_acc_project),
+    ACC(GET, PROJECT_PATH, projects_get, "Read a project (expand[]=organization)", NULL,
+        schema_acc_project),
+    ACC(PATCH, PROJECT_PATH, projects_update, "Update a project; a new slug renames it",
+        schema_acc_project_update, schema_acc_project),
+    ACC(DELETE, PROJECT_PATH, projects_delete, "Soft-delete a project (restorable)", NULL,
+        schema_acc_project),
+    ACC(POST, PROJECT_PATH "/restore", projects_restore, "Restore a soft-deleted project", NULL,
+        schema_acc_project),
+    ACC_LIST(PROJECT_PATH "/members", project_members_list, "List the project's collaborators",
+             schema_acc_member_list),
+    ACC(POST, PROJECT_PATH "/members", project_members_add,
+        "Add an organization member as a collaborator", schema_acc_collaborator_add,
+        schema_acc_ack),
+    ACC(DELETE, PROJECT_PATH "/members/{userId}", project_members_remove,
+        "Remove a collaborator", NULL, schema_acc_ack),
+    ACC(PUT, PROJECT_PATH "/members/{userId}/role", project_members_set_role,
+        "Change a collaborator's role", schema_acc_collaborator_role, schema_acc_ack),
+    ACC_LIST(PROJECT_PATH "/owners", project_owners_list,
+             "Who administers the project: its admins and the organization's owners",
+             schema_acc_member_list),
+#undef PROJECT_PATH
+#undef ACC_LIST
+#undef ACC
 
     /* section: agent (second document) */
     {METHOD_POST, "/ai/messages", agent_messages,

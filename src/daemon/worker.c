@@ -44,6 +44,7 @@
 #include "metrics.h"
 #include "ofrep.h"
 #include "proctitle.h"
+#include "query_method.h"
 #include "routes.h"
 #include "shm.h"
 #include "served_snapshot.h"
@@ -178,6 +179,7 @@ static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
     size_t max_connections = (size_t)w->cfg->max_connections_per_worker;
     if (intake_start(w, max_connections, w->cfg->request_timeout_ms) != 0)
         return -1;
+    evhttp_set_bevcb(w->http, query_method_bufferevent, NULL);
     for (size_t i = 0; i < nfds && rt->nbound < WORKER_MAX_SOCKETS; i++) {
         rt->bound[rt->nbound] = evhttp_accept_socket_with_handle(w->http, fds[i]);
         if (rt->bound[rt->nbound] == NULL)

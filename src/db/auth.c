@@ -50,7 +50,31 @@ static const char TOKEN_LOOKUP_SQL[] =
     ")"
     " SELECT id, kind, user_id, org_id, scopes, full_access FROM token";
 
-enum { COL_ID, COL_KIND, COL_USER_ID, COL_ORG_ID, COL_SCOPES, COL_FULL_ACCESS };
+/*
+ * $1: token digest, $2: internal key digest ("" when absent). As above,
+ * deleted users included, plus key_ok; touches nothing.
+ */
+static const char INTERNAL_LOOKUP_SQL[] =
+    "SELECT t.id, t.kind, t.user_id, t.org_id, t.scopes, t.full_access,"
+    "       EXISTS (SELECT 1 FROM internal_keys k"
+    "                WHERE k.key_digest = $2 AND k.revoked_at IS NULL) AS key_ok"
+    "  FROM access_tokens t"
+    "  LEFT JOIN users u ON u.id = t.user_id"
+    " WHERE t.token_digest = $1"
+    "   AND t.revoked_at IS NULL"
+    "   AND (t.expires_at IS NULL OR t.expires_at > now())"
+    "   AND (t.kind = 'organization' OR u.id IS NOT NULL)";
+
+/* $1: cookie digest. A session acts as its user with full access. */
+static const char SESSION_LOOKUP_SQL[] =
+    "WITH s AS (UPDATE sessions x SET last_used_at = now()"
+    "            FROM users u"
+    "           WHERE x.cookie_digest = $1 AND x.expires_at > now()"
+    "             AND u.id = x.user_id AND NOT u.deleted"
+    "           RETURNING x.id, x.user_id)"
+    " SELECT s.id, 'personal', s.user_id, NULL, '{}', true FROM s";
+
+enum { COL_ID, COL_KIND, COL_USER_ID, COL_ORG_ID, COL_SCOPES, COL_FULL_ACCESS, COL_KEY_OK };
 
 static const char *const scope_names[] = {"flags", "orgs",   "projects",     "members",
                                           "audit", "tokens", "notifications"};
@@ -58,7 +82,10 @@ static const char *const scope_names[] = {"flags", "orgs",   "projects",     "me
 struct auth_request {
     struct http_request *r;
     auth_cb cb;
+    auth_either_cb either_cb;
     void *arg;
+    bool via_cookie; /* a session cookie, not a token */
+    bool internal;   /* the Ensign-Internal-Key must be valid too */
 };
 
 /* ---- scopes ---- */
@@ -98,6 +125,18 @@ int auth_scopes_parse(const struct json_object *scopes, unsigned *read_mask, uns
             *write_mask |= bit;
     }
     return rc;
+}
+
+struct json_object *auth_scopes_json(unsigned read_mask, unsigned write_mask)
+{
+    struct json_object *scopes = json_object_new_object();
+    for (size_t i = 0; i < sizeof scope_names / sizeof scope_names[0]; i++) {
+        unsigned bit = 1u << i;
+        if ((write_mask | read_mask) & bit)
+            json_object_object_add(scopes, scope_names[i],
+                                   json_object_new_string(write_mask & bit ? "write" : "read"));
+    }
+    return scopes;
 }
 
 bool auth_scope_allows(const struct identity *who, unsigned scope, bool write)
@@ -157,7 +196,9 @@ static void identity_from_row(struct identity *who, const PGresult *res)
     json_object_put(scopes);
 }
 
-static void on_token_row(PGresult *res, const char *error, void *arg)
+/* The answer of every lookup: a token, an internal operation (key_ok
+ * column), or a session cookie. */
+static void on_identity_row(PGresult *res, const char *error, void *arg)
 {
     struct auth_request ar = *(struct auth_request *)arg;
     free(arg);
@@ -166,40 +207,122 @@ static void on_token_row(PGresult *res, const char *error, void *arg)
         return;
     }
     if (PQntuples(res) != 1) {
-        auth_send_unauthorized(ar.r, "invalid access token");
+        auth_send_unauthorized(ar.r, ar.via_cookie ? "invalid or expired session"
+                                                   : "invalid access token");
+        return;
+    }
+    if (ar.internal && strcmp(PQgetvalue(res, 0, COL_KEY_OK), "t") != 0) {
+        http_send_error(ar.r, 403, "internal operation: missing or invalid Ensign-Internal-Key");
         return;
     }
     struct identity who;
     identity_from_row(&who, res);
-    ar.cb(ar.r, &who, ar.arg);
+    if (ar.either_cb != NULL)
+        ar.either_cb(ar.r, &who, ar.via_cookie, ar.arg);
+    else
+        ar.cb(ar.r, &who, ar.arg);
 }
 
-void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
+/* The digest of r's bearer access token; false after answering 401. */
+static bool bearer_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1])
 {
     const char *token = http_bearer(r);
     if (token == NULL) {
         auth_send_unauthorized(r, "missing access token");
-        return;
+        return false;
     }
     if (token_well_formed(token, TOKEN_PREFIX_SDK)) {
         auth_send_unauthorized(r, "invalid access token: an SDK key is not accepted here");
-        return;
+        return false;
     }
     if (!token_well_formed(token, TOKEN_PREFIX_ACCESS)) {
         auth_send_unauthorized(r, "invalid access token");
-        return;
+        return false;
     }
-    char digest[TOKEN_DIGEST_HEX_LEN + 1];
     token_digest_hex(token, strlen(token), digest);
+    return true;
+}
+
+/* Queues sql with params for ar (freed when it cannot be queued). */
+static void lookup(struct http_request *r, const char *sql, int nparams, const char *const *params,
+                   db_result_cb cb, struct auth_request init)
+{
     struct auth_request *ar = malloc(sizeof *ar);
     if (ar == NULL) {
         auth_send_db_failure(r, NULL, "out of memory");
         return;
     }
-    *ar = (struct auth_request){r, cb, arg};
-    const char *params[] = {digest};
-    if (db_query(r->server->db, TOKEN_LOOKUP_SQL, 1, params, on_token_row, ar) != 0) {
+    *ar = init;
+    if (db_query(r->server->db, sql, nparams, params, cb, ar) != 0) {
         free(ar);
         auth_send_db_failure(r, NULL, "no database connection");
     }
+}
+
+void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
+{
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    if (!bearer_digest(r, digest))
+        return;
+    const char *params[] = {digest};
+    lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_identity_row,
+           (struct auth_request){.r = r, .cb = cb, .arg = arg});
+}
+
+/* ---- internal operations ---- */
+
+void auth_internal(struct http_request *r, auth_cb cb, void *arg)
+{
+    char digest[TOKEN_DIGEST_HEX_LEN + 1], key_digest[TOKEN_DIGEST_HEX_LEN + 1] = "";
+    if (!bearer_digest(r, digest))
+        return;
+    const char *key = http_header(r, "Ensign-Internal-Key");
+    if (key != NULL && token_well_formed(key, TOKEN_PREFIX_INTERNAL))
+        token_digest_hex(key, strlen(key), key_digest);
+    const char *params[] = {digest, key_digest};
+    lookup(r, INTERNAL_LOOKUP_SQL, 2, params, on_identity_row,
+           (struct auth_request){.r = r, .cb = cb, .arg = arg, .internal = true});
+}
+
+/* ---- session cookie ---- */
+
+bool auth_session_cookie(const struct http_request *r, char *out, size_t outlen)
+{
+    static const char name[] = "ensign_session=";
+    const char *cookies = http_header(r, "Cookie");
+    for (const char *p = cookies; p != NULL && *p != '\0';) {
+        p += strspn(p, " ;");
+        size_t len = strcspn(p, ";");
+        if (strncmp(p, name, sizeof name - 1) == 0) {
+            size_t value_len = len - (sizeof name - 1);
+            if (value_len + 1 > outlen)
+                return false;
+            memcpy(out, p + sizeof name - 1, value_len);
+            out[value_len] = '\0';
+            return true;
+        }
+        p += len;
+    }
+    return false;
+}
+
+void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg)
+{
+    char digest[TOKEN_DIGEST_HEX_LEN + 1], cookie[TOKEN_MAX_LEN];
+    struct auth_request init = {.r = r, .either_cb = cb, .arg = arg};
+    if (http_header(r, "Authorization") == NULL && auth_session_cookie(r, cookie, sizeof cookie)) {
+        if (!token_well_formed(cookie, TOKEN_PREFIX_SESSION)) {
+            auth_send_unauthorized(r, "invalid or expired session");
+            return;
+        }
+        token_digest_hex(cookie, strlen(cookie), digest);
+        const char *params[] = {digest};
+        init.via_cookie = true;
+        lookup(r, SESSION_LOOKUP_SQL, 1, params, on_identity_row, init);
+        return;
+    }
+    if (!bearer_digest(r, digest))
+        return;
+    const char *params[] = {digest};
+    lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_identity_row, init);
 }

@@ -61,6 +61,31 @@ typedef void (*auth_cb)(struct http_request *r, const struct identity *who, void
  */
 void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
 
+/*
+ * Authenticates an internal operation (decisions.md section 7a): the
+ * access token as auth_access_token does, except that a deleted user's
+ * token is accepted, then the Ensign-Internal-Key header, an unrevoked key
+ * of internal_keys (by SHA-256 digest), in one round trip. Answers 401 for
+ * a missing or invalid access token, then 403 (Problem) for a missing or
+ * invalid key; calls cb only when both are good. Same query failures as
+ * auth_access_token.
+ */
+void auth_internal(struct http_request *r, auth_cb cb, void *arg);
+
+/*
+ * Authenticates GET /v1/me and GET /me: the bearer access token when there
+ * is an Authorization header, else the ensign_session cookie (a session
+ * of sessions, by SHA-256 digest, not expired, of a user not deleted),
+ * which acts as its user with every scope; *via_cookie tells which. The
+ * same failures as auth_access_token.
+ */
+typedef void (*auth_either_cb)(struct http_request *r, const struct identity *who, bool via_cookie,
+                               void *arg);
+void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg);
+
+/* The value of the ensign_session cookie of r copied into out, or false. */
+bool auth_session_cookie(const struct http_request *r, char *out, size_t outlen);
+
 /* True when who may use scope (one enum auth_scope bit) for reading or writing. */
 bool auth_scope_allows(const struct identity *who, unsigned scope, bool write);
 
@@ -75,6 +100,10 @@ unsigned auth_scope_from_name(const char *name);
  */
 int auth_scopes_parse(const struct json_object *scopes, unsigned *read_mask, unsigned *write_mask,
                       const char **bad_key);
+
+/* The canonical scopes object of masks: {"flags": "write", "audit": "read"}
+ * (write wins over read). Caller owns it. */
+struct json_object *auth_scopes_json(unsigned read_mask, unsigned write_mask);
 
 /* Answers 401 with WWW-Authenticate: Bearer and the surface's error body. */
 void auth_send_unauthorized(struct http_request *r, const char *message);

@@ -52,6 +52,7 @@
 #include "json_guard.h"
 #include "log.h"
 #include "metrics.h"
+#include "query_method.h"
 #include "server.h"
 
 /* The worker serving in this process; the interposed evhttp_send_error
@@ -588,6 +589,10 @@ static struct http_request *request_new(struct evhttp_request *req, struct http_
     r->server = w;
     r->path = copy;
     r->method = method_bit(evhttp_request_get_command(req));
+    if (r->method == METHOD_POST &&
+        query_method_override(evhttp_find_header(evhttp_request_get_input_headers(req),
+                                                 QUERY_METHOD_OVERRIDE_HEADER)))
+        r->method = METHOD_QUERY; /* query_method.c */
     r->surface = envelope_surface_for_path(copy);
     r->started_us = monotonic_us();
     return r;

@@ -24,7 +24,7 @@ static const struct {
 } method_names[] = {
     {METHOD_GET, "GET"},         {METHOD_HEAD, "HEAD"},   {METHOD_POST, "POST"},
     {METHOD_PUT, "PUT"},         {METHOD_PATCH, "PATCH"}, {METHOD_DELETE, "DELETE"},
-    {METHOD_OPTIONS, "OPTIONS"},
+    {METHOD_OPTIONS, "OPTIONS"}, {METHOD_QUERY, "QUERY"},
 };
 
 #define METHOD_COUNT (sizeof method_names / sizeof method_names[0])

@@ -26,7 +26,8 @@ enum http_method {
     METHOD_PATCH = 1 << 4,
     METHOD_DELETE = 1 << 5,
     METHOD_OPTIONS = 1 << 6,
-    METHOD_OTHER = 1 << 7
+    METHOD_OTHER = 1 << 7,
+    METHOD_QUERY = 1 << 8 /* RFC draft QUERY: a safe GET with a body (list routes) */
 };
 
 /* Which credential a route takes; documented in the OpenAPI output. */

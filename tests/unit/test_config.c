@@ -189,6 +189,7 @@ START_TEST(test_table_order_and_flags)
         {"stream_max_per_key", "1000", true},
         {"access_log", "on", true},
         {"max_connections_per_worker", "10000", true},
+        {"session_cookie_secure", "0", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -228,6 +229,7 @@ START_TEST(test_table_bounds)
         {"stream_max_per_worker", 0, 1000000},
         {"stream_max_per_key", 0, 1000000},
         {"max_connections_per_worker", 16, 1000000},
+        {"session_cookie_secure", 0, 1},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);

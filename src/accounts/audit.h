@@ -1,0 +1,25 @@
+/*
+ * audit.h - the organization's audit log routes (second document):
+ * GET and QUERY /orgs/{slug}/audit, GET and PUT /orgs/{slug}/audit/config.
+ * Route handlers, called by the worker's dispatch from the route table
+ * (routes.c). Recording events is audit_record.h's.
+ */
+#ifndef ENSIGN_AUDIT_H
+#define ENSIGN_AUDIT_H
+
+struct http_request;
+
+/* GET/QUERY /orgs/{slug}/audit: {events: [...]} newest first, paged. */
+void audit_list(struct http_request *r);
+
+/* GET /orgs/{slug}/audit/config: {ip_disclosure}. */
+void audit_config_get(struct http_request *r);
+
+/* PUT /orgs/{slug}/audit/config {ip_disclosure}: {ip_disclosure} (admin). */
+void audit_config_put(struct http_request *r);
+
+/* OpenAPI schemas of the answers (and of the PUT body). */
+extern const char audit_list_schema[];
+extern const char audit_config_schema[];
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * internal.c - internal operations (see internal.h).
+ *
+ *  - PUT /me/deleted {deleted}: sets the caller's soft-delete mirror; a
+ *    deleted user gets 401 everywhere except here (with a valid key), so
+ *    the product can restore the account; their data stays.
+ *  - PUT /me/profile: optional strings avatarUrl, bio, company, location,
+ *    name, pronouns, publicEmail, username, websiteUrl and the object
+ *    socialLinks; a member that is absent stays, null clears it (name
+ *    cannot be cleared). A username taken is 409, an invalid one 422.
+ *  - POST /internal/sso/provision-member {org_id, role?}: adds the caller
+ *    to the organization (id or slug) with role (default member); 404 for
+ *    no such organization; already a member is a no-op.
+ */
+#include "internal.h"
+
+#include <json-c/json.h>
+#include <string.h>
+
+#include "http.h"
+#include "audit_record.h"
+#include "mgmt.h"
+#include "ratelimit.h"
+#include "validate.h"
+
+/* $1 user, $2 deleted. */
+static const char DELETED_SQL[] =
+    "WITH u AS (UPDATE users SET deleted = $2::boolean,"
+    "                  deleted_at = CASE WHEN $2::boolean THEN COALESCE(deleted_at, now()) END,"
+    "                  updated_at = now()"
+    "            WHERE id = $1 RETURNING id)"
+    " SELECT 200 AS status, '{\"ok\": true}' AS body, NULL::text AS message FROM u";
+
+/* $1 user, $2 the validated body (jsonb). */
+#define PROFILE_FIELD(column, member)                                                              \
+    " " column " = CASE WHEN b ? '" member "' THEN b ->> '" member "' ELSE " column " END,"
+static const char PROFILE_SQL[] =
+    "WITH b AS (SELECT $2::jsonb AS b), u AS (UPDATE users SET"
+    " name = COALESCE(b ->> 'name', name)," PROFILE_FIELD("username", "username") PROFILE_FIELD(
+        "avatar_url", "avatarUrl") PROFILE_FIELD("bio", "bio") PROFILE_FIELD("company", "company")
+        PROFILE_FIELD("location", "location") PROFILE_FIELD("pronouns", "pronouns")
+            PROFILE_FIELD("public_email", "publicEmail")
+                PROFILE_FIELD("website_url",
+                              "websiteUrl") " social_links = CASE WHEN b ? 'socialLinks' THEN "
+                                            "COALESCE(NULLIF(b -> 'socialLinks',"
+                                            " 'null'::jsonb), '{}') ELSE social_links END,"
+                                            " updated_at = now() FROM b WHERE id = $1 RETURNING id)"
+                                            " SELECT 200 AS status, '{\"ok\": true}' AS body, "
+                                            "NULL::text AS message FROM u";
+
+/* clang-format off */
+/* $1 caller, $2 org id or slug, $3 role, $4 audit actor (no organization).
+ * Joining an organization one is already a member of is no event. */
+#define PROVISIONED_ORG                                                                            \
+    "(SELECT o.id FROM orgs o WHERE o.slug = $2 OR o.id::text = lower($2))"
+static const char PROVISION_SQL[] = AUDIT_ANSWER_ORG(
+    "SELECT * FROM ensign_acc_provision_member($1, $2, $3)", PROVISIONED_ORG, "'member.added'",
+    "CASE WHEN NOT EXISTS (SELECT 1 FROM org_members m"
+    "                       WHERE m.org_id = " PROVISIONED_ORG " AND m.user_id = $1::uuid)"
+    " THEN ensign_audit_user_name($1::uuid) || ' joined as ' || $3 || ' by single sign-on' END",
+    "'members/' || $1", "$4");
+/* clang-format on */
+
+#define PROFILE_TEXT_MAX 2000
+
+static void on_internal(struct http_request *r, const struct identity *who, void *arg)
+{
+    const struct internal_op *op = arg;
+    if (who->kind == IDENTITY_ORG) {
+        http_send_error(r, 403, "an internal operation acts for a user: use a personal token");
+        return;
+    }
+    if (!ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
+        return;
+    op->cb(r, who);
+}
+
+void internal_begin_op(struct http_request *r, const struct internal_op *op)
+{
+    auth_internal(r, on_internal, (void *)op);
+}
+
+/* ---- PUT /me/deleted ---- */
+
+static void set_deleted(struct http_request *r, const struct identity *who)
+{
+    static const char *const allowed[] = {"$schema", "deleted", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    bool deleted = false;
+    validate_only_fields(&v, body, allowed);
+    validate_bool(&v, body, "deleted", VALIDATE_REQUIRED, &deleted);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else {
+        const char *params[] = {who->user_id, deleted ? "true" : "false"};
+        mgmt_query(r, DELETED_SQL, 2, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void internal_me_deleted(struct http_request *r)
+{
+    internal_begin(r, set_deleted);
+}
+
+/* ---- PUT /me/profile ---- */
+
+static void check_profile(struct validate *v, struct json_object *body)
+{
+    static const char *const texts[] = {"avatarUrl", "bio",         "company",    "location",
+                                        "pronouns",  "publicEmail", "websiteUrl", NULL};
+    static const char *const allowed[] = {"$schema",  "avatarUrl",  "bio",         "company",
+                                          "location", "name",       "pronouns",    "publicEmail",
+                                          "username", "websiteUrl", "socialLinks", NULL};
+    const char *text;
+    validate_only_fields(v, body, allowed);
+    validate_string(v, body, "name", 1, 200, 0, &text);
+    validate_string(v, body, "username", 1, 39, VALIDATE_NULLABLE, &text);
+    for (size_t i = 0; texts[i] != NULL; i++)
+        validate_string(v, body, texts[i], 0, PROFILE_TEXT_MAX, VALIDATE_NULLABLE, &text);
+    struct json_object *links;
+    if (json_object_object_get_ex(body, "socialLinks", &links) && links != NULL &&
+        !json_object_is_type(links, json_type_object))
+        validate_error(v, "socialLinks", "an object");
+}
+
+static void set_profile(struct http_request *r, const struct identity *who)
+{
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    check_profile(&v, body);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else {
+        const char *params[] = {who->user_id, json_object_to_json_string(body)};
+        mgmt_query(r, PROFILE_SQL, 2, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void internal_me_profile(struct http_request *r)
+{
+    internal_begin(r, set_profile);
+}
+
+/* ---- POST /internal/sso/provision-member ---- */
+
+static void provision(struct http_request *r, const struct identity *who)
+{
+    static const char *const allowed[] = {"$schema", "org_id", "role", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    const char *org = NULL, *role = "member";
+    validate_only_fields(&v, body, allowed);
+    validate_string(&v, body, "org_id", 1, 63, VALIDATE_REQUIRED, &org);
+    if (validate_string(&v, body, "role", 1, 16, VALIDATE_NULLABLE, &role) == VALIDATE_SET &&
+        mgmt_role_from_name(role) < 0)
+        validate_error(&v, "role", "one of owner, admin, member, viewer");
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else {
+        char actor[AUDIT_ACTOR_JSON_MAX];
+        audit_actor_init(actor, r, "", who, NULL);
+        const char *params[] = {who->user_id, org, role, actor};
+        mgmt_query(r, PROVISION_SQL, 4, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void internal_provision_member(struct http_request *r)
+{
+    internal_begin(r, provision);
+}

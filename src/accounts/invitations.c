@@ -1,0 +1,238 @@
+/*
+ * invitations.c - inviting people to an organization by email or username.
+ *
+ * Owns the invitation routes. POST {login, role?} (admins, members:write):
+ * when login is the email or username of an existing user, that user is
+ * added at once ({status: "added", user_id, email, org_name}); otherwise
+ * login must be an email and a pending invitation is made ({status:
+ * "invited", email, org_name, invitation, token}) with a single-use token
+ * (svc_inv_ + 43 base62) that is stored only as its SHA-256 digest and
+ * shown only in this answer. Invitations expire after 7 days; statuses are
+ * pending, accepted, revoked and expired (pending past expires_at). The
+ * invitation role is admin, member or viewer (owner is a 422).
+ *
+ * GET /invitations/{token} shows the invitation to whoever holds the token
+ * (any authenticated user); POST .../accept (internal, decisions.md 7a)
+ * adds the caller when their email is the invitation's (403 otherwise); a
+ * used, revoked or expired invitation is 404. The list (admins,
+ * members:read) is paginated, q on the email.
+ */
+#include "invitations.h"
+
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "account.h"
+#include "http.h"
+#include "internal.h"
+#include "audit_record.h"
+#include "mgmt.h"
+#include "pagination.h"
+#include "token.h"
+#include "validate.h"
+
+#define LOGIN_MAX_CHARS 320
+
+static const char LIST_SQL[] = PAGE_WITH_CURSOR(
+    "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT i.created_at, i.id, ensign_invitation_form(i) "
+                                    "AS item FROM invitations i"
+                                    "  WHERE i.org_id = $2::uuid"
+                                    "    AND ($3 = '' OR lower(i.email) LIKE "
+                                    "ensign_search_pattern($3))"
+                                    "    AND (i.created_at, i.id) > (" PAGE_KEY(
+                                        1) "::timestamptz, " PAGE_KEY(2) "::uuid)"
+                                                                         "  ORDER BY i.created_at, "
+                                                                         "i.id LIMIT "
+                                                                         "$5::int)" PAGE_SELECT(
+                                                                             "created_at, id",
+                                                                             "created_at::text, "
+                                                                             "id::text");
+
+/* clang-format off */
+/* $1 org, $2 inviter or NULL, $3 login, $4 role, $5 digest, $6 audit actor.
+ * An existing user is added at once (member.added), else invited. */
+static const char CREATE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_invite($1, $2, $3, $4, $5)",
+    "CASE w.body::jsonb ->> 'status' WHEN 'added' THEN 'member.added'"
+    " ELSE 'invitation.created' END",
+    "CASE w.body::jsonb ->> 'status'"
+    " WHEN 'added' THEN 'Added ' || ensign_audit_user_name((w.body::jsonb ->> 'user_id')::uuid)"
+    "                   || ' as ' || $4"
+    " ELSE 'Invited ' || (w.body::jsonb ->> 'email') || ' as ' || $4 END",
+    "CASE w.body::jsonb ->> 'status' WHEN 'added' THEN 'members/' || (w.body::jsonb ->> 'user_id')"
+    " ELSE 'invitations/' || (w.body::jsonb -> 'invitation' ->> 'id') END", "$6");
+/* $1 org, $2 invitation id, $3 audit actor. */
+static const char REVOKE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_invitation_revoke($1, $2::uuid)", "'invitation.revoked'",
+    "(SELECT 'Revoked the invitation of ' || i.email FROM invitations i"
+    "  WHERE i.id = $2::uuid AND i.status = 'pending')", "'invitations/' || $2", "$3");
+/* clang-format on */
+/* $1 digest. */
+static const char LOOKUP_SQL[] =
+    "SELECT * FROM ensign_acc_invitation_lookup($1) WHERE status IS NOT NULL";
+/* clang-format off */
+/* $1 digest, $2 caller, $3 audit actor (no organization). */
+static const char ACCEPT_SQL[] = AUDIT_ANSWER_ORG(
+    "SELECT * FROM ensign_acc_invitation_accept($1, $2)",
+    "(SELECT o.id FROM orgs o WHERE o.slug = w.body::jsonb ->> 'org_slug')",
+    "'invitation.accepted'",
+    "(SELECT 'Accepted the invitation of ' || i.email || ' and joined as ' || i.role"
+    "   FROM invitations i WHERE i.token_digest = $1)", "'members/' || $2", "$3");
+/* clang-format on */
+
+#define INVITES_READ ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_MEMBERS, false})
+
+struct invitation_creation {
+    struct http_request *r;
+    char token[TOKEN_MAX_LEN];
+};
+
+/* ---- list ---- */
+
+static void list_invitations(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    struct page_request page;
+    if (page_read(r, &page))
+        page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "invitations");
+}
+
+void invitations_list(struct http_request *r)
+{
+    mgmt_begin(r, INVITES_READ, list_invitations, NULL);
+}
+
+/* ---- create ---- */
+
+static void on_created(PGresult *res, const char *error, void *arg)
+{
+    struct invitation_creation *ic = arg;
+    struct http_request *r = ic->r;
+    struct json_object *body = NULL;
+    if (db_result_ok(res) && PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "200") == 0)
+        body = json_tokener_parse(PQgetvalue(res, 0, 1));
+    if (body == NULL) {
+        mgmt_answer(r, res, error, NULL);
+    } else {
+        struct json_object *status;
+        if (json_object_object_get_ex(body, "status", &status) &&
+            strcmp(json_object_get_string(status), "invited") == 0)
+            json_object_object_add(body, "token", json_object_new_string(ic->token));
+        http_send_json(r, 200, body);
+    }
+    explicit_bzero(ic->token, sizeof ic->token);
+    free(ic);
+}
+
+static void create_invitation(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    static const char *const allowed[] = {"$schema", "login", "role", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    const char *login = NULL, *role = "member";
+    validate_only_fields(&v, body, allowed);
+    validate_string(&v, body, "login", 1, LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
+    if (validate_string(&v, body, "role", 1, 16, VALIDATE_NULLABLE, &role) == VALIDATE_SET &&
+        strcmp(role, "admin") != 0 && strcmp(role, "member") != 0 && strcmp(role, "viewer") != 0)
+        validate_error(&v, "role", "one of admin, member, viewer");
+    struct invitation_creation *ic = NULL;
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else if ((ic = calloc(1, sizeof *ic)) == NULL ||
+               token_generate(TOKEN_PREFIX_INVITE, ic->token, sizeof ic->token) != 0) {
+        free(ic);
+        validate_free(&v);
+        http_send_error(r, 500, "cannot make an invitation token");
+    } else {
+        ic->r = r;
+        char digest[TOKEN_DIGEST_HEX_LEN + 1];
+        token_digest_hex(ic->token, strlen(ic->token), digest);
+        const char *inviter = ctx->actor_user_id[0] ? ctx->actor_user_id : NULL;
+        const char *params[] = {ctx->org_id, inviter, login, role, digest, ctx->audit_actor};
+        if (mgmt_query(r, CREATE_SQL, 6, params, on_created, ic) != 0)
+            free(ic);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void invitations_create(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_MEMBERS_WRITE, create_invitation, NULL);
+}
+
+/* ---- revoke ---- */
+
+static void revoke_invitation(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const char *id = mgmt_param(r, "id");
+    if (!validate_uuid_ok(id)) {
+        http_send_error(r, 404, "no such invitation");
+        return;
+    }
+    const char *params[] = {ctx->org_id, id, ctx->audit_actor};
+    mgmt_query(r, REVOKE_SQL, 3, params, mgmt_answer_cb, r);
+}
+
+void invitations_revoke(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_MEMBERS_WRITE, revoke_invitation, NULL);
+}
+
+/* ---- lookup and accept ---- */
+
+/* The digest of the {token} parameter; false (after answering 404) when it
+ * is not an invitation token. */
+static bool token_digest_of(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1])
+{
+    const char *token = mgmt_param(r, "token");
+    if (!token_well_formed(token, TOKEN_PREFIX_INVITE)) {
+        http_send_error(r, 404, "no such invitation");
+        return false;
+    }
+    token_digest_hex(token, strlen(token), digest);
+    return true;
+}
+
+static void on_lookup(PGresult *res, const char *error, void *arg)
+{
+    mgmt_answer(arg, res, error, "no such invitation");
+}
+
+static void lookup_invitation(struct http_request *r, const struct identity *who)
+{
+    (void)who;
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    if (!token_digest_of(r, digest))
+        return;
+    const char *params[] = {digest};
+    mgmt_query(r, LOOKUP_SQL, 1, params, on_lookup, r);
+}
+
+void invitations_lookup(struct http_request *r)
+{
+    static const struct account_op op = {AUTH_SCOPE_ORGS, false, false, lookup_invitation};
+    account_begin(r, &op);
+}
+
+static void accept_invitation(struct http_request *r, const struct identity *who)
+{
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    if (!token_digest_of(r, digest))
+        return;
+    char actor[AUDIT_ACTOR_JSON_MAX];
+    audit_actor_init(actor, r, "", who, NULL);
+    const char *params[] = {digest, who->user_id, actor};
+    mgmt_query(r, ACCEPT_SQL, 3, params, mgmt_answer_cb, r);
+}
+
+void invitations_accept(struct http_request *r)
+{
+    internal_begin(r, accept_invitation);
+}

@@ -1,0 +1,161 @@
+/*
+ * org_members.c - who belongs to an organization, and with which role.
+ *
+ * Owns the member routes of the second document. Members are listed in
+ * the member form {user_id, name, email, username, role, created_at},
+ * oldest membership first, paginated; q matches name, email and username
+ * (trigram index, sql/0003). Any member reads (members:read); admins add,
+ * remove and change roles (members:write); only owners make or unmake
+ * owners (403 otherwise); the last owner can be neither removed nor demoted
+ * (409). The affected user gets a notification (org.member_added,
+ * org.member_removed, org.role_changed) in the same transaction
+ * (sql/0003 ensign_acc_member_*).
+ */
+#include "org_members.h"
+
+#include <json-c/json.h>
+
+#include "http.h"
+#include "audit_record.h"
+#include "mgmt.h"
+#include "pagination.h"
+#include "validate.h"
+
+#define LOGIN_MAX_CHARS 320
+
+static const char LIST_SQL[] = PAGE_WITH_CURSOR(
+    "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT m.created_at, m.user_id, ensign_member_form(u, "
+                                    "m.role, m.created_at) AS item"
+                                    "  FROM org_members m JOIN users u ON u.id = m.user_id"
+                                    "  WHERE m.org_id = $2::uuid AND NOT u.deleted"
+                                    "    AND ($3 = '' OR ensign_person_text(u.name, u.email, "
+                                    "u.username)"
+                                    "                    LIKE ensign_search_pattern($3))"
+                                    "    AND (m.created_at, m.user_id) > (" PAGE_KEY(
+                                        1) "::timestamptz, " PAGE_KEY(2) "::uuid)"
+                                                                         "  ORDER BY m.created_at, "
+                                                                         "m.user_id LIMIT "
+                                                                         "$5::int)" PAGE_SELECT(
+                                                                             "created_at, user_id",
+                                                                             "created_at::text, "
+                                                                             "user_id::text");
+
+/* clang-format off */
+/* $1 org, $2 caller role, $3 login, $4 role, $5 audit actor. */
+static const char ADD_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_member_add($1, $2, $3, $4)", "'member.added'",
+    "'Added ' || (ensign_user_by_login($3)).name || ' as ' || $4",
+    "'members/' || (ensign_user_by_login($3)).id", "$5");
+/* $1 org, $2 caller role, $3 member, $4 audit actor. */
+static const char REMOVE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_member_remove($1, $2, $3::uuid)", "'member.removed'",
+    "'Removed ' || ensign_audit_user_name($3::uuid) || ' from the organization'",
+    "'members/' || $3", "$4");
+/* $1 org, $2 caller role, $3 member, $4 role, $5 audit actor. */
+static const char ROLE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_member_role($1, $2, $3::uuid, $4)", "'member.role_changed'",
+    "(SELECT 'Changed the role of ' || ensign_audit_user_name($3::uuid) || ' from ' || m.role"
+    "        || ' to ' || $4 FROM org_members m"
+    "  WHERE m.org_id = $1::uuid AND m.user_id = $3::uuid AND m.role <> $4)",
+    "'members/' || $3", "$5");
+/* clang-format on */
+
+static void list_members(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    struct page_request page;
+    if (page_read(r, &page))
+        page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "members");
+}
+
+void org_members_list(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_MEMBERS_READ, list_members, NULL);
+}
+
+/* The role member of body, one of the organization roles (default member). */
+static const char *read_org_role(struct validate *v, struct json_object *body, unsigned flags)
+{
+    const char *role = "member";
+    if (validate_string(v, body, "role", 1, 16, flags, &role) == VALIDATE_SET &&
+        mgmt_role_from_name(role) < 0)
+        validate_error(v, "role", "one of owner, admin, member, viewer");
+    return role;
+}
+
+static void add_member(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    static const char *const allowed[] = {"$schema", "login", "role", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    const char *login = NULL;
+    validate_only_fields(&v, body, allowed);
+    validate_string(&v, body, "login", 1, LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
+    const char *role = read_org_role(&v, body, VALIDATE_NULLABLE);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else {
+        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), login, role,
+                                ctx->audit_actor};
+        mgmt_query(r, ADD_SQL, 5, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void org_members_add(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_MEMBERS_WRITE, add_member, NULL);
+}
+
+static void remove_member(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const char *user = mgmt_param(r, "userId");
+    if (!validate_uuid_ok(user)) {
+        http_send_error(r, 404, "not a member of this organization");
+        return;
+    }
+    const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user, ctx->audit_actor};
+    mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
+}
+
+void org_members_remove(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_MEMBERS_WRITE, remove_member, NULL);
+}
+
+static void set_role(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    static const char *const allowed[] = {"$schema", "role", NULL};
+    const char *user = mgmt_param(r, "userId");
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    validate_only_fields(&v, body, allowed);
+    const char *role = read_org_role(&v, body, VALIDATE_REQUIRED);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else if (!validate_uuid_ok(user)) {
+        validate_free(&v);
+        http_send_error(r, 404, "not a member of this organization");
+    } else {
+        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user, role,
+                                ctx->audit_actor};
+        mgmt_query(r, ROLE_SQL, 5, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void org_members_set_role(struct http_request *r)
+{
+    mgmt_begin(r, MGMT_MEMBERS_WRITE, set_role, NULL);
+}

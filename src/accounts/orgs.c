@@ -1,0 +1,199 @@
+/*
+ * orgs.c - organizations of the second document.
+ *
+ * Owns:
+ *  - GET /orgs: the caller's organizations in the Organization form with
+ *    their role, ordered by slug (slugs never change), paginated, q on
+ *    name and slug. An organization token lists its own organization
+ *    (role admin). Scope orgs:read.
+ *  - POST /orgs {name, slug?}: the slug is derived from the name when
+ *    omitted (decisions.md section 9), must match the key pattern, 409 when
+ *    taken; the creator becomes owner. Scope orgs:write; personal tokens
+ *    only.
+ *  - PATCH /orgs/{slug} {name}: owners only (orgs:write).
+ *  - POST /orgs/{slug}/leave: any member; the last owner gets 409; the
+ *    caller's project collaborations in the organization go too.
+ *  - GET /orgs/{slug}/deleted-projects: soft-deleted projects, paginated,
+ *    q on name and slug; any member (projects:read).
+ */
+#include "orgs.h"
+
+#include <json-c/json.h>
+
+#include "account.h"
+#include "http.h"
+#include "audit_record.h"
+#include "mgmt.h"
+#include "pagination.h"
+#include "validate.h"
+
+#define NAME_MAX_CHARS 200
+
+static const char LIST_USER_SQL[] =
+    PAGE_WITH_CURSOR("''") ", p AS (SELECT o.slug, ensign_org_form(o, m.role) AS item"
+                           "  FROM org_members m JOIN orgs o ON o.id = m.org_id"
+                           " WHERE m.user_id = $2::uuid"
+                           "   AND ($3 = '' OR ensign_project_text(o.name, o.slug)"
+                           "                   LIKE ensign_search_pattern($3))"
+                           "   AND o.slug > " PAGE_KEY(
+                               1) " ORDER BY o.slug LIMIT $5::int)" PAGE_SELECT("slug", "slug");
+
+static const char LIST_ORG_TOKEN_SQL[] =
+    PAGE_WITH_CURSOR("''") ", p AS (SELECT o.slug, ensign_org_form(o, 'admin') AS item"
+                           "  FROM orgs o WHERE o.id = $2::uuid"
+                           "   AND ($3 = '' OR ensign_project_text(o.name, o.slug)"
+                           "                   LIKE ensign_search_pattern($3))"
+                           "   AND o.slug > " PAGE_KEY(
+                               1) " ORDER BY o.slug LIMIT $5::int)" PAGE_SELECT("slug", "slug");
+
+/* clang-format off */
+/* $1 creator, $2 name, $3 slug or NULL, $4 audit actor (no organization). */
+static const char CREATE_SQL[] = AUDIT_ANSWER_ORG(
+    "SELECT * FROM ensign_acc_org_create($1, $2, $3)", "(w.body::jsonb ->> 'id')::uuid",
+    "'org.created'", "'Created the organization ' || (w.body::jsonb ->> 'slug')", "'settings'",
+    "$4");
+
+/* $1 org, $2 name, $3 caller role, $4 audit actor. */
+static const char RENAME_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_org_rename($1, $2, $3)", "'org.renamed'",
+    "(SELECT 'Renamed the organization from ' || o.name || ' to ' || $2 FROM orgs o"
+    "  WHERE o.id = $1::uuid AND o.name <> $2)", "'settings'", "$4");
+
+/* $1 org, $2 caller, $3 audit actor. */
+static const char LEAVE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_org_leave($1, $2)", "'org.left'",
+    "ensign_audit_user_name($2::uuid) || ' left the organization'", "'members/' || $2", "$3");
+/* clang-format on */
+
+static const char DELETED_SQL[] = PAGE_WITH_CURSOR(
+    "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT x.created_at, x.id, ensign_project_form(x) AS "
+                                    "item FROM projects x"
+                                    "  WHERE x.org_id = $2::uuid AND x.deleted_at IS NOT NULL"
+                                    "    AND ($3 = '' OR ensign_project_text(x.name, x.slug) LIKE "
+                                    "ensign_search_pattern($3))"
+                                    "    AND (x.created_at, x.id) > (" PAGE_KEY(
+                                        1) "::timestamptz, " PAGE_KEY(2) "::uuid)"
+                                                                         "  ORDER BY x.created_at, "
+                                                                         "x.id LIMIT "
+                                                                         "$5::int)" PAGE_SELECT(
+                                                                             "created_at, id",
+                                                                             "created_at::text, "
+                                                                             "id::text");
+
+#define ORGS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_ORGS, false})
+#define ORGS_LEAVE ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_ORGS, true})
+#define ORGS_OWNER_WRITE ((struct mgmt_need){MGMT_ROLE_OWNER, AUTH_SCOPE_ORGS, true})
+#define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
+
+/* ---- GET /orgs ---- */
+
+static void list_orgs(struct http_request *r, const struct identity *who)
+{
+    struct page_request page;
+    if (!page_read(r, &page))
+        return;
+    if (who->kind == IDENTITY_ORG)
+        page_run(r, LIST_ORG_TOKEN_SQL, who->org_id, &page, 0, NULL, "orgs");
+    else
+        page_run(r, LIST_USER_SQL, who->user_id, &page, 0, NULL, "orgs");
+}
+
+void orgs_list(struct http_request *r)
+{
+    static const struct account_op op = {AUTH_SCOPE_ORGS, false, true, list_orgs};
+    account_begin(r, &op);
+}
+
+/* ---- POST /orgs ---- */
+
+static void create_org(struct http_request *r, const struct identity *who)
+{
+    static const char *const allowed[] = {"$schema", "name", "slug", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    const char *name = NULL, *slug = NULL;
+    validate_only_fields(&v, body, allowed);
+    validate_string(&v, body, "name", 1, NAME_MAX_CHARS, VALIDATE_REQUIRED, &name);
+    validate_key(&v, body, "slug", VALIDATE_NULLABLE, &slug);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else {
+        char actor[AUDIT_ACTOR_JSON_MAX];
+        audit_actor_init(actor, r, "", who, NULL);
+        const char *params[] = {who->user_id, name, slug, actor};
+        mgmt_query(r, CREATE_SQL, 4, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void orgs_create(struct http_request *r)
+{
+    static const struct account_op op = {AUTH_SCOPE_ORGS, true, false, create_org};
+    account_begin(r, &op);
+}
+
+/* ---- PATCH /orgs/{slug} ---- */
+
+static void rename_org(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    static const char *const allowed[] = {"$schema", "name", NULL};
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    const char *name = NULL;
+    validate_only_fields(&v, body, allowed);
+    validate_string(&v, body, "name", 1, NAME_MAX_CHARS, VALIDATE_REQUIRED, &name);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else {
+        const char *params[] = {ctx->org_id, name, mgmt_role_name(ctx->role), ctx->audit_actor};
+        mgmt_query(r, RENAME_SQL, 4, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+void orgs_rename(struct http_request *r)
+{
+    mgmt_begin(r, ORGS_OWNER_WRITE, rename_org, NULL);
+}
+
+/* ---- POST /orgs/{slug}/leave ---- */
+
+static void leave_org(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    if (ctx->who.kind == IDENTITY_ORG) {
+        http_send_error(r, 403, "an organization token cannot leave its organization");
+        return;
+    }
+    const char *params[] = {ctx->org_id, ctx->who.user_id, ctx->audit_actor};
+    mgmt_query(r, LEAVE_SQL, 3, params, mgmt_answer_cb, r);
+}
+
+void orgs_leave(struct http_request *r)
+{
+    mgmt_begin(r, ORGS_LEAVE, leave_org, NULL);
+}
+
+/* ---- GET /orgs/{slug}/deleted-projects ---- */
+
+static void list_deleted(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    struct page_request page;
+    if (page_read(r, &page))
+        page_run(r, DELETED_SQL, ctx->org_id, &page, 0, NULL, "projects");
+}
+
+void orgs_deleted_projects(struct http_request *r)
+{
+    mgmt_begin(r, PROJECTS_READ, list_deleted, NULL);
+}

@@ -1,0 +1,17 @@
+/*
+ * orgs.h - organizations: GET/POST /orgs, PATCH /orgs/{slug},
+ * POST /orgs/{slug}/leave, GET /orgs/{slug}/deleted-projects. Route
+ * handlers (routes.c).
+ */
+#ifndef ENSIGN_ORGS_H
+#define ENSIGN_ORGS_H
+
+struct http_request;
+
+void orgs_list(struct http_request *r);
+void orgs_create(struct http_request *r);
+void orgs_rename(struct http_request *r);
+void orgs_leave(struct http_request *r);
+void orgs_deleted_projects(struct http_request *r);
+
+#endif

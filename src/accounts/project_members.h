@@ -1,0 +1,18 @@
+/*
+ * project_members.h - project collaborators and owners:
+ * GET/POST /orgs/{slug}/projects/{project}/members,
+ * DELETE .../members/{userId}, PUT .../members/{userId}/role,
+ * GET .../owners. Route handlers (routes.c).
+ */
+#ifndef ENSIGN_PROJECT_MEMBERS_H
+#define ENSIGN_PROJECT_MEMBERS_H
+
+struct http_request;
+
+void project_members_list(struct http_request *r);
+void project_members_add(struct http_request *r);
+void project_members_remove(struct http_request *r);
+void project_members_set_role(struct http_request *r);
+void project_owners_list(struct http_request *r);
+
+#endif

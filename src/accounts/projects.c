@@ -1,0 +1,249 @@
+/*
+ * projects.c - projects of an organization (second document).
+ *
+ * Owns the project routes. {project} is the slug or the id. A project
+ * reads as the Project form {id, org_id, name, slug, description, readme,
+ * repository_url, created_by, created_at, updated_at, deleted_at}; with
+ * expand[]=organization (GET and DELETE) it also carries organization in
+ * the Organization form with the caller's role.
+ *
+ *  - list: active projects, oldest first, paginated, q on name and slug.
+ *  - create {name, slug?, description?, readme?, repository_url?}: the slug
+ *    is derived from the name when omitted; 409 when taken (soft-deleted
+ *    projects keep theirs); the creator becomes the first admin
+ *    collaborator.
+ *  - update: any of the create fields; a new slug renames the project and
+ *    the old slug answers 404 from then on.
+ *  - delete: soft (deleted_at set); the project then reads as 404 and is
+ *    listed by GET /orgs/{slug}/deleted-projects.
+ *  - restore: clears deleted_at; restoring an active project is a no-op.
+ * Any member reads (projects:read); admins write (projects:write).
+ */
+#include "projects.h"
+
+#include <json-c/json.h>
+#include <string.h>
+
+#include "http.h"
+#include "audit_record.h"
+#include "mgmt.h"
+#include "pagination.h"
+#include "validate.h"
+
+#define NAME_MAX_CHARS 200
+#define DESCRIPTION_MAX_CHARS 2000
+#define README_MAX_CHARS 100000
+#define URL_MAX_CHARS 2000
+
+static const char LIST_SQL[] = PAGE_WITH_CURSOR(
+    "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT x.created_at, x.id, ensign_project_form(x) AS "
+                                    "item FROM projects x"
+                                    "  WHERE x.org_id = $2::uuid AND x.deleted_at IS NULL"
+                                    "    AND ($3 = '' OR ensign_project_text(x.name, x.slug) LIKE "
+                                    "ensign_search_pattern($3))"
+                                    "    AND (x.created_at, x.id) > (" PAGE_KEY(
+                                        1) "::timestamptz, " PAGE_KEY(2) "::uuid)"
+                                                                         "  ORDER BY x.created_at, "
+                                                                         "x.id LIMIT "
+                                                                         "$5::int)" PAGE_SELECT(
+                                                                             "created_at, id",
+                                                                             "created_at::text, "
+                                                                             "id::text");
+
+/* clang-format off */
+/* The project of a successful answer. */
+#define ANSWER_PROJECT "(w.body::jsonb ->> 'slug')"
+
+/* $1 org, $2 creator or NULL, $3 name, $4 slug, $5 description, $6 readme, $7 url,
+ * $8 audit actor. */
+static const char CREATE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_create($1, $2, $3, $4, $5, $6, $7)", "'project.created'",
+    "'Created project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$8");
+/* clang-format on */
+
+/* $1 org, $2 project, $3 organization form or NULL. */
+static const char GET_SQL[] =
+    "SELECT * FROM ensign_project_answer(ensign_project_find($1, $2, false), $3::jsonb)";
+
+/* clang-format off */
+/* $1 org, $2 project, $3 name, $4 slug, $5 description, $6 readme, $7 url, $8 audit actor. */
+static const char UPDATE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_update($1, $2, $3, $4, $5, $6, $7)", "'project.updated'",
+    "'Updated project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$8");
+
+/* $1 org, $2 project, $3 organization form or NULL, $4 audit actor. */
+static const char DELETE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_delete($1, $2, $3::jsonb)", "'project.deleted'",
+    "'Deleted project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$4");
+
+/* $1 org, $2 project, $3 audit actor. Restoring an active project is no event. */
+static const char RESTORE_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_restore($1, $2)", "'project.restored'",
+    "(SELECT 'Restored project ' || x.slug FROM projects x"
+    "  WHERE x.org_id = $1::uuid AND x.slug = " ANSWER_PROJECT " AND x.deleted_at IS NOT NULL)",
+    "'projects/' || " ANSWER_PROJECT, "$3");
+/* clang-format on */
+
+/* $1 org, $2 role: the Organization form (for expand[]=organization). */
+#define ORG_FORM_SQL "(SELECT ensign_org_form(o, $3) FROM orgs o WHERE o.id = $1)"
+static const char GET_EXPANDED_SQL[] =
+    "SELECT * FROM ensign_project_answer(ensign_project_find($1, $2, false), " ORG_FORM_SQL ")";
+/* clang-format off */
+/* $1 org, $2 project, $3 role, $4 audit actor. */
+static const char DELETE_EXPANDED_SQL[] = AUDIT_ANSWER(
+    "SELECT * FROM ensign_acc_project_delete($1, $2, " ORG_FORM_SQL ")", "'project.deleted'",
+    "'Deleted project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$4");
+/* clang-format on */
+
+#define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
+#define PROJECTS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_PROJECTS, true})
+
+/* True when the query string asks for expand[]=organization. */
+static bool expand_organization(const struct http_request *r)
+{
+    const char *q = r->query;
+    while (q != NULL && *q != '\0') {
+        size_t len = strcspn(q, "&");
+        if ((len == 21 && strncmp(q, "expand[]=organization", 21) == 0) ||
+            (len == 25 && strncmp(q, "expand%5B%5D=organization", 25) == 0) ||
+            (len == 19 && strncmp(q, "expand=organization", 19) == 0))
+            return true;
+        q += len + (q[len] == '&');
+    }
+    return false;
+}
+
+/* ---- list ---- */
+
+static void list_projects(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    struct page_request page;
+    if (page_read(r, &page))
+        page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "projects");
+}
+
+void projects_list(struct http_request *r)
+{
+    mgmt_begin(r, PROJECTS_READ, list_projects, NULL);
+}
+
+/* ---- create and update ---- */
+
+struct project_fields {
+    const char *name, *slug, *description, *readme, *url;
+};
+
+static void read_fields(struct validate *v, struct json_object *body, bool create,
+                        struct project_fields *f)
+{
+    static const char *const allowed[] = {"$schema", "name",           "slug", "description",
+                                          "readme",  "repository_url", NULL};
+    validate_only_fields(v, body, allowed);
+    validate_string(v, body, "name", 1, NAME_MAX_CHARS, create ? VALIDATE_REQUIRED : 0, &f->name);
+    validate_key(v, body, "slug", create ? VALIDATE_NULLABLE : 0, &f->slug);
+    validate_string(v, body, "description", 0, DESCRIPTION_MAX_CHARS, 0, &f->description);
+    validate_string(v, body, "readme", 0, README_MAX_CHARS, 0, &f->readme);
+    validate_string(v, body, "repository_url", 0, URL_MAX_CHARS, 0, &f->url);
+}
+
+static void write_project(struct http_request *r, const struct mgmt_ctx *ctx, bool create)
+{
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return;
+    struct validate v;
+    validate_init(&v);
+    struct project_fields f = {0};
+    read_fields(&v, body, create, &f);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+    } else if (create) {
+        const char *creator = ctx->actor_user_id[0] ? ctx->actor_user_id : NULL;
+        const char *params[] = {ctx->org_id,   creator,  f.name, f.slug,
+                                f.description, f.readme, f.url,  ctx->audit_actor};
+        mgmt_query(r, CREATE_SQL, 8, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    } else {
+        const char *params[] = {
+            ctx->org_id, mgmt_param(r, "project"), f.name, f.slug, f.description, f.readme,
+            f.url,       ctx->audit_actor};
+        mgmt_query(r, UPDATE_SQL, 8, params, mgmt_answer_cb, r);
+        validate_free(&v);
+    }
+    json_object_put(body);
+}
+
+static void create_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    write_project(r, ctx, true);
+}
+
+void projects_create(struct http_request *r)
+{
+    mgmt_begin(r, PROJECTS_WRITE, create_project, NULL);
+}
+
+static void update_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    write_project(r, ctx, false);
+}
+
+void projects_update(struct http_request *r)
+{
+    mgmt_begin(r, PROJECTS_WRITE, update_project, NULL);
+}
+
+/* ---- read, delete, restore ---- */
+
+static void run_one(struct http_request *r, const struct mgmt_ctx *ctx, const char *plain_sql,
+                    const char *expanded_sql)
+{
+    bool expand = expanded_sql != NULL && expand_organization(r);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), mgmt_role_name(ctx->role)};
+    mgmt_query(r, expand ? expanded_sql : plain_sql, expand ? 3 : 2, params, mgmt_answer_cb, r);
+}
+
+static void get_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    if (expand_organization(r)) {
+        run_one(r, ctx, GET_SQL, GET_EXPANDED_SQL);
+        return;
+    }
+    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), NULL};
+    mgmt_query(r, GET_SQL, 3, params, mgmt_answer_cb, r);
+}
+
+void projects_get(struct http_request *r)
+{
+    mgmt_begin(r, PROJECTS_READ, get_project, NULL);
+}
+
+static void delete_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    bool expand = expand_organization(r);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "project"),
+                            expand ? mgmt_role_name(ctx->role) : NULL, ctx->audit_actor};
+    mgmt_query(r, expand ? DELETE_EXPANDED_SQL : DELETE_SQL, 4, params, mgmt_answer_cb, r);
+}
+
+void projects_delete(struct http_request *r)
+{
+    mgmt_begin(r, PROJECTS_WRITE, delete_project, NULL);
+}
+
+static void restore_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), ctx->audit_actor};
+    mgmt_query(r, RESTORE_SQL, 3, params, mgmt_answer_cb, r);
+}
+
+void projects_restore(struct http_request *r)
+{
+    mgmt_begin(r, PROJECTS_WRITE, restore_project, NULL);
+}

@@ -1,0 +1,18 @@
+/*
+ * projects.h - projects of an organization: GET/POST
+ * /orgs/{slug}/projects, GET/PATCH/DELETE /orgs/{slug}/projects/{project},
+ * POST /orgs/{slug}/projects/{project}/restore. Route handlers (routes.c).
+ */
+#ifndef ENSIGN_PROJECTS_H
+#define ENSIGN_PROJECTS_H
+
+struct http_request;
+
+void projects_list(struct http_request *r);
+void projects_create(struct http_request *r);
+void projects_get(struct http_request *r);
+void projects_update(struct http_request *r);
+void projects_delete(struct http_request *r);
+void projects_restore(struct http_request *r);
+
+#endif

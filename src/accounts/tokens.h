@@ -1,0 +1,14 @@
+/*
+ * tokens.h - personal access tokens: POST/GET /me/tokens, DELETE
+ * /me/tokens/{id}. Route handlers (routes.c).
+ */
+#ifndef ENSIGN_TOKENS_H
+#define ENSIGN_TOKENS_H
+
+struct http_request;
+
+void tokens_create(struct http_request *r);
+void tokens_list(struct http_request *r);
+void tokens_revoke(struct http_request *r);
+
+#endif
