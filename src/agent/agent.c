@@ -295,12 +295,18 @@ static const char *reason_text(enum eval_reason reason)
 static void explain(struct conversation *cv, const struct agent_outcome *o, FILE *f)
 {
     struct http_server *w = cv->r->server;
-    const struct snapshot *s = w->snapshot ? served_snapshot_current(w->snapshot) : NULL;
+    const struct snapshot *index = w->snapshot ? served_snapshot_current(w->snapshot) : NULL;
     const char *context =
         json_object_to_json_string_ext(o->explain_context, JSON_C_TO_STRING_PLAIN);
-    const struct snapshot_env *env = s ? snapshot_env_by_key(s, cv->org_id, o->explain_env) : NULL;
+    const struct snapshot_env *index_env =
+        index ? snapshot_env_by_key(index, cv->org_id, o->explain_env) : NULL;
+    const struct snapshot_env *env = NULL; /* the environment's record in its part */
+    const struct snapshot *s =
+        index_env ? served_snapshot_part(w->snapshot, index_env, &env) : NULL;
     const struct snapshot_flag *flag =
-        env ? snapshot_flag_by_key(s, env, o->explain_flag, strlen(o->explain_flag)) : NULL;
+        s != NULL && env != NULL
+            ? snapshot_flag_by_key(s, env, o->explain_flag, strlen(o->explain_flag))
+            : NULL;
     if (flag == NULL) {
         fprintf(f,
                 "%s is not served in %s yet (changes are served within refresh_interval_ms); "

@@ -140,8 +140,12 @@ class TwoNodesTest(OfrepTestCase):
             super().tearDownClass()
 
     def on(self, server, key=None, headers=None, body=None):
+        # Both nodes are reached under one name, as behind a load balancer:
+        # the bulk answer's eventStreams URL names the Host, so the body
+        # (and its strong ETag) is the same on both only for the same Host.
         path = FLAG_PATH if key is None else f"{FLAG_PATH}/{key}"
-        headers = {"Authorization": f"Bearer {self.sdk_key}", **(headers or {})}
+        headers = {"Authorization": f"Bearer {self.sdk_key}", "Host": "flags.example",
+                   **(headers or {})}
         return server.request("POST", path, body=body if body is not None else {},
                               headers=headers)
 
