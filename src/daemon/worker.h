@@ -16,8 +16,9 @@ struct config;
 struct shm_region;
 
 /* Runs a worker until it drains; returns the process exit status.
- * metrics_fd is the metrics_listen socket, or -1. */
+ * metrics_fd is the metrics_listen socket, or -1; one byte goes to
+ * ready_fd (or nowhere when -1) once the worker serves. */
 int worker_main(int index, const struct config *cfg, struct shm_region *shm, const int *fds,
-                size_t nfds, int metrics_fd);
+                size_t nfds, int metrics_fd, int ready_fd);
 
 #endif
