@@ -17,6 +17,10 @@
  *    SIGKILL and respawned like any dead child; its listening sockets
  *    stay open here, so connections queued on them wait for the
  *    replacement instead of being refused.
+ *  - READY=1 (sd_notify) goes out once every worker of the generation
+ *    serves: each writes one byte to the ready pipe when its HTTP server
+ *    is set up, and the master waits for them (at most
+ *    READY_WAIT_MS) after starting a generation and after a reload.
  *  - SIGTERM, SIGINT, SIGQUIT: ask every child to drain, wait (at most
  *    shutdown_timeout_ms, then SIGKILL), exit 0. The flusher is asked
  *    only once the last worker has exited, so its final flush carries
@@ -25,7 +29,9 @@
 #include "master.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -53,6 +59,7 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define STALL_CHECK_MAX_MS 100
+#define READY_WAIT_MS 5000
 
 enum child_role { ROLE_WORKER, ROLE_REFRESHER, ROLE_FLUSHER };
 
@@ -73,7 +80,8 @@ struct master {
     struct config cfg;
     struct shm_region shm;
     struct listener_set sockets;
-    int metrics_fd; /* metrics_listen's socket, or -1 */
+    int metrics_fd;    /* metrics_listen's socket, or -1 */
+    int ready_pipe[2]; /* workers write a byte once they serve; -1 when absent */
     struct child children[MAX_CHILDREN];
     unsigned generation;
     bool stopping;
@@ -127,9 +135,14 @@ static int run_child(struct master *m, const struct child *c)
     }
     if (c->role != ROLE_WORKER && m->metrics_fd >= 0)
         close(m->metrics_fd);
+    if (m->ready_pipe[0] >= 0)
+        close(m->ready_pipe[0]);
+    if (c->role != ROLE_WORKER && m->ready_pipe[1] >= 0)
+        close(m->ready_pipe[1]);
     switch (c->role) {
     case ROLE_WORKER:
-        return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, own, nown, m->metrics_fd);
+        return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, own, nown, m->metrics_fd,
+                           m->ready_pipe[1]);
     case ROLE_REFRESHER:
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
@@ -201,6 +214,42 @@ static void signal_children(struct master *m, int sig, bool only_old)
             continue;
         kill(c->pid, sig);
     }
+}
+
+/* ---- readiness ---- */
+
+static void open_ready_pipe(struct master *m)
+{
+    if (pipe2(m->ready_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        log_warn("no ready pipe (%s); READY=1 will not wait for the workers", strerror(errno));
+        m->ready_pipe[0] = m->ready_pipe[1] = -1;
+    }
+}
+
+/* Forgets bytes of earlier generations (a respawned worker also writes one). */
+static void drain_ready_pipe(struct master *m)
+{
+    char buf[256];
+    while (m->ready_pipe[0] >= 0 && read(m->ready_pipe[0], buf, sizeof buf) > 0)
+        continue;
+}
+
+/* Waits until `workers` workers said they serve (or READY_WAIT_MS), then READY=1. */
+static void notify_ready_when_serving(struct master *m, int workers)
+{
+    long long deadline = now_ms() + READY_WAIT_MS;
+    int serving = 0;
+    while (m->ready_pipe[0] >= 0 && serving < workers && now_ms() < deadline) {
+        struct pollfd p = {.fd = m->ready_pipe[0], .events = POLLIN};
+        if (poll(&p, 1, (int)(deadline - now_ms())) <= 0)
+            continue;
+        char buf[64];
+        ssize_t n = read(m->ready_pipe[0], buf, sizeof buf);
+        serving += n > 0 ? (int)n : 0;
+    }
+    if (serving < workers && m->ready_pipe[0] >= 0)
+        log_warn("%d of %d workers serving after %d ms", serving, workers, READY_WAIT_MS);
+    sdnotify_send("READY=1");
 }
 
 /* ---- reaping and respawning ---- */
@@ -379,9 +428,10 @@ static void reload(struct master *m)
     m->cfg = fresh;
     log_set_level((enum log_level)m->cfg.log_level);
     m->generation++;
+    drain_ready_pipe(m);
     start_generation(m);
+    notify_ready_when_serving(m, m->cfg.workers);
     signal_children(m, SIGTERM, true);
-    sdnotify_send("READY=1");
 }
 
 static void begin_stop(struct master *m, int sig)
@@ -524,6 +574,7 @@ int master_run(const char *config_path, struct config *cfg)
     static struct master m; /* static: children find it reachable at exit */
     m.config_path = config_path;
     m.metrics_fd = -1;
+    open_ready_pipe(&m);
     m.cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     log_set_role("master");
@@ -541,7 +592,7 @@ int master_run(const char *config_path, struct config *cfg)
     if (start_up(&m) == 0) {
         log_info("listening on %s with %d workers", m.cfg.listen, m.cfg.workers);
         start_generation(&m);
-        sdnotify_send("READY=1");
+        notify_ready_when_serving(&m, m.cfg.workers);
         supervise(&m, &set);
         status = m.fatal ? EXIT_FAILURE : EXIT_SUCCESS;
         log_info("stopped");
@@ -549,6 +600,9 @@ int master_run(const char *config_path, struct config *cfg)
     listener_close_all(&m.sockets);
     if (m.metrics_fd >= 0)
         close(m.metrics_fd);
+    for (int i = 0; i < 2; i++)
+        if (m.ready_pipe[i] >= 0)
+            close(m.ready_pipe[i]);
     shm_destroy(&m.shm);
     config_free(&m.cfg);
     return status;

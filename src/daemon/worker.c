@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "db.h"
@@ -269,7 +270,7 @@ static struct event_base *new_event_base(void)
 }
 
 int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
-                struct shm_region *shm, const int *fds, size_t nfds, int metrics_fd)
+                struct shm_region *shm, const int *fds, size_t nfds, int metrics_fd, int ready_fd)
 {
     char role[32];
     snprintf(role, sizeof role, "worker %d", index);
@@ -307,6 +308,11 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
         if (rt->w.metrics != NULL)
             db_count_errors(rt->w.db, &rt->w.metrics->database_errors);
         log_debug("serving on %zu sockets", nfds);
+        if (ready_fd >= 0) { /* the master's READY=1 waits for this byte */
+            ssize_t ignored = write(ready_fd, "r", 1);
+            (void)ignored;
+            close(ready_fd);
+        }
         event_base_dispatch(rt->w.base);
         status = EXIT_SUCCESS;
     } else {

@@ -598,9 +598,9 @@ static struct http_request *request_new(struct evhttp_request *req, struct http_
     return r;
 }
 
-void http_dispatch(struct evhttp_request *req, void *arg)
+/* One request from either listener; the metrics listener serves /metrics only. */
+static void dispatch(struct evhttp_request *req, struct http_server *w, bool metrics_listener)
 {
-    struct http_server *w = arg;
     struct http_request *r = request_new(req, w);
     if (r == NULL) {
         evhttp_send_reply(req, 503, "Service Unavailable", NULL);
@@ -609,6 +609,7 @@ void http_dispatch(struct evhttp_request *req, void *arg)
     w->in_flight++;
     if (w->requests_served != NULL)
         atomic_fetch_add_explicit(w->requests_served, 1, memory_order_relaxed);
+    r->on_metrics_listener = metrics_listener;
     if (req->major != 1 || req->minor > 1) { /* answered as HTTP/1.1 */
         req->major = 1;
         req->minor = 1;
@@ -633,24 +634,21 @@ void http_dispatch(struct evhttp_request *req, void *arg)
         http_send_error(r, 400, "the request target must be an absolute path");
         return;
     }
-    route_request(r);
-}
-
-void http_dispatch_metrics_listener(struct evhttp_request *req, void *arg)
-{
-    struct http_server *w = arg;
-    struct http_request *r = request_new(req, w);
-    if (r == NULL) {
-        evhttp_send_reply(req, 503, "Service Unavailable", NULL);
-        return;
-    }
-    w->in_flight++;
-    r->on_metrics_listener = true;
-    if (strcmp(r->path, "/metrics") != 0) {
+    if (metrics_listener && strcmp(r->path, "/metrics") != 0) {
         http_send_error(r, 404, "this address serves only /metrics");
         return;
     }
     route_request(r);
+}
+
+void http_dispatch(struct evhttp_request *req, void *arg)
+{
+    dispatch(req, arg, false);
+}
+
+void http_dispatch_metrics_listener(struct evhttp_request *req, void *arg)
+{
+    dispatch(req, arg, true);
 }
 
 /* ---- internal requests ---- */

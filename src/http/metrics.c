@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "envelope.h"
 
 /* Worker slots the configuration allows (config.c bounds "workers" to 64). */
 #define METRICS_WORKER_BLOCKS 64
@@ -77,15 +78,19 @@ enum metrics_class metrics_class_of(const char *path)
 {
     while (path[0] == '/' && path[1] == '/')
         path++;
-    if (has_prefix(path, "/ofrep"))
-        return METRICS_CLASS_EVALUATION;
     if (strcmp(path, "/v1/healthz") == 0 || strcmp(path, "/openapi.json") == 0 ||
         strcmp(path, "/metrics") == 0)
         return METRICS_CLASS_META;
-    if (has_prefix(path, "/v1/me") || has_prefix(path, "/v1/session"))
-        return METRICS_CLASS_ACCOUNTS;
-    if (has_prefix(path, "/v1"))
-        return METRICS_CLASS_MANAGEMENT;
+    switch (envelope_surface_for_path(path)) {
+    case SURFACE_OFREP:
+        return METRICS_CLASS_EVALUATION;
+    case SURFACE_V1:
+        return has_prefix(path, "/v1/me") || has_prefix(path, "/v1/session")
+                   ? METRICS_CLASS_ACCOUNTS
+                   : METRICS_CLASS_MANAGEMENT;
+    case SURFACE_ROOT:
+        break;
+    }
     return METRICS_CLASS_ACCOUNTS; /* the second document has no prefix */
 }
 

@@ -416,6 +416,32 @@ class ConfigurationCheckTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn(missing, result.stderr)
 
+    def test_paths_come_from_configure(self):
+        """The default configuration file and state_dir follow --sysconfdir and
+        --localstatedir, and `make install` puts the annotated file there."""
+        dirs = {}
+        with open(os.path.join(harness.BUILD_DIR, "Makefile")) as f:
+            for line in f:
+                name, _, value = line.partition(" = ")
+                if name in ("prefix", "sysconfdir", "localstatedir"):
+                    dirs[name] = value.strip()
+        sysconfdir = dirs["sysconfdir"].replace("${prefix}", dirs["prefix"])
+        localstatedir = dirs["localstatedir"].replace("${prefix}", dirs["prefix"])
+        result = self.ensignd("-h")
+        self.assertIn(f"(default {sysconfdir}/ensign/ensign.conf)", result.stdout)
+        root = os.path.join(self.dir, "root")
+        install = subprocess.run(["make", "-C", harness.BUILD_DIR, "install-data-local",
+                                  f"DESTDIR={root}"], capture_output=True, text=True,
+                                 timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(install.returncode, 0, install.stdout + install.stderr)
+        installed = os.path.join(root + sysconfdir, "ensign", "ensign.conf")
+        with open(installed) as f:
+            text = f.read()
+        self.assertIn(f"\n# state_dir = {localstatedir}/lib/ensign\n", text)
+        self.write(text + f"state_dir = {self.dir}\n")
+        result = self.ensignd("-t", "-c", self.path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
     def test_version(self):
         result = self.ensignd("-V")
         self.assertEqual(result.returncode, 0)
