@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,48 @@ static size_t unicode_escape(const char *text, size_t len, size_t i,
     return 12;
 }
 
+/* Whether a number token too long for strtod's buffer stays finite: it is
+ * rewritten as 0.DIGITSeEXP with its first 30 significant digits and the
+ * decimal exponent they imply (found by fuzz_validate: "5e3222...2" of 90
+ * characters was accepted and json-c read it as infinity). */
+static bool long_number_finite(const char *t, size_t n)
+{
+    char buf[64];
+    size_t b = 0, k = 0;
+    if (t[0] == '-')
+        buf[b++] = t[k++];
+    buf[b++] = '0';
+    buf[b++] = '.';
+    long long scale = 0;
+    bool point = false, significant = false;
+    for (; k < n && ((t[k] >= '0' && t[k] <= '9') || t[k] == '.'); k++) {
+        if (t[k] == '.')
+            point = true;
+        else if (t[k] != '0' || significant) {
+            significant = true;
+            scale += point ? 0 : 1;
+            if (b < 33)
+                buf[b++] = t[k];
+        } else if (point)
+            scale--; /* a leading zero of the fraction */
+    }
+    long long exponent = 0;
+    if (k < n && (t[k] == 'e' || t[k] == 'E')) {
+        bool negative = ++k < n && t[k] == '-';
+        k += k < n && (t[k] == '-' || t[k] == '+');
+        for (; k < n && t[k] >= '0' && t[k] <= '9'; k++)
+            if (exponent < 1000000)
+                exponent = exponent * 10 + (t[k] - '0');
+        exponent = negative ? -exponent : exponent;
+    }
+    if (!significant)
+        return true; /* zero */
+    snprintf(buf + b, sizeof buf - b, "e%lld", exponent + scale);
+    errno = 0;
+    double d = strtod(buf, NULL);
+    return !(errno == ERANGE && fabs(d) >= 1.0);
+}
+
 /* Checks the number token at text[i]; returns its length or 0 with *verdict. */
 static size_t number_token(const char *text, size_t len, size_t i, enum json_guard_verdict *verdict)
 {
@@ -129,7 +172,7 @@ static size_t number_token(const char *text, size_t len, size_t i, enum json_gua
     if (n >= sizeof buf) {
         /* 64 characters cannot be an in-range integer; a long decimal
          * fraction can still be a double. */
-        if (integer) {
+        if (integer || !long_number_finite(text + i, n)) {
             *verdict = JSON_GUARD_NUMBER_RANGE;
             return 0;
         }
@@ -189,6 +232,11 @@ enum json_guard_verdict json_guard_scan(const char *text, size_t len, size_t max
         } else if (c == ':') {
             if (++*members > max_members && max_members > 0)
                 return JSON_GUARD_TOO_MANY;
+        } else if ((c | 0x20) == 'i' ||
+                   ((c | 0x20) == 'n' && i + 1 < len && (text[i + 1] | 0x20) == 'a')) {
+            /* NaN and Infinity, any case: json-c reads them, JSON has no
+             * such numbers (found by fuzz_ofrep_body) */
+            return JSON_GUARD_NUMBER_RANGE;
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             size_t n = number_token(text, len, i, &verdict);
             if (n == 0)

@@ -184,6 +184,12 @@ class HostileInputTest(FlagTestCase):
             response = harness.parse_raw_response(exchange(self.server.port, raw))
             self.assertEqual(response.status, 404)
             response.json  # raises on invalid UTF-8
+        for path in (b"/v1/\xff\xfe", b"/ofrep/v1/\xc3", b"/zz/\xed\xa0\x80"):
+            with self.subTest(path=path):
+                raw = b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                response = harness.parse_raw_response(exchange(self.server.port, raw))
+                self.assertIn(response.status, (400, 404), response)
+                self.assertIn("\ufffd", json.dumps(response.json, ensure_ascii=False))
 
     # --- framing over raw sockets --------------------------------------------
 

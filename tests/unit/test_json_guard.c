@@ -48,6 +48,28 @@ START_TEST(refuses_what_json_c_accepts)
     ck_assert_int_eq(scan("[9223372036854775808]", 0), JSON_GUARD_NUMBER_RANGE);
     ck_assert_int_eq(scan("[-9223372036854775809]", 0), JSON_GUARD_NUMBER_RANGE);
     ck_assert_int_eq(scan("[1e400]", 0), JSON_GUARD_NUMBER_RANGE);
+    /* found by the fuzz targets: NaN and Infinity, and overflows too long
+     * for the strtod buffer */
+    ck_assert_int_eq(scan("{\"a\": NaN}", 0), JSON_GUARD_NUMBER_RANGE);
+    ck_assert_int_eq(scan("[nan]", 0), JSON_GUARD_NUMBER_RANGE);
+    ck_assert_int_eq(scan("[-Infinity]", 0), JSON_GUARD_NUMBER_RANGE);
+    ck_assert_int_eq(scan("[infinity]", 0), JSON_GUARD_NUMBER_RANGE);
+    ck_assert_int_eq(
+        scan("[5e3222222222222222222222222222222222222222222222222222222222222222222]", 0),
+        JSON_GUARD_NUMBER_RANGE);
+    ck_assert_int_eq(
+        scan("[1000000000000000000000000000000000000000000000000000000000000000.0e300]", 0),
+        JSON_GUARD_NUMBER_RANGE);
+    ck_assert_int_eq(
+        scan("[-0.0000000000000000000000000000000000000000000000000000000000001e370]", 0),
+        JSON_GUARD_NUMBER_RANGE);
+    ck_assert_int_eq(
+        scan("[0.00000000000000000000000000000000000000000000000000000000000000001e300]", 0),
+        JSON_GUARD_OK);
+    ck_assert_int_eq(
+        scan("[1.00000000000000000000000000000000000000000000000000000000000000001e-9999]", 0),
+        JSON_GUARD_OK);
+    ck_assert_int_eq(scan("[null, true, false]", 0), JSON_GUARD_OK);
     ck_assert_int_eq(scan("{\"a\":1,\"b\":2,\"c\":3}", 2), JSON_GUARD_TOO_MANY);
     ck_assert_int_eq(scan("{\"a\":1,\"b\":2}", 2), JSON_GUARD_OK);
 }
