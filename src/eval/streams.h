@@ -23,7 +23,9 @@
  * the empty context, clock left out) changed gets
  *   id: <generation>
  *   data: {"type":"refetchEvaluation","etag":ETAG,"lastModified":SECONDS}
- * on each of its streams. A new stream first gets "retry:" and an event
+ * on each of its streams (written straight to idle sockets for the first
+ * DIRECT_WRITE_MS of the round, then queued to the event loop so that
+ * requests interleave). A new stream first gets "retry:" and an event
  * {"type":"connected"} with the current generation as its id (so that a
  * reconnect sends it back as Last-Event-ID; providers ignore the type); a
  * Last-Event-ID older than the last change this worker saw for the key's
