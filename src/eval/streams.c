@@ -83,7 +83,8 @@ struct stream_hub {
     struct http_server *w;
     struct channel *buckets[CHANNEL_BUCKETS];
     size_t open;
-    bool closed; /* draining: no new streams */
+    size_t ending; /* ended streams whose connection is not closed yet */
+    bool closed;   /* draining: no new streams */
     uint64_t seen_published;
     struct event *watch;
     struct event *heartbeat;
@@ -269,14 +270,25 @@ static void on_connection_close(struct evhttp_connection *evcon, void *arg)
     stop_timers_if_idle(hub);
 }
 
+/* The connection of an ended stream closed: its terminator was sent (or
+ * the client left first). */
+static void on_ended_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    struct stream_hub *hub = arg;
+    hub->ending--;
+}
+
 /* Ends st with the chunked terminator; the connection then closes
- * (Connection: close was sent). */
+ * (Connection: close was sent), which streams_ending() follows. */
 static void end_stream(struct stream_hub *hub, struct stream *st)
 {
     struct channel *ch = st->channel;
     struct evhttp_connection *evcon = evhttp_request_get_connection(st->req);
-    if (evcon != NULL)
-        evhttp_connection_set_closecb(evcon, NULL, NULL);
+    if (evcon != NULL) {
+        evhttp_connection_set_closecb(evcon, on_ended_close, hub);
+        hub->ending++;
+    }
     evhttp_send_reply_end(st->req);
     unlink_stream(hub, st);
     free(st);
@@ -455,6 +467,11 @@ void streams_hub_free(struct stream_hub *hub)
 size_t streams_open_count(const struct stream_hub *hub)
 {
     return hub != NULL ? hub->open : 0;
+}
+
+size_t streams_ending(const struct stream_hub *hub)
+{
+    return hub != NULL ? hub->ending : 0;
 }
 
 /* ---- opening a stream ---- */

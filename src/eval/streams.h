@@ -71,6 +71,11 @@ void streams_hub_free(struct stream_hub *hub);
 
 size_t streams_open_count(const struct stream_hub *hub);
 
+/* Streams ended whose last bytes are not written yet (a draining worker
+ * waits for them, within shutdown_timeout_ms, so every client sees a clean
+ * end). */
+size_t streams_ending(const struct stream_hub *hub);
+
 /* GET /ofrep/v1/events/{environment}?token=T */
 void streams_open(struct http_request *r);
 
