@@ -87,7 +87,8 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct worker_runtime *rt = arg;
-    if (rt->w.in_flight == 0 && elapsed_ms_until(&rt->grace_end) <= 0) {
+    if (rt->w.in_flight == 0 && streams_ending(rt->w.streams) == 0 &&
+        elapsed_ms_until(&rt->grace_end) <= 0) {
         event_base_loopexit(rt->w.base, NULL);
         return;
     }

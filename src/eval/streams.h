@@ -23,7 +23,9 @@
  * the empty context, clock left out) changed gets
  *   id: <generation>
  *   data: {"type":"refetchEvaluation","etag":ETAG,"lastModified":SECONDS}
- * on each of its streams. A new stream first gets "retry:" and an event
+ * on each of its streams (written straight to idle sockets for the first
+ * DIRECT_WRITE_MS of the round, then queued to the event loop so that
+ * requests interleave). A new stream first gets "retry:" and an event
  * {"type":"connected"} with the current generation as its id (so that a
  * reconnect sends it back as Last-Event-ID; providers ignore the type); a
  * Last-Event-ID older than the last change this worker saw for the key's
@@ -68,6 +70,11 @@ void streams_close_all(struct stream_hub *hub);
 void streams_hub_free(struct stream_hub *hub);
 
 size_t streams_open_count(const struct stream_hub *hub);
+
+/* Streams ended whose last bytes are not written yet (a draining worker
+ * waits for them, within shutdown_timeout_ms, so every client sees a clean
+ * end). */
+size_t streams_ending(const struct stream_hub *hub);
 
 /* GET /ofrep/v1/events/{environment}?token=T */
 void streams_open(struct http_request *r);

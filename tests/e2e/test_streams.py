@@ -353,6 +353,23 @@ class StreamCapTest(StreamTestCase):
         return None
 
 
+class StreamKeyCapAcrossWorkersTest(StreamTestCase):
+    """stream_max_per_key counts the streams of every worker of the node."""
+
+    workers = 2
+    settings = {"stream_max_per_worker": 100, "stream_max_per_key": 3}
+
+    def test_key_cap_is_per_node(self):
+        path = self.stream_path()
+        streams = [Stream(self.server.port, path) for _ in range(8)]
+        for stream in streams:
+            self.addCleanup(stream.close)
+        self.assertEqual(sorted(s.status for s in streams), [200] * 3 + [503] * 5)
+        refused = self.server.request("GET", path)
+        self.assertEqual(refused.status, 503, refused)
+        self.assertRegex(refused.headers.get("Retry-After", ""), r"^[1-9]\d*$")
+
+
 class StreamReloadTest(StreamTestCase):
     """SIGHUP ends every stream cleanly; clients reconnect to the new workers."""
 
