@@ -133,6 +133,60 @@ class AuditTrailTest(AuditTestCase):
         self.assertEqual(by_action["sdk_key.revoked"]["actor"]["id"], token_id)
         self.verify_ok()
 
+    def test_more_writes_of_the_first_document(self):
+        before = self.count()
+        env = "/acme/flags/colors/environments/production/rules"
+        self.assertStatus(self.call("POST", "/acme/flags", "member", {
+            "slug": "colors", "type": "string",
+            "variants": [{"value": "red"}, {"value": "blue"}]}), 201)
+        self.assertStatus(self.call("POST", "/acme/flags/colors/variants", "member",
+                                    {"value": "green", "label": "Green"}), 201)
+        self.assertStatus(self.call("PATCH", "/acme/flags/colors/variants/green", "member",
+                                    {"label": "Lime"}), 200)
+        self.assertAck(self.call("DELETE", "/acme/flags/colors/variants/green", "member"))
+        self.assertStatus(self.call("PATCH", "/acme/flags/colors", "member",
+                                    {"name": "Colours"}), 200)
+        ids = [self.assertStatus(self.call("POST", env, "member",
+                                           {"serve": {"variant": v}}), 201)["rule"]["id"]
+               for v in ("red", "blue")]
+        self.assertAck(self.call("POST", env + "/reorder", "member",
+                                 {"ruleIds": list(reversed(ids))}))
+        self.assertAck(self.call("DELETE", f"{env}/{ids[0]}", "member"))
+        self.assertStatus(self.call("POST", "/acme/segments", "member",
+                                    {"key": "more-seg", "name": "More"}), 201)
+        self.assertStatus(self.call("PATCH", "/acme/segments/more-seg", "member",
+                                    {"name": "More segment"}), 200)
+        self.assertStatus(self.call("POST", "/acme/entities", "member",
+                                    {"key": "more-ent", "label": "More"}), 201)
+        self.assertStatus(self.call("PATCH", "/acme/entities/more-ent", "member",
+                                    {"label": "More entity"}), 200)
+        self.assertAck(self.call("DELETE", "/acme/entities/more-ent", "member"))
+        self.assertStatus(self.call("POST", "/acme/flags/colors/archive", "member"), 200)
+        self.assertStatus(self.call("POST", "/acme/flags/colors/restore", "member"), 200)
+        self.assertAck(self.call("DELETE", "/acme/flags/colors", "member"))
+        events = self.events(f"?limit={self.count() - before}")
+        self.assertEqual([(e["action"], e["summary"]) for e in reversed(events)], [
+            ("flag.created", "Created string flag colors"),
+            ("variant.created", "Flag colors: Added variant green"),
+            ("variant.updated", "Flag colors: Updated variant green"),
+            ("variant.deleted", "Flag colors: Deleted variant green"),
+            ("flag.updated", "Flag colors: Updated the flag settings"),
+            ("rule.created", "Flag colors: Added a rule in Production"),
+            ("rule.created", "Flag colors: Added a rule in Production"),
+            ("rules.reordered", "Flag colors: Reordered the rules in Production"),
+            ("rule.deleted", "Flag colors: Deleted a rule in Production"),
+            ("segment.created", "Created segment more-seg"),
+            ("segment.updated", "Updated segment more-seg"),
+            ("entity.created", "Created entity more-ent"),
+            ("entity.updated", "Updated entity more-ent"),
+            ("entity.deleted", "Deleted entity more-ent"),
+            ("flag.archived", "Flag colors: Archived the flag"),
+            ("flag.restored", "Flag colors: Restored the flag"),
+            ("flag.deleted", "Deleted flag colors"),
+        ])
+        self.assertTrue(all(e["actor"]["name"] == "Mel Member" for e in events))
+        self.verify_ok()
+
     def test_event_rows_hold_actor_time_and_client_address(self):
         self.assertStatus(self.call("POST", "/acme/segments", "admin",
                                     {"key": "row-seg", "name": "Row"}), 201)
