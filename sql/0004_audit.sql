@@ -183,3 +183,14 @@ CREATE TRIGGER audit_events_advance AFTER INSERT ON audit_events
 DROP INDEX audit_events_org_idx;
 CREATE UNIQUE INDEX audit_events_org_seq_key ON audit_events (org_id, seq);
 CREATE INDEX audit_events_org_actor_idx ON audit_events (org_id, actor_id, seq);
+
+-- What q searches (GET /orgs/{slug}/audit): summary, action, actor name and
+-- location, lowercased; trigram-indexed so a rare term does not walk the
+-- whole log.
+CREATE FUNCTION ensign_audit_text(summary text, action text, actor_name text, location text)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT lower(summary || ' ' || action || ' ' || COALESCE(actor_name, '') || ' '
+                       || COALESCE(location, '')) $$;
+CREATE INDEX audit_events_search_idx ON audit_events
+    USING gin (ensign_audit_text(summary, action, actor_name, location) gin_trgm_ops);
