@@ -422,6 +422,9 @@ class AuditListTest(AuditTestCase):
                 self.assertProblem(self.root("GET", "/orgs/acme/audit" + query), 422)
         self.assertProblem(self.root("GET", f"/orgs/globex/audit?cursor={cursor}",
                                      "outsider"), 422)
+        body, _, mac = cursor.partition(".")
+        tampered = body[:-1] + ("A" if body[-1] != "A" else "B") + "." + mac
+        self.assertProblem(self.root("GET", f"/orgs/acme/audit?limit=2&cursor={tampered}"), 422)
         self.assertEqual(len(self.events(f"?limit=2&cursor={cursor}")), 2)
 
     def test_bad_filters_are_422(self):
