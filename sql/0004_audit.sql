@@ -40,12 +40,13 @@ CREATE TABLE audit_chain_heads (
     hash   text NOT NULL CHECK (ensign_digest_ok(hash))
 );
 
--- One field of the canonical text: "~," for NULL, else its length in bytes,
--- ":", the value and ",".
+-- One field of the canonical text: "~," for NULL, else its length in UTF-8
+-- bytes (whatever the database encoding: the hash is over UTF-8), ":", the
+-- value and ",".
 CREATE FUNCTION ensign_audit_field(value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT CASE WHEN value IS NULL THEN '~,'
-                      ELSE octet_length(value) || ':' || value || ',' END $$;
+                      ELSE octet_length(convert_to(value, 'UTF8')) || ':' || value || ',' END $$;
 
 -- The time as the chain hashes it: UTC, microseconds.
 CREATE FUNCTION ensign_audit_time(t timestamptz) RETURNS text

@@ -160,6 +160,11 @@ enum auditverify_result auditverify_run(PGconn *conn, const char *org_slug, char
                                         size_t report_len, struct dbsync_error *error)
 {
     report[0] = '\0';
+    /* The chain hashes UTF-8 text: read the columns as UTF-8. */
+    if (PQsetClientEncoding(conn, "UTF8") != 0) {
+        dbsync_error_from_result(error, NULL, conn);
+        return AUDITVERIFY_ERROR;
+    }
     if (dbsync_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, error) !=
         0)
         return AUDITVERIFY_ERROR;

@@ -554,7 +554,7 @@ class AuditChainTest(AuditTestCase):
     """Each destructive test edits the chain of an organization of its own
     (owned by Alice)."""
 
-    ORGS = ("chain-edit", "chain-del", "chain-tail")
+    ORGS = ("chain-edit", "chain-del", "chain-tail", "chain-utf8")
 
     @classmethod
     def prepare(cls):
@@ -622,6 +622,15 @@ class AuditChainTest(AuditTestCase):
         status, out, _ = verify(self.server.config_path, org)
         self.assertEqual(status, 1, out)
         self.assertIn("events were deleted at the end", out)
+
+    def test_verify_agrees_on_text_beyond_ascii(self):
+        token = harness.ensignctl(self.server.config_path, "token", "create", "--org",
+                                  "chain-utf8", "--name", "Bot Zo\u00eb \U0001f6a9")
+        self.assertStatus(self.call("POST", "/chain-utf8/segments", token,
+                                    {"key": "utf8", "name": "\u00c9t\u00e9"}), 201)
+        self.assertEqual(self.latest(token=token, org="chain-utf8")["actor"]["name"],
+                         "Bot Zo\u00eb \U0001f6a9")
+        self.verify_ok("chain-utf8")
 
     def test_verify_of_an_organization_without_events(self):
         self.assertEqual(self.verify_ok("globex"), "OK: 0 events, head " + "0" * 64)
