@@ -14,10 +14,11 @@
 -- - seq numbers an organization's events 1, 2, 3, ... without gaps, in
 --   chain order; (org_id, seq) is unique.
 -- - audit_chain_heads holds, per organization, the seq and hash of its
---   last event. A BEFORE INSERT trigger locks that row (FOR UPDATE) for
---   the rest of the inserting transaction, so concurrent writers of one
---   organization take turns and the chain never forks; organizations do
---   not wait for each other.
+--   last event (moved at the end of each inserting statement). A BEFORE
+--   INSERT trigger locks that row (FOR UPDATE) for the rest of the
+--   inserting transaction, so concurrent writers of one organization take
+--   turns and the chain never forks; organizations do not wait for each
+--   other.
 -- - nothing a later write does changes a hashed column: the actor columns
 --   have no foreign key (a deleted user or token keeps its id and name in
 --   the log), so ON DELETE SET NULL can never rewrite history.
@@ -39,12 +40,13 @@ CREATE TABLE audit_chain_heads (
     hash   text NOT NULL CHECK (ensign_digest_ok(hash))
 );
 
--- One field of the canonical text: "~," for NULL, else its length in bytes,
--- ":", the value and ",".
+-- One field of the canonical text: "~," for NULL, else its length in UTF-8
+-- bytes (whatever the database encoding: the hash is over UTF-8), ":", the
+-- value and ",".
 CREATE FUNCTION ensign_audit_field(value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT CASE WHEN value IS NULL THEN '~,'
-                      ELSE octet_length(value) || ':' || value || ',' END $$;
+                      ELSE octet_length(convert_to(value, 'UTF8')) || ':' || value || ',' END $$;
 
 -- The time as the chain hashes it: UTC, microseconds.
 CREATE FUNCTION ensign_audit_time(t timestamptz) RETURNS text
@@ -68,12 +70,21 @@ CREATE FUNCTION ensign_audit_hash(prev_hash text, e audit_events) RETURNS text
     AS $$ SELECT encode(sha256(convert_to(prev_hash || ensign_audit_canonical(e), 'UTF8')),
                         'hex') $$;
 
--- Links NEW to the end of its organization's chain.
+-- Links NEW to the end of its organization's chain. The chain head is
+-- locked (FOR UPDATE, until commit: concurrent writers of the organization
+-- wait here, and under REPEATABLE READ get a serialization failure rather
+-- than a fork) but written only once per statement (ensign_audit_advance),
+-- so a statement adding many events does not rewrite one row per event.
+-- The previous link is the newest event past the head (added earlier in
+-- this statement), else the head itself: an event deleted at the end
+-- leaves a gap that the next event does not close.
 CREATE FUNCTION ensign_audit_link() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
     head audit_chain_heads;
+    last_seq bigint;
+    last_hash text;
 BEGIN
     SELECT * INTO head FROM audit_chain_heads WHERE org_id = NEW.org_id FOR UPDATE;
     IF NOT FOUND THEN
@@ -82,11 +93,29 @@ BEGIN
         ON CONFLICT (org_id) DO NOTHING;
         SELECT * INTO head FROM audit_chain_heads WHERE org_id = NEW.org_id FOR UPDATE;
     END IF;
-    NEW.seq := head.seq + 1;
-    NEW.prev_hash := head.hash;
-    NEW.hash := ensign_audit_hash(head.hash, NEW);
-    UPDATE audit_chain_heads SET seq = NEW.seq, hash = NEW.hash WHERE org_id = NEW.org_id;
+    SELECT e.seq, e.hash INTO last_seq, last_hash FROM audit_events e
+     WHERE e.org_id = NEW.org_id AND e.seq > head.seq ORDER BY e.seq DESC LIMIT 1;
+    IF NOT FOUND THEN
+        last_seq := head.seq;
+        last_hash := head.hash;
+    END IF;
+    NEW.seq := last_seq + 1;
+    NEW.prev_hash := last_hash;
+    NEW.hash := ensign_audit_hash(last_hash, NEW);
     RETURN NEW;
+END
+$$;
+
+-- Moves each organization's head to its newest event of the statement.
+CREATE FUNCTION ensign_audit_advance() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE audit_chain_heads h SET seq = x.seq, hash = x.hash
+      FROM (SELECT DISTINCT ON (a.org_id) a.org_id, a.seq, a.hash
+              FROM added a ORDER BY a.org_id, a.seq DESC) AS x
+     WHERE h.org_id = x.org_id AND x.seq > h.seq;
+    RETURN NULL;
 END
 $$;
 
@@ -116,18 +145,27 @@ CREATE FUNCTION ensign_audit_record(actor jsonb, org uuid, action text, summary 
 DO $$
 DECLARE
     e audit_events;
+    org uuid := NULL;
+    n bigint;
+    prev text;
 BEGIN
     FOR e IN SELECT * FROM audit_events ORDER BY org_id, created_at, id LOOP
-        INSERT INTO audit_chain_heads (org_id, seq, hash)
-             VALUES (e.org_id, 0, repeat('0', 64))
-        ON CONFLICT (org_id) DO NOTHING;
-        SELECT h.seq + 1, h.hash INTO e.seq, e.prev_hash
-          FROM audit_chain_heads h WHERE h.org_id = e.org_id;
-        e.hash := ensign_audit_hash(e.prev_hash, e);
+        IF org IS DISTINCT FROM e.org_id THEN
+            org := e.org_id;
+            n := 0;
+            prev := repeat('0', 64);
+        END IF;
+        n := n + 1;
+        e.seq := n;
+        e.prev_hash := prev;
+        e.hash := ensign_audit_hash(prev, e);
         UPDATE audit_events SET seq = e.seq, prev_hash = e.prev_hash, hash = e.hash
          WHERE id = e.id;
-        UPDATE audit_chain_heads SET seq = e.seq, hash = e.hash WHERE org_id = e.org_id;
+        prev := e.hash;
     END LOOP;
+    INSERT INTO audit_chain_heads (org_id, seq, hash)
+    SELECT DISTINCT ON (x.org_id) x.org_id, x.seq, x.hash
+      FROM audit_events x ORDER BY x.org_id, x.seq DESC;
 END
 $$;
 
@@ -138,8 +176,22 @@ ALTER TABLE audit_events
 
 CREATE TRIGGER audit_events_link BEFORE INSERT ON audit_events
     FOR EACH ROW EXECUTE FUNCTION ensign_audit_link();
+CREATE TRIGGER audit_events_advance AFTER INSERT ON audit_events
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION ensign_audit_advance();
 
 -- The list walks an organization's events newest first (keyset on seq).
 DROP INDEX audit_events_org_idx;
 CREATE UNIQUE INDEX audit_events_org_seq_key ON audit_events (org_id, seq);
 CREATE INDEX audit_events_org_actor_idx ON audit_events (org_id, actor_id, seq);
+
+-- What q searches (GET /orgs/{slug}/audit): summary, action, actor name and
+-- location, lowercased; trigram-indexed so a rare term does not walk the
+-- whole log.
+CREATE FUNCTION ensign_audit_text(summary text, action text, actor_name text, location text)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT lower(summary || ' ' || action || ' ' || COALESCE(actor_name, '') || ' '
+                       || COALESCE(location, '')) $$;
+CREATE INDEX audit_events_search_idx ON audit_events
+    USING gin (ensign_audit_text(summary, action, actor_name, location) gin_trgm_ops);

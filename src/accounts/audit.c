@@ -66,7 +66,7 @@ static const char LIST_SQL[] =
     "          OR e.action IN (SELECT jsonb_array_elements_text($7::jsonb)))"
     "     AND ($8 = '' OR e.actor_id = NULLIF($8, '')::uuid"
     "          OR e.actor_token_id = NULLIF($8, '')::uuid)"
-    "     AND ($3 = '' OR lower(concat_ws(' ', e.summary, e.action, e.actor_name, e.location))"
+    "     AND ($3 = '' OR ensign_audit_text(e.summary, e.action, e.actor_name, e.location)"
     "                     LIKE ensign_search_pattern($3))"
     "   ORDER BY e.seq DESC LIMIT $5::int)"
     PAGE_SELECT("seq DESC", "seq::text");

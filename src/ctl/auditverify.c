@@ -17,14 +17,18 @@ static const char ORG_SQL[] =
     "SELECT o.id, COALESCE(h.seq, 0), COALESCE(h.hash, repeat('0', 64))"
     "  FROM orgs o LEFT JOIN audit_chain_heads h ON h.org_id = o.id WHERE o.slug = $1";
 
-/* $1 org id, $2 last seq seen, $3 batch size. Columns in the order of
- * struct auditchain_event, then prev_hash and hash. */
-static const char EVENTS_SQL[] =
-    "SELECT org_id::text, seq::text, id::text, ensign_audit_time(created_at),"
-    "       actor_id::text, actor_token_id::text, actor_name, action, summary, host(ip),"
-    "       location, prev_hash, hash"
-    "  FROM audit_events e WHERE e.org_id = $1::uuid AND e.seq > $2::bigint"
-    " ORDER BY e.seq LIMIT $3::integer"; /* e.seq: the output column seq is text */
+/* $1 org id: every event in chain order, through a cursor read in batches.
+ * Columns in the order of struct auditchain_event, then prev_hash and hash. */
+static const char EVENTS_CURSOR_SQL[] =
+    "DECLARE audit_walk NO SCROLL CURSOR FOR"
+    " SELECT org_id::text, seq::text, id::text, ensign_audit_time(created_at),"
+    "        actor_id::text, actor_token_id::text, actor_name, action, summary, host(ip),"
+    "        location, prev_hash, hash"
+    "   FROM audit_events e WHERE e.org_id = $1::uuid"
+    "  ORDER BY e.seq"; /* e.seq: the output column seq is text */
+
+#define STRINGIFY(x) #x
+#define FETCH_SQL(n) "FETCH FORWARD " STRINGIFY(n) " FROM audit_walk"
 
 enum { COL_SEQ = 1, COL_ID = 2, COL_PREV_HASH = 11, COL_HASH = 12 };
 
@@ -84,18 +88,16 @@ static bool check_event(const PGresult *res, int row, struct walk *w, char *repo
     return true;
 }
 
-/* Walks every event after w; returns OK, BROKEN (report filled) or ERROR. */
+/* Walks every event; returns OK, BROKEN (report filled) or ERROR. */
 static enum auditverify_result walk_events(PGconn *conn, const char *org_id, struct walk *w,
                                            char *report, size_t report_len,
                                            struct dbsync_error *error)
 {
-    char batch[16];
-    snprintf(batch, sizeof batch, "%d", AUDITVERIFY_BATCH);
+    const char *params[] = {org_id};
+    if (dbsync_command(conn, EVENTS_CURSOR_SQL, 1, params, error) != 0)
+        return AUDITVERIFY_ERROR;
     for (;;) {
-        char after[32];
-        snprintf(after, sizeof after, "%lld", w->seq);
-        const char *params[] = {org_id, after, batch};
-        PGresult *res = dbsync_exec(conn, EVENTS_SQL, 3, params, error);
+        PGresult *res = dbsync_exec(conn, FETCH_SQL(AUDITVERIFY_BATCH), 0, NULL, error);
         if (res == NULL)
             return AUDITVERIFY_ERROR;
         int rows = PQntuples(res);
@@ -158,6 +160,11 @@ enum auditverify_result auditverify_run(PGconn *conn, const char *org_slug, char
                                         size_t report_len, struct dbsync_error *error)
 {
     report[0] = '\0';
+    /* The chain hashes UTF-8 text: read the columns as UTF-8. */
+    if (PQsetClientEncoding(conn, "UTF8") != 0) {
+        dbsync_error_from_result(error, NULL, conn);
+        return AUDITVERIFY_ERROR;
+    }
     if (dbsync_command(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", 0, NULL, error) !=
         0)
         return AUDITVERIFY_ERROR;

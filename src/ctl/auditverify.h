@@ -5,7 +5,8 @@
  *
  * Reads in one REPEATABLE READ, READ ONLY transaction (one snapshot, so
  * writers adding events meanwhile neither block it nor confuse it), in
- * batches of AUDITVERIFY_BATCH events by seq, so memory stays bounded.
+ * batches of AUDITVERIFY_BATCH events from one cursor, so memory stays
+ * bounded.
  *
  * A link is broken when an event's seq is not the next number (an event
  * was deleted), its prev_hash is not the previous event's hash, or its

@@ -87,8 +87,8 @@ class TokensTest(AccountTestCase):
                                body={"name": "Nope"}), 403)
 
 
-class SessionsTest(AccountTestCase):
-    settings = {"ratelimit_login": 5}
+class PasswordUserCase(AccountTestCase):
+    """The fixture plus Sam, who has a password."""
 
     @classmethod
     def prepare(cls):
@@ -100,6 +100,10 @@ class SessionsTest(AccountTestCase):
     def login(self, email, password):
         return self.server.request("POST", "/v1/session",
                                    body={"email": email, "password": password})
+
+
+class SessionsTest(PasswordUserCase):
+    settings = {"ratelimit_login": 5}
 
     def test_login_cookie_me_and_logout(self):
         response = self.login("SAM@example.com", "correct horse battery")
@@ -149,20 +153,11 @@ class SessionsTest(AccountTestCase):
         self.assertIn("Retry-After", limited.headers)
 
 
-class SecureCookieTest(AccountTestCase):
+class SecureCookieTest(PasswordUserCase):
     settings = {"session_cookie_secure": 1}
 
-    @classmethod
-    def prepare(cls):
-        super().prepare()
-        harness.ensignctl(cls.server.config_path, "user", "create", "--email",
-                          "tls@example.com", "--name", "Tls", "--password-stdin",
-                          stdin="a long password\n")
-
     def test_secure_when_configured(self):
-        response = self.server.request("POST", "/v1/session",
-                                       body={"email": "tls@example.com",
-                                             "password": "a long password"})
+        response = self.login("sam@example.com", "correct horse battery")
         self.assertEqual(response.status, 200, response)
         self.assertTrue(response.headers["Set-Cookie"].endswith("; Secure"),
                         response.headers["Set-Cookie"])

@@ -133,6 +133,60 @@ class AuditTrailTest(AuditTestCase):
         self.assertEqual(by_action["sdk_key.revoked"]["actor"]["id"], token_id)
         self.verify_ok()
 
+    def test_more_writes_of_the_first_document(self):
+        before = self.count()
+        env = "/acme/flags/colors/environments/production/rules"
+        self.assertStatus(self.call("POST", "/acme/flags", "member", {
+            "slug": "colors", "type": "string",
+            "variants": [{"value": "red"}, {"value": "blue"}]}), 201)
+        self.assertStatus(self.call("POST", "/acme/flags/colors/variants", "member",
+                                    {"value": "green", "label": "Green"}), 201)
+        self.assertStatus(self.call("PATCH", "/acme/flags/colors/variants/green", "member",
+                                    {"label": "Lime"}), 200)
+        self.assertAck(self.call("DELETE", "/acme/flags/colors/variants/green", "member"))
+        self.assertStatus(self.call("PATCH", "/acme/flags/colors", "member",
+                                    {"name": "Colours"}), 200)
+        ids = [self.assertStatus(self.call("POST", env, "member",
+                                           {"serve": {"variant": v}}), 201)["rule"]["id"]
+               for v in ("red", "blue")]
+        self.assertAck(self.call("POST", env + "/reorder", "member",
+                                 {"ruleIds": list(reversed(ids))}))
+        self.assertAck(self.call("DELETE", f"{env}/{ids[0]}", "member"))
+        self.assertStatus(self.call("POST", "/acme/segments", "member",
+                                    {"key": "more-seg", "name": "More"}), 201)
+        self.assertStatus(self.call("PATCH", "/acme/segments/more-seg", "member",
+                                    {"name": "More segment"}), 200)
+        self.assertStatus(self.call("POST", "/acme/entities", "member",
+                                    {"key": "more-ent", "label": "More"}), 201)
+        self.assertStatus(self.call("PATCH", "/acme/entities/more-ent", "member",
+                                    {"label": "More entity"}), 200)
+        self.assertAck(self.call("DELETE", "/acme/entities/more-ent", "member"))
+        self.assertStatus(self.call("POST", "/acme/flags/colors/archive", "member"), 200)
+        self.assertStatus(self.call("POST", "/acme/flags/colors/restore", "member"), 200)
+        self.assertAck(self.call("DELETE", "/acme/flags/colors", "member"))
+        events = self.events(f"?limit={self.count() - before}")
+        self.assertEqual([(e["action"], e["summary"]) for e in reversed(events)], [
+            ("flag.created", "Created string flag colors"),
+            ("variant.created", "Flag colors: Added variant green"),
+            ("variant.updated", "Flag colors: Updated variant green"),
+            ("variant.deleted", "Flag colors: Deleted variant green"),
+            ("flag.updated", "Flag colors: Updated the flag settings"),
+            ("rule.created", "Flag colors: Added a rule in Production"),
+            ("rule.created", "Flag colors: Added a rule in Production"),
+            ("rules.reordered", "Flag colors: Reordered the rules in Production"),
+            ("rule.deleted", "Flag colors: Deleted a rule in Production"),
+            ("segment.created", "Created segment more-seg"),
+            ("segment.updated", "Updated segment more-seg"),
+            ("entity.created", "Created entity more-ent"),
+            ("entity.updated", "Updated entity more-ent"),
+            ("entity.deleted", "Deleted entity more-ent"),
+            ("flag.archived", "Flag colors: Archived the flag"),
+            ("flag.restored", "Flag colors: Restored the flag"),
+            ("flag.deleted", "Deleted flag colors"),
+        ])
+        self.assertTrue(all(e["actor"]["name"] == "Mel Member" for e in events))
+        self.verify_ok()
+
     def test_event_rows_hold_actor_time_and_client_address(self):
         self.assertStatus(self.call("POST", "/acme/segments", "admin",
                                     {"key": "row-seg", "name": "Row"}), 201)
@@ -368,6 +422,9 @@ class AuditListTest(AuditTestCase):
                 self.assertProblem(self.root("GET", "/orgs/acme/audit" + query), 422)
         self.assertProblem(self.root("GET", f"/orgs/globex/audit?cursor={cursor}",
                                      "outsider"), 422)
+        body, _, mac = cursor.partition(".")
+        tampered = body[:-1] + ("A" if body[-1] != "A" else "B") + "." + mac
+        self.assertProblem(self.root("GET", f"/orgs/acme/audit?limit=2&cursor={tampered}"), 422)
         self.assertEqual(len(self.events(f"?limit=2&cursor={cursor}")), 2)
 
     def test_bad_filters_are_422(self):
@@ -497,7 +554,7 @@ class AuditChainTest(AuditTestCase):
     """Each destructive test edits the chain of an organization of its own
     (owned by Alice)."""
 
-    ORGS = ("chain-edit", "chain-del", "chain-tail")
+    ORGS = ("chain-edit", "chain-del", "chain-tail", "chain-utf8")
 
     @classmethod
     def prepare(cls):
@@ -565,6 +622,15 @@ class AuditChainTest(AuditTestCase):
         status, out, _ = verify(self.server.config_path, org)
         self.assertEqual(status, 1, out)
         self.assertIn("events were deleted at the end", out)
+
+    def test_verify_agrees_on_text_beyond_ascii(self):
+        token = harness.ensignctl(self.server.config_path, "token", "create", "--org",
+                                  "chain-utf8", "--name", "Bot Zo\u00eb \U0001f6a9")
+        self.assertStatus(self.call("POST", "/chain-utf8/segments", token,
+                                    {"key": "utf8", "name": "\u00c9t\u00e9"}), 201)
+        self.assertEqual(self.latest(token=token, org="chain-utf8")["actor"]["name"],
+                         "Bot Zo\u00eb \U0001f6a9")
+        self.verify_ok("chain-utf8")
 
     def test_verify_of_an_organization_without_events(self):
         self.assertEqual(self.verify_ok("globex"), "OK: 0 events, head " + "0" * 64)
