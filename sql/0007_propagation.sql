@@ -15,7 +15,8 @@
 -- - A row stays after its organization is deleted (no foreign key: the
 --   deferred trigger may record an organization whose row is already gone);
 --   such an organization has no environments and no snapshot part.
--- - TRUNCATE of a feeding table marks every organization.
+-- - TRUNCATE of a feeding table marks every organization, and so does a
+--   row of a feeding table that has no org_id column and is not known here.
 
 CREATE TABLE config_org_generation (
     org_id     uuid PRIMARY KEY,
@@ -24,8 +25,10 @@ CREATE TABLE config_org_generation (
 INSERT INTO config_org_generation (org_id, generation)
 SELECT o.id, g.generation FROM orgs o CROSS JOIN config_generation g;
 
--- The organization of a row of a feeding table (NULL when the flag or
--- entity it belongs to is already gone: that row's own trigger marked it).
+-- The organization of a row of a feeding table: NULL when the flag or
+-- entity it belongs to is already gone (that row's own trigger marked it);
+-- the nil uuid, meaning every organization, for a feeding table added later
+-- whose rows name no org_id (so nothing is ever missed).
 CREATE FUNCTION ensign_config_row_org(table_name name, r record) RETURNS uuid
     LANGUAGE plpgsql STABLE
     AS $$
@@ -36,8 +39,11 @@ BEGIN
         SELECT org_id INTO found_org FROM flags WHERE id = r.flag_id;
     ELSIF table_name = 'entity_attributes' THEN
         SELECT org_id INTO found_org FROM entities WHERE id = r.entity_id;
-    ELSE
+    ELSIF table_name IN ('flags', 'segments', 'entities', 'environments', 'sdk_keys') THEN
         found_org := r.org_id;
+    ELSE
+        found_org := coalesce((to_jsonb(r) ->> 'org_id')::uuid,
+                              '00000000-0000-0000-0000-000000000000');
     END IF;
     RETURN found_org;
 END
@@ -72,11 +78,14 @@ BEGIN
         PERFORM set_config('ensign.config_bumped', 'on', true);
         PERFORM pg_notify('ensign_config', new_generation::text);
     END IF;
-    IF TG_LEVEL = 'STATEMENT' THEN
+    IF TG_LEVEL = 'STATEMENT' OR row_org = '00000000-0000-0000-0000-000000000000' THEN
         UPDATE config_org_generation SET generation = new_generation;
         INSERT INTO config_org_generation (org_id, generation)
         SELECT id, new_generation FROM orgs
         ON CONFLICT (org_id) DO NOTHING;
+        IF TG_LEVEL = 'ROW' THEN  -- later rows of such a table: done already
+            PERFORM set_config('ensign.config_orgs', marked || row_org::text || ',', true);
+        END IF;
     ELSIF row_org IS NOT NULL THEN
         INSERT INTO config_org_generation AS g (org_id, generation)
         VALUES (row_org, new_generation)

@@ -3,10 +3,10 @@
 -- with 25,000 boolean flags other-NNNNN configured in all three of its
 -- environments (300,000 flag configurations in all, what the API would
 -- make), enabled in production with one rule there. other-1 also gets the
--- development flag `moving` of fixture.sql (variants a, b; one rule) and a
--- development SDK key whose digest is the psql variable dev_digest, so the
--- benchmark can change a flag of a large organization too. Written with SQL
--- (seconds) rather than the API (minutes).
+-- flag `moving` of fixture.sql, enabled in development (variants a, b; one
+-- rule there), and a development SDK key whose digest is the psql variable
+-- dev_digest, so the benchmark can change a flag of a large organization
+-- too. Written with SQL (seconds) rather than the API (minutes).
 BEGIN;
 
 INSERT INTO orgs (name, slug)
@@ -34,7 +34,7 @@ WHERE o.slug = 'other-1' AND f.key = 'moving';
 -- The environments' trigger configured nothing (the flags came later):
 -- every flag gets its configuration in every environment here.
 INSERT INTO flag_environments (flag_id, environment_id, enabled, default_serve, off_variant_key)
-SELECT f.id, e.id, e.key = 'production',
+SELECT f.id, e.id, e.key = 'production' OR f.key = 'moving',
        CASE WHEN f.key = 'moving' THEN '{"variant": "a"}' ELSE '{"variant": "on"}' END::jsonb,
        CASE WHEN f.key = 'moving' THEN 'b' ELSE 'off' END
 FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id

@@ -14,6 +14,8 @@ later one. Write k's latency runs from the moment its 200 answer arrived
 (the commit) to the first answer b for k on the other node (0 when the
 other node served it before the writer heard back). Prints
     PROPAGATION <writes> <p50 ms> <p99 ms> <max ms> <failed writes> <never served>
+                <write p50 ms> <write p99 ms>
+the last two being the PATCH round trips on the first node.
 Standard library only.
 """
 
@@ -34,6 +36,7 @@ def percentile(sorted_values, p):
 class Writes:
     def __init__(self, total):
         self.acked = [None] * total  # monotonic time of each write's 200
+        self.round_trips = []  # ms of each successful PATCH
         self.sent = 0  # writes sent so far (the reader may look at these)
         self.failures = 0
         self.done = False
@@ -52,12 +55,14 @@ def write_all(port, token, org, rule_id, rate, writes):
         body = {"conditions": [{"attribute": "seq", "operator": "lte", "values": [i]}]}
         with writes.lock:
             writes.sent = i + 1
+        sent = time.monotonic()
         conn.request("PATCH", path, body=json.dumps(body), headers=headers)
         response = conn.getresponse()
         response.read()
         with writes.lock:
             if response.status == 200:
                 writes.acked[i] = time.monotonic()
+                writes.round_trips.append((writes.acked[i] - sent) * 1000)
             else:
                 writes.failures += 1
     with writes.lock:
@@ -106,8 +111,10 @@ def main(write_port, read_port, token, org, rule_id, key, rate, seconds):
     never = sum(1 for a, s in zip(writes.acked, served) if a is not None and s is None)
     if not latencies:
         raise SystemExit("propagation.py: no write was served")
+    trips = sorted(writes.round_trips)
     print(f"PROPAGATION {len(latencies)} {percentile(latencies, 50):.1f} "
-          f"{percentile(latencies, 99):.1f} {latencies[-1]:.1f} {writes.failures} {never}")
+          f"{percentile(latencies, 99):.1f} {latencies[-1]:.1f} {writes.failures} {never} "
+          f"{percentile(trips, 50):.1f} {percentile(trips, 99):.1f}")
 
 
 if __name__ == "__main__":

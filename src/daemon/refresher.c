@@ -10,8 +10,9 @@
  * it reads (snapshot_source.h) the index and the organizations whose
  * generation moved since their part was written (every organization on the
  * first build after start), writes each of those parts, then the index,
- * atomically (snapshot_build.h: temp file, fsync, rename, fsync of the
- * directory), and only then publishes the new generation in shared memory.
+ * atomically (snapshot_build.h: temp file, fsync, rename; one fsync of the
+ * directory after the index's rename makes all the renames durable), and
+ * only then publishes the new generation in shared memory.
  * A failed build leaves the old files and the old generation in place and
  * is retried. Superseded part files are deleted one publication later
  * (snapshot_parts.h).
@@ -128,7 +129,7 @@ static int write_part(struct refresher *rf, struct snapshot_source_result *res, 
             return -1;
         }
         snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f->name);
-        if (snapshot_builder_write(org->builder, path, err, errlen) != 0)
+        if (snapshot_builder_write_part(org->builder, path, err, errlen) != 0)
             return -1;
     }
     if (snapshot_builder_add_part(res->index, f->org, f->name, f->generation) != 0) {

@@ -2,14 +2,14 @@
  * snapshot_source.c - reads the configuration for a snapshot (see
  * snapshot_source.h).
  *
- * One REPEATABLE READ transaction in two steps. First, with a statement
- * each, the small tables every read needs whole: the generation, the
+ * One REPEATABLE READ transaction in two steps, each a libpq pipeline (its
+ * queries sent at once, so there is no round trip between them and
+ * PostgreSQL computes each result while libpq still parses the previous
+ * one). First the small tables every read needs whole: the generation, the
  * per-organization generations, every environment and every unrevoked SDK
  * key; they go into the index builder, and they decide which organizations
  * must be read again (the caller keeps the others' parts). Then, only if
- * some must, the queries of those organizations' rows, all sent at once in
- * a libpq pipeline, so there is no round trip between them and PostgreSQL
- * computes each result while libpq still parses the previous one; with
+ * some must, the queries of those organizations' rows: with
  * `org_id = ANY($1)` when only some organizations changed, unfiltered (no
  * join for variants and rules) when all did, as on the first build. The
  * last and largest, the flag configurations, is read in single-row mode:
@@ -171,16 +171,104 @@ static struct snapshot_builder *env_builder(const struct source *s, const char *
     return row >= 0 ? s->out->orgs[s->env_orgs[row]].builder : NULL;
 }
 
-/* ---- the first step: generations, environments, SDK keys ---- */
+/* ---- the pipeline ---- */
 
-static PGresult *run_one(struct source *s, enum query q)
+/* "{id,id,...}" of the organizations read again (malloc'd), or NULL. */
+static char *changed_org_array(const struct source *s)
 {
-    struct dbsync_error error;
-    PGresult *res = dbsync_exec(s->conn, queries[q].all, 0, NULL, &error);
-    if (res == NULL)
-        fail(s, queries[q].what, error.message);
-    return res;
+    size_t len = 3;
+    for (size_t i = 0; i < s->out->org_count; i++)
+        len += strlen(s->out->orgs[i].id) + 1;
+    char *text = malloc(len), *at = text;
+    if (text == NULL)
+        return NULL;
+    *at++ = '{';
+    for (size_t i = 0; i < s->out->org_count; i++) {
+        if (s->out->orgs[i].builder == NULL)
+            continue;
+        if (at[-1] != '{')
+            *at++ = ',';
+        size_t n = strlen(s->out->orgs[i].id);
+        memcpy(at, s->out->orgs[i].id, n);
+        at += n;
+    }
+    *at++ = '}';
+    *at = '\0';
+    return text;
 }
+
+/*
+ * Sends queries [first, last) in pipeline mode, then a sync point. With
+ * orgs (an array literal of organization ids) the `some` form of each
+ * query goes with it as $1; else the `all` form.
+ */
+static int send_queries(struct source *s, enum query first, enum query last, const char *orgs)
+{
+    const char *params[1] = {orgs};
+    if (PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF && PQenterPipelineMode(s->conn) != 1) {
+        fail(s, "the configuration", PQerrorMessage(s->conn));
+        return -1;
+    }
+    for (enum query q = first; q < last; q++) {
+        bool some = orgs != NULL && queries[q].some != NULL;
+        if (PQsendQueryParams(s->conn, some ? queries[q].some : queries[q].all, some ? 1 : 0, NULL,
+                              params, NULL, NULL, 0) != 1) {
+            fail(s, queries[q].what, PQerrorMessage(s->conn));
+            PQpipelineSync(s->conn); /* so that what was sent can be read back */
+            return -1;
+        }
+    }
+    if (PQpipelineSync(s->conn) != 1) {
+        fail(s, "the configuration", PQerrorMessage(s->conn));
+        return -1;
+    }
+    return 0;
+}
+
+/* The result of the next query (the caller PQclears it), or NULL with
+ * s->err set. */
+static PGresult *next_result(struct source *s, enum query q)
+{
+    PGresult *res = PQgetResult(s->conn);
+    ExecStatusType status = PQresultStatus(res);
+    if (res != NULL && (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)) {
+        PGresult *end = PQgetResult(s->conn); /* NULL: the end of this query's results */
+        if (end == NULL)
+            return res;
+        PQclear(end);
+        PQclear(res);
+        fail(s, queries[q].what, "more results than one");
+        return NULL;
+    }
+    struct dbsync_error error;
+    dbsync_error_from_result(&error, res, s->conn);
+    fail(s, queries[q].what, error.message);
+    PQclear(res);
+    return NULL;
+}
+
+/* Reads and drops whatever the pipeline still holds up to its sync point,
+ * and leaves pipeline mode. */
+static void finish_pipeline(PGconn *conn)
+{
+    if (PQpipelineStatus(conn) == PQ_PIPELINE_OFF)
+        return;
+    for (int nulls = 0; nulls < 2 && PQstatus(conn) == CONNECTION_OK;) {
+        PGresult *res = PQgetResult(conn);
+        if (res == NULL) {
+            nulls++;
+            continue;
+        }
+        nulls = 0;
+        bool sync = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+        PQclear(res);
+        if (sync)
+            break;
+    }
+    PQexitPipelineMode(conn);
+}
+
+/* ---- the first step: generations, environments, SDK keys ---- */
 
 static int parse_generation(const PGresult *res, uint64_t *out, char *err, size_t errlen)
 {
@@ -265,10 +353,11 @@ static void add_sdk_keys(struct source *s, const PGresult *res)
 static int read_first_step(struct source *s)
 {
     PGresult *res;
-    if ((res = run_one(s, Q_BEGIN)) == NULL)
+    if (send_queries(s, Q_BEGIN, Q_FIRST_PIPELINED, NULL) != 0 ||
+        (res = next_result(s, Q_BEGIN)) == NULL)
         return -1;
     PQclear(res);
-    if ((res = run_one(s, Q_GENERATION)) == NULL)
+    if ((res = next_result(s, Q_GENERATION)) == NULL)
         return -1;
     int rc = parse_generation(res, &s->out->generation, s->err, s->errlen);
     PQclear(res);
@@ -278,8 +367,8 @@ static int read_first_step(struct source *s)
         fail(s, "the configuration", "out of memory");
         return -1;
     }
-    PGresult *gens = run_one(s, Q_ORG_GENERATIONS);
-    if (gens == NULL || (s->environments = run_one(s, Q_ENVIRONMENTS)) == NULL) {
+    PGresult *gens = next_result(s, Q_ORG_GENERATIONS);
+    if (gens == NULL || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL) {
         PQclear(gens);
         return -1;
     }
@@ -291,112 +380,12 @@ static int read_first_step(struct source *s)
         rc = add_environments(s, &by_org);
     rowindex_free(&by_org);
     PQclear(gens);
-    if (rc != 0 || (res = run_one(s, Q_SDK_KEYS)) == NULL)
+    if (rc != 0 || (res = next_result(s, Q_SDK_KEYS)) == NULL)
         return -1;
     add_sdk_keys(s, res);
     PQclear(res);
+    finish_pipeline(s->conn); /* its sync point */
     return 0;
-}
-
-/* ---- the second step's pipeline ---- */
-
-/* "{id,id,...}" of the organizations read again (malloc'd), or NULL. */
-static char *changed_org_array(const struct source *s)
-{
-    size_t len = 3;
-    for (size_t i = 0; i < s->out->org_count; i++)
-        len += strlen(s->out->orgs[i].id) + 1;
-    char *text = malloc(len), *at = text;
-    if (text == NULL)
-        return NULL;
-    *at++ = '{';
-    for (size_t i = 0; i < s->out->org_count; i++) {
-        if (s->out->orgs[i].builder == NULL)
-            continue;
-        if (at[-1] != '{')
-            *at++ = ',';
-        size_t n = strlen(s->out->orgs[i].id);
-        memcpy(at, s->out->orgs[i].id, n);
-        at += n;
-    }
-    *at++ = '}';
-    *at = '\0';
-    return text;
-}
-
-static int send_queries(struct source *s)
-{
-    bool every_org = s->changed == s->out->org_count;
-    char *orgs = every_org ? NULL : changed_org_array(s);
-    if (!every_org && orgs == NULL) {
-        fail(s, "the configuration", "out of memory");
-        return -1;
-    }
-    const char *params[1] = {orgs};
-    int rc = -1;
-    if (PQenterPipelineMode(s->conn) != 1) {
-        fail(s, "the configuration", PQerrorMessage(s->conn));
-        free(orgs);
-        return -1;
-    }
-    for (int q = Q_FIRST_PIPELINED; q < Q_COUNT; q++) {
-        const char *sql = every_org ? queries[q].all : queries[q].some;
-        if (PQsendQueryParams(s->conn, sql, every_org ? 0 : 1, NULL, params, NULL, NULL, 0) != 1) {
-            fail(s, queries[q].what, PQerrorMessage(s->conn));
-            PQpipelineSync(s->conn); /* so that what was sent can be read back */
-            free(orgs);
-            return -1;
-        }
-    }
-    if (PQpipelineSync(s->conn) != 1)
-        fail(s, "the configuration", PQerrorMessage(s->conn));
-    else
-        rc = 0;
-    free(orgs);
-    return rc;
-}
-
-/* The result of the next query (the caller PQclears it), or NULL with
- * s->err set. */
-static PGresult *next_result(struct source *s, enum query q)
-{
-    PGresult *res = PQgetResult(s->conn);
-    ExecStatusType status = PQresultStatus(res);
-    if (res != NULL && (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)) {
-        PGresult *end = PQgetResult(s->conn); /* NULL: the end of this query's results */
-        if (end == NULL)
-            return res;
-        PQclear(end);
-        PQclear(res);
-        fail(s, queries[q].what, "more results than one");
-        return NULL;
-    }
-    struct dbsync_error error;
-    dbsync_error_from_result(&error, res, s->conn);
-    fail(s, queries[q].what, error.message);
-    PQclear(res);
-    return NULL;
-}
-
-/* Reads and drops whatever the pipeline still holds up to its sync point,
- * and leaves pipeline mode. */
-static void finish_pipeline(PGconn *conn)
-{
-    if (PQpipelineStatus(conn) == PQ_PIPELINE_OFF)
-        return;
-    for (int nulls = 0; nulls < 2 && PQstatus(conn) == CONNECTION_OK;) {
-        PGresult *res = PQgetResult(conn);
-        if (res == NULL) {
-            nulls++;
-            continue;
-        }
-        nulls = 0;
-        bool sync = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
-        PQclear(res);
-        if (sync)
-            break;
-    }
-    PQexitPipelineMode(conn);
 }
 
 /* ---- small results ---- */
@@ -651,7 +640,15 @@ static int read_second_step(struct source *s)
 {
     if (s->changed == 0)
         return 0;
-    if (send_queries(s) != 0 || run_step(s, Q_ATTRIBUTES, add_attribute) != 0 ||
+    bool every_org = s->changed == s->out->org_count;
+    char *orgs = every_org ? NULL : changed_org_array(s);
+    if (!every_org && orgs == NULL) {
+        fail(s, "the configuration", "out of memory");
+        return -1;
+    }
+    int rc = send_queries(s, Q_FIRST_PIPELINED, Q_COUNT, orgs);
+    free(orgs);
+    if (rc != 0 || run_step(s, Q_ATTRIBUTES, add_attribute) != 0 ||
         run_step(s, Q_SEGMENTS, add_segment) != 0)
         return -1;
     return read_flags(s);

@@ -1980,7 +1980,8 @@ static int write_plan(int fd, const struct file_plan *plan)
     return 0;
 }
 
-static int publish_file(const char *path, const struct file_plan *plan, char *err, size_t errlen)
+static int publish_file(const char *path, const struct file_plan *plan, bool sync_dir, char *err,
+                        size_t errlen)
 {
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
@@ -2004,15 +2005,15 @@ static int publish_file(const char *path, const struct file_plan *plan, char *er
         unlink(tmp);
         return -1;
     }
-    if (fsync_directory_of(path) != 0) {
+    if (sync_dir && fsync_directory_of(path) != 0) {
         snprintf(err, errlen, "fsync directory of %s: %s", path, strerror(errno));
         return -1;
     }
     return 0;
 }
 
-int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
-                           size_t errlen)
+static int write_file(struct snapshot_builder *b, const char *path_final, bool sync_dir, char *err,
+                      size_t errlen)
 {
     struct final_tables t;
     vec_init(&t.flags, sizeof(struct snapshot_flag));
@@ -2029,10 +2030,22 @@ int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, c
         struct file_plan plan;
         order_sdk_keys(b);
         plan_file(b, &t, &plan);
-        rc = publish_file(path_final, &plan, err, errlen);
+        rc = publish_file(path_final, &plan, sync_dir, err, errlen);
     }
     vec_free(&t.flags);
     vec_free(&t.rules);
     vec_free(&t.times);
     return rc;
+}
+
+int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
+                           size_t errlen)
+{
+    return write_file(b, path_final, true, err, errlen);
+}
+
+int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
+                                size_t errlen)
+{
+    return write_file(b, path_final, false, err, errlen);
 }

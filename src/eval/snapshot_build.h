@@ -117,6 +117,13 @@ int snapshot_builder_add_rule(struct snapshot_builder *b, const char *env_id, co
 int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
                            size_t errlen);
 
+/* snapshot_builder_write without the fsync of the directory: for the
+ * parts of an index, which the write of the index into the same directory
+ * then syncs once for all (so the renames are durable before the new
+ * generation is published). */
+int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
+                                size_t errlen);
+
 /* Counts of what was added (for logs and tests). */
 size_t snapshot_builder_flag_count(const struct snapshot_builder *b);
 

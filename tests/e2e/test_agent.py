@@ -118,8 +118,14 @@ class AgentIntentsTest(AgentCase):
         self.assertEqual(action["input"], {"slug": "theme", "type": "string",
                                            "variants": [{"value": "light"}, {"value": "dark"}]})
         self.assertV1Error(self.call("GET", "/acme/flags/theme", "viewer"), 404)
+        self.assertEqual(self.database.query(
+            "SELECT count(*) FROM audit_events WHERE action = 'flag.created'"), "0")
         result = self.executed(action)
         self.assertEqual(result["flag"]["key"], "theme")
+        # Executed through the REST operation's own statement: audited too.
+        self.assertEqual(self.database.query(
+            "SELECT count(*) FROM audit_events WHERE action = 'flag.created'"
+            " AND location LIKE 'flags/theme%'"), "1")
         detail = self.flag_detail("theme")
         self.assertEqual([v["key"] for v in detail["variants"]], ["light", "dark"])
         again = self.ask("create a string flag theme with variants light and dark")

@@ -191,14 +191,21 @@ static const char *served(struct fixture *f, const char *digest, const char *key
     return snapshot_string(*part, (*part)->variants[flag->variant_first + serve->variant].key);
 }
 
-START_TEST(view_remaps_only_the_changed_part)
+/* A directory with both organizations' parts (generations 5 and 6) and
+ * their index, and a view of it; nothing published yet. */
+static void two_organizations(struct fixture *f)
 {
     make_dir();
     write_part(ORG1, ENV1, "one", "a", 5, "org-1-5.bin");
     write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
     write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6);
+    view_open(f);
+}
+
+START_TEST(view_remaps_only_the_changed_part)
+{
     struct fixture f;
-    view_open(&f);
+    two_organizations(&f);
     const struct snapshot *p1, *p2;
     ck_assert_ptr_null(served_snapshot_current(f.view)); /* nothing published yet */
     publish(&f, 6);
@@ -222,12 +229,8 @@ END_TEST
 
 START_TEST(view_keeps_the_old_part_when_the_new_one_is_bad)
 {
-    make_dir();
-    write_part(ORG1, ENV1, "one", "a", 5, "org-1-5.bin");
-    write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
-    write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6);
     struct fixture f;
-    view_open(&f);
+    two_organizations(&f);
     publish(&f, 6);
     const struct snapshot *p1, *p2;
     ck_assert_str_eq(served(&f, KEY1, "one", &p1), "a");
@@ -277,12 +280,8 @@ END_TEST
 
 START_TEST(view_keeps_everything_when_the_index_is_bad)
 {
-    make_dir();
-    write_part(ORG1, ENV1, "one", "a", 5, "org-1-5.bin");
-    write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
-    write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6);
     struct fixture f;
-    view_open(&f);
+    two_organizations(&f);
     publish(&f, 6);
     const struct snapshot *p;
     ck_assert_str_eq(served(&f, KEY1, "one", &p), "a");
