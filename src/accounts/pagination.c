@@ -66,13 +66,11 @@ static void check_cursor(struct validate *v, const char *cursor)
         validate_error(v, "cursor", "malformed cursor");
 }
 
-/* GET: q, limit and cursor from the query string (parsed once, so a value
- * too long for its buffer is an error, not an absent parameter). */
-static void read_query_string(struct http_request *r, struct validate *v, struct page_request *out)
+void page_parse_query(const char *query, struct validate *v, struct page_request *out)
 {
     struct evkeyvalq params;
     TAILQ_INIT(&params);
-    if (r->query != NULL && evhttp_parse_query_str(r->query, &params) != 0) {
+    if (query != NULL && evhttp_parse_query_str(query, &params) != 0) {
         validate_error(v, NULL, "malformed query string");
         evhttp_clear_headers(&params);
         return;
@@ -99,18 +97,13 @@ static void read_query_string(struct http_request *r, struct validate *v, struct
     evhttp_clear_headers(&params);
 }
 
-/* QUERY: the same members from a JSON body (all optional). */
-static bool read_body(struct http_request *r, struct validate *v, struct page_request *out)
+void page_parse_json(struct json_object *body, struct validate *v, struct page_request *out)
 {
-    struct json_object *body = NULL;
-    if (!http_parse_json_body(r, true, &body))
-        return false;
     if (body == NULL)
-        return true;
+        return;
     if (!json_object_is_type(body, json_type_object)) {
         validate_error(v, NULL, "the request body must be a JSON object");
-        json_object_put(body);
-        return true;
+        return;
     }
     const char *q = NULL, *cursor = NULL;
     int64_t limit;
@@ -124,18 +117,32 @@ static bool read_body(struct http_request *r, struct validate *v, struct page_re
         snprintf(out->cursor, sizeof out->cursor, "%s", cursor);
         check_cursor(v, out->cursor);
     }
+}
+
+/* QUERY: the members from the JSON body (all optional); false once answered. */
+static bool read_body(struct http_request *r, struct validate *v, struct page_request *out)
+{
+    struct json_object *body = NULL;
+    if (!http_parse_json_body(r, true, &body))
+        return false;
+    page_parse_json(body, v, out);
     json_object_put(body);
     return true;
 }
 
-bool page_read(struct http_request *r, struct page_request *out)
+void page_request_init(struct page_request *out)
 {
     memset(out, 0, sizeof *out);
     out->limit = PAGE_LIMIT_DEFAULT;
+}
+
+bool page_read(struct http_request *r, struct page_request *out)
+{
+    page_request_init(out);
     struct validate v;
     validate_init(&v);
-    bool parsed =
-        r->method == METHOD_QUERY ? read_body(r, &v, out) : (read_query_string(r, &v, out), true);
+    bool parsed = r->method == METHOD_QUERY ? read_body(r, &v, out)
+                                            : (page_parse_query(r->query, &v, out), true);
     if (!parsed) {
         validate_free(&v);
         return false;

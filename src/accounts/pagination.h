@@ -73,6 +73,21 @@ struct page_request {
     " SELECT item::text, CASE WHEN row_number() OVER (ORDER BY " order ") = $5::int - 1"           \
     " THEN ensign_cursor_make($1, $2, $3, ARRAY[" keys "]) END FROM p ORDER BY " order
 
+struct json_object;
+struct validate;
+
+/* A first page of the default size: no q, no cursor. */
+void page_request_init(struct page_request *out);
+
+/*
+ * The pure readers behind page_read (also the fuzz target's entry points):
+ * q, limit and cursor from a query string (NULL: none) or a QUERY body
+ * (NULL: none) into out, which page_request_init prepared; every problem
+ * is recorded in v, field by field.
+ */
+void page_parse_query(const char *query, struct validate *v, struct page_request *out);
+void page_parse_json(struct json_object *body, struct validate *v, struct page_request *out);
+
 /*
  * Reads q, limit and cursor of r: the query string for GET, the JSON body
  * for QUERY. Returns true, or false after answering r itself: 400 for a

@@ -120,7 +120,8 @@ static void write_line(char *line, size_t n)
 }
 
 /* Appends vsnprintf output, leaving room for the newline; returns the new length. */
-static size_t append(char *line, size_t n, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static size_t append(char *line, size_t n, const char *fmt,
+                                                           va_list ap)
 {
     int body = vsnprintf(line + n, LOG_LINE_MAX - n - 1, fmt, ap);
     if (body < 0)
