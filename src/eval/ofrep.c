@@ -5,7 +5,8 @@
  * (503), the SDK key must be one of the index's digests (401), the part
  * holding its environment's flags must be mapped (503; from then on the
  * call works in that part), the key's bucket must have room (429), the body must be JSON
- * (PARSE_ERROR) and its context valid (INVALID_CONTEXT). Then the single route looks the flag up
+ * (PARSE_ERROR; plain bodies through json_quick, the rest through json-c)
+ * and its context valid (INVALID_CONTEXT). Then the single route looks the flag up
  * (FLAG_NOT_FOUND) and evaluates it; the bulk route first compares
  * If-None-Match with the context-correct ETag (304 needs no evaluation)
  * and otherwise evaluates every flag of the environment in key order.
@@ -25,6 +26,7 @@
 #include "eval.h"
 #include "http.h"
 #include "json_guard.h"
+#include "json_quick.h"
 #include "metrics.h"
 #include "murmur3.h"
 #include "ratelimit.h"
@@ -343,12 +345,15 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *tex
             json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
         if (verdict != JSON_GUARD_OK)
             return guard_status(verdict, detail);
-        json_tokener_reset(tok);
-        json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
-        *body = json_tokener_parse_ex(tok, text, (int)len);
-        enum json_tokener_error err = json_tokener_get_error(tok);
-        size_t end = json_tokener_get_parse_end(tok);
-        bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+        bool complete = json_quick_parse(text, len, body);
+        if (!complete) { /* outside the plain subset: json-c decides */
+            json_tokener_reset(tok);
+            json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+            *body = json_tokener_parse_ex(tok, text, (int)len);
+            enum json_tokener_error err = json_tokener_get_error(tok);
+            size_t end = json_tokener_get_parse_end(tok);
+            complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+        }
         if (!complete || !json_object_is_type(*body, json_type_object)) {
             *detail = complete ? "the request body must be a JSON object"
                                : "the request body is not valid JSON";
