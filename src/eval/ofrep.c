@@ -74,7 +74,7 @@ struct text {
     char *data;
     size_t len, cap;
     bool failed;
-    char inline_buf[2048];
+    char inline_buf[8192]; /* a 20-flag bulk answer fits: no malloc */
 };
 
 static void text_init(struct text *t)
@@ -168,6 +168,11 @@ struct digest_entry {
 struct ofrep_state {
     struct json_tokener *tok; /* reset before each body */
     struct digest_entry digests[DIGEST_CACHE_SLOTS];
+    /* The last eventStreams entry and its hash (bulk_etag): an SDK's
+     * entry (its Host and key) is the same on every request it sends. */
+    char entry[STREAMS_ENTRY_MAX];
+    size_t entry_len;
+    uint32_t entry_hash;
 };
 
 void ofrep_state_free(struct ofrep_state *state)
@@ -552,6 +557,16 @@ static bool etag_listed(const char *header, const char *etag)
  * stands for a body with another stream URL. */
 #define BULK_ETAG_SIZE (EVAL_ETAG_SIZE + 16)
 
+static uint32_t entry_hash(struct ofrep_state *state, const char *entry, size_t entry_len)
+{
+    if (entry_len != state->entry_len || memcmp(entry, state->entry, entry_len) != 0) {
+        memcpy(state->entry, entry, entry_len);
+        state->entry_len = entry_len;
+        state->entry_hash = murmur3_x86_32(entry, entry_len, 0);
+    }
+    return state->entry_hash;
+}
+
 static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
                       char out[BULK_ETAG_SIZE])
 {
@@ -563,7 +578,7 @@ static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
         return;
     }
     snprintf(out, BULK_ETAG_SIZE, "%.*s-%08" PRIx32 "\"", (int)(len - 1), etag,
-             murmur3_x86_32(entry, entry_len, 0));
+             entry_hash(c->state, entry, entry_len));
 }
 
 static void evaluate_all(struct call *c, const char *etag, const char *entry, size_t entry_len)
