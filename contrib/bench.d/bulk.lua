@@ -1,14 +1,10 @@
 -- bulk.lua - POST /ofrep/v1/evaluate/flags (every flag of the environment),
 -- each request with its own context (context.lua) built in request()
--- (contrib/bench). ENSIGN_BENCH_SDK_KEY: the SDK key.
+-- (contrib/bench).
 local dir = os.getenv("ENSIGN_BENCH_DIR")
 dofile(dir .. "/report.lua")
 dofile(dir .. "/context.lua")
-local headers = {
-  ["Authorization"] = "Bearer " .. os.getenv("ENSIGN_BENCH_SDK_KEY"),
-  ["Content-Type"] = "application/json",
-}
 
 function request()
-  return wrk.format("POST", "/ofrep/v1/evaluate/flags", headers, next_body())
+  return evaluation_request("/ofrep/v1/evaluate/flags")
 end

@@ -75,18 +75,39 @@ static bool quick_integer(struct quick *q, struct json_object **out)
 
 static bool quick_value(struct quick *q, int depth, struct json_object **out);
 
+/* Steps over an opening bracket; true when close follows at once (an
+ * empty container, stepped over too). */
+static bool quick_open_empty(struct quick *q, char close)
+{
+    q->p++;
+    skip_ws(q);
+    if (q->p < q->end && *q->p == close) {
+        q->p++;
+        return true;
+    }
+    return false;
+}
+
+/* After a member or an element: 1 on ',' (another follows), 0 on close
+ * (the container ends), -1 on anything else. Steps over what it read. */
+static int quick_separator(struct quick *q, char close)
+{
+    skip_ws(q);
+    if (q->p >= q->end || (*q->p != close && *q->p != ','))
+        return -1;
+    bool more = *q->p++ == ',';
+    skip_ws(q);
+    return more;
+}
+
 static bool quick_object(struct quick *q, int depth, struct json_object **out)
 {
     struct json_object *obj = json_object_new_object();
     *out = obj;
     if (obj == NULL)
         return false;
-    q->p++;
-    skip_ws(q);
-    if (q->p < q->end && *q->p == '}') {
-        q->p++;
+    if (quick_open_empty(q, '}'))
         return true;
-    }
     for (;;) {
         const char *key;
         size_t key_len;
@@ -108,17 +129,9 @@ static bool quick_object(struct quick *q, int depth, struct json_object **out)
             json_object_put(value);
             return false;
         }
-        skip_ws(q);
-        if (q->p >= q->end)
-            return false;
-        if (*q->p == '}') {
-            q->p++;
-            return true;
-        }
-        if (*q->p != ',')
-            return false;
-        q->p++;
-        skip_ws(q);
+        int more = quick_separator(q, '}');
+        if (more <= 0)
+            return more == 0;
     }
 }
 
@@ -128,29 +141,17 @@ static bool quick_array(struct quick *q, int depth, struct json_object **out)
     *out = arr;
     if (arr == NULL)
         return false;
-    q->p++;
-    skip_ws(q);
-    if (q->p < q->end && *q->p == ']') {
-        q->p++;
+    if (quick_open_empty(q, ']'))
         return true;
-    }
     for (;;) {
         struct json_object *value = NULL;
         if (!quick_value(q, depth, &value) || json_object_array_add(arr, value) != 0) {
             json_object_put(value);
             return false;
         }
-        skip_ws(q);
-        if (q->p >= q->end)
-            return false;
-        if (*q->p == ']') {
-            q->p++;
-            return true;
-        }
-        if (*q->p != ',')
-            return false;
-        q->p++;
-        skip_ws(q);
+        int more = quick_separator(q, ']');
+        if (more <= 0)
+            return more == 0;
     }
 }
 
