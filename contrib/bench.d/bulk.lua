@@ -1,9 +1,10 @@
--- bulk.lua - POST /ofrep/v1/evaluate/flags (every flag of the environment)
--- with a five-attribute context (contrib/bench).
-dofile(os.getenv("ENSIGN_BENCH_DIR") .. "/report.lua")
-wrk.method = "POST"
-wrk.path = "/ofrep/v1/evaluate/flags"
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("ENSIGN_BENCH_SDK_KEY")
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"context":{"targetingKey":"user-4711","country":"DE","plan":"enterprise",' ..
-  '"version":"2.4.1","email":"jane@example.com"}}'
+-- bulk.lua - POST /ofrep/v1/evaluate/flags (every flag of the environment),
+-- each request with its own context (context.lua) built in request()
+-- (contrib/bench).
+local dir = os.getenv("ENSIGN_BENCH_DIR")
+dofile(dir .. "/report.lua")
+dofile(dir .. "/context.lua")
+
+function request()
+  return evaluation_request("/ofrep/v1/evaluate/flags")
+end

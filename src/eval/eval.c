@@ -273,16 +273,41 @@ static json_object *walk_path(const struct snapshot *s, json_object *root, uint3
     return cur;
 }
 
+/* The context's member named key (NULL when none), through ctx->memo.
+ * The memo is the one part of a context evaluation writes: ctx is const
+ * to the evaluator, never a const object (eval_context_init fills it). */
+static json_object *whole_attribute(const struct snapshot *s, const struct eval_context *ctx,
+                                    struct snapshot_str key)
+{
+    struct eval_attr_memo *memo = (struct eval_attr_memo *)&ctx->memo;
+    if (memo->s != s) {
+        memo->s = s;
+        memo->count = 0;
+    }
+    for (unsigned i = 0; i < memo->count; i++)
+        if (memo->entries[i].off == key.off && memo->entries[i].len == key.len)
+            return memo->entries[i].value;
+    json_object *found = NULL;
+    if (!json_object_object_get_ex(ctx->attributes, snapshot_string(s, key), &found))
+        found = NULL;
+    if (memo->count < sizeof memo->entries / sizeof memo->entries[0]) {
+        memo->entries[memo->count].off = key.off;
+        memo->entries[memo->count].len = key.len;
+        memo->entries[memo->count].value = found;
+        memo->count++;
+    }
+    return found;
+}
+
 /* The whole key as-is first, then the key split on dots. */
 static json_object *lookup_attribute(const struct snapshot *s, const struct eval_context *ctx,
                                      struct snapshot_str key, uint32_t path_first,
                                      uint32_t path_count)
 {
-    json_object *found = NULL;
     if (ctx->attributes == NULL)
         return NULL;
-    if (json_object_object_get_ex(ctx->attributes, snapshot_string(s, key), &found) &&
-        found != NULL)
+    json_object *found = whole_attribute(s, ctx, key);
+    if (found != NULL)
         return found;
     if (path_count < 2)
         return NULL;

@@ -33,6 +33,18 @@ struct eval_context {
     int64_t now_us;   /* server clock, us since the epoch */
     char now_iso[32]; /* $currentTime as "YYYY-MM-DDTHH:MM:SSZ" */
     size_t now_iso_len;
+    /* Whole-name attribute lookups already made for this context (eval.c):
+     * rules of many flags name the same few attributes, and snapshot
+     * strings are interned, so the name's offset identifies it. Filled
+     * during evaluation, emptied by eval_context_init. */
+    struct eval_attr_memo {
+        const struct snapshot *s; /* whose string offsets these are */
+        unsigned count;
+        struct {
+            uint32_t off, len;
+            struct json_object *value; /* NULL: no such attribute */
+        } entries[8];
+    } memo;
 };
 
 enum eval_context_status {

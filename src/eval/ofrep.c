@@ -5,7 +5,8 @@
  * (503), the SDK key must be one of the index's digests (401), the part
  * holding its environment's flags must be mapped (503; from then on the
  * call works in that part), the key's bucket must have room (429), the body must be JSON
- * (PARSE_ERROR) and its context valid (INVALID_CONTEXT). Then the single route looks the flag up
+ * (PARSE_ERROR; plain bodies through json_quick, the rest through json-c)
+ * and its context valid (INVALID_CONTEXT). Then the single route looks the flag up
  * (FLAG_NOT_FOUND) and evaluates it; the bulk route first compares
  * If-None-Match with the context-correct ETag (304 needs no evaluation)
  * and otherwise evaluates every flag of the environment in key order.
@@ -25,6 +26,7 @@
 #include "eval.h"
 #include "http.h"
 #include "json_guard.h"
+#include "json_quick.h"
 #include "metrics.h"
 #include "murmur3.h"
 #include "ratelimit.h"
@@ -72,7 +74,7 @@ struct text {
     char *data;
     size_t len, cap;
     bool failed;
-    char inline_buf[2048];
+    char inline_buf[8192]; /* a 20-flag bulk answer fits: no malloc */
 };
 
 static void text_init(struct text *t)
@@ -166,6 +168,11 @@ struct digest_entry {
 struct ofrep_state {
     struct json_tokener *tok; /* reset before each body */
     struct digest_entry digests[DIGEST_CACHE_SLOTS];
+    /* The last eventStreams entry and its hash (bulk_etag): an SDK's
+     * entry (its Host and key) is the same on every request it sends. */
+    char entry[STREAMS_ENTRY_MAX];
+    size_t entry_len;
+    uint32_t entry_hash;
 };
 
 void ofrep_state_free(struct ofrep_state *state)
@@ -343,12 +350,15 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *tex
             json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
         if (verdict != JSON_GUARD_OK)
             return guard_status(verdict, detail);
-        json_tokener_reset(tok);
-        json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
-        *body = json_tokener_parse_ex(tok, text, (int)len);
-        enum json_tokener_error err = json_tokener_get_error(tok);
-        size_t end = json_tokener_get_parse_end(tok);
-        bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+        bool complete = json_quick_parse(text, len, body);
+        if (!complete) { /* outside the plain subset: json-c decides */
+            json_tokener_reset(tok);
+            json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+            *body = json_tokener_parse_ex(tok, text, (int)len);
+            enum json_tokener_error err = json_tokener_get_error(tok);
+            size_t end = json_tokener_get_parse_end(tok);
+            complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+        }
         if (!complete || !json_object_is_type(*body, json_type_object)) {
             *detail = complete ? "the request body must be a JSON object"
                                : "the request body is not valid JSON";
@@ -547,6 +557,16 @@ static bool etag_listed(const char *header, const char *etag)
  * stands for a body with another stream URL. */
 #define BULK_ETAG_SIZE (EVAL_ETAG_SIZE + 16)
 
+static uint32_t entry_hash(struct ofrep_state *state, const char *entry, size_t entry_len)
+{
+    if (entry_len != state->entry_len || memcmp(entry, state->entry, entry_len) != 0) {
+        memcpy(state->entry, entry, entry_len);
+        state->entry_len = entry_len;
+        state->entry_hash = murmur3_x86_32(entry, entry_len, 0);
+    }
+    return state->entry_hash;
+}
+
 static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
                       char out[BULK_ETAG_SIZE])
 {
@@ -558,7 +578,7 @@ static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
         return;
     }
     snprintf(out, BULK_ETAG_SIZE, "%.*s-%08" PRIx32 "\"", (int)(len - 1), etag,
-             murmur3_x86_32(entry, entry_len, 0));
+             entry_hash(c->state, entry, entry_len));
 }
 
 static void evaluate_all(struct call *c, const char *etag, const char *entry, size_t entry_len)

@@ -38,6 +38,7 @@ struct http_request {
     bool on_metrics_listener; /* arrived on metrics_listen's socket */
     uint64_t started_us;      /* CLOCK_MONOTONIC at dispatch */
     bool close_connection;    /* the answer carries Connection: close */
+    size_t room;              /* bytes allocated after the struct (http.c) */
     /* Internal requests only (NULL otherwise): where the answer goes
      * instead of a socket, and the request it runs on behalf of. */
     struct http_internal *sink;

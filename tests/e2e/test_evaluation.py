@@ -31,6 +31,7 @@ import harness
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 NPM_DIR = os.path.join(harness.HERE, "npm")
 FLAG_PATH = "/ofrep/v1/evaluate/flags"
+ORIGIN = {"Origin": "https://app.example"}  # what a browser adds
 PROPAGATION_LIMIT_S = 1.0
 
 
@@ -189,11 +190,18 @@ class OfrepTestCase(harness.ServerTestCase):
         self.assertEqual(body["message"], body["errorDetails"], body)
         if key:
             self.assertEqual(body["key"], key, body)
-        self.assertCors(response)
+        self.assertCors(response, origin=False)
         return body
 
-    def assertCors(self, response):
+    def assertCors(self, response, origin=True):
+        """decisions.md section 8: Vary: Origin on every /ofrep answer, the
+        Access-Control-* headers only when the request carried Origin."""
         headers = response.headers
+        self.assertIn("origin", headers.get("Vary", "").lower(), response.headers)
+        if not origin:
+            cors = [name for name in headers if name.lower().startswith("access-control-")]
+            self.assertEqual(cors, [], response.headers)
+            return
         self.assertEqual(headers.get("Access-Control-Allow-Origin"), "*", response)
         allowed = {h.strip().lower() for h in headers.get("Access-Control-Allow-Headers", "")
                    .split(",")}
@@ -252,7 +260,21 @@ class EvaluationTest(OfrepTestCase):
         body = self.assertResult(self.evaluate("static-on", {"context": {"targetingKey": "u"}}),
                                  "static-on", True, "STATIC", "on")
         self.assertEqual(body["metadata"], {"environment": "production"})
-        self.assertCors(self.evaluate("static-on"))
+        self.assertCors(self.evaluate("static-on", headers=ORIGIN))
+        self.assertCors(self.evaluate("static-on"), origin=False)
+
+    def test_cors_headers_only_with_origin(self):
+        answers = {
+            "200": lambda h: self.evaluate("static-on", headers=h),
+            "bulk 200": lambda h: self.bulk(headers=h),
+            "401": lambda h: self.evaluate("static-on", headers={**h, "Authorization": "Bearer x"}),
+            "404": lambda h: self.evaluate("no-such-flag", headers=h),
+            "400": lambda h: self.evaluate("static-on", headers=h, raw=b"{"),
+        }
+        for name, request in answers.items():
+            with self.subTest(answer=name):
+                self.assertCors(request(ORIGIN))
+                self.assertCors(request({}), origin=False)
 
     def test_disabled_serves_the_off_variant(self):
         self.assertResult(self.evaluate("disabled"), "disabled", False, "DISABLED", "off")
@@ -378,7 +400,8 @@ class EvaluationTest(OfrepTestCase):
         self.assertEqual(body["flags"][0]["metadata"], {"environment": "development"})
 
     def test_bulk_answers_every_flag_sorted(self):
-        response = self.bulk({"context": {"targetingKey": "user-1", "country": "BE"}})
+        response = self.bulk({"context": {"targetingKey": "user-1", "country": "BE"}},
+                             headers=ORIGIN)
         self.assertEqual(response.status, 200, response)
         self.assertJsonContentType(response)
         self.assertCors(response)
@@ -409,11 +432,12 @@ class EvaluationTest(OfrepTestCase):
         self.assertEqual(self.bulk(body).headers.get("ETag"), etag)
         for header in (etag, f"W/{etag}", f'"other", {etag}', f'W/"x" , W/{etag}'):
             with self.subTest(if_none_match=header):
-                response = self.bulk(body, headers={"If-None-Match": header})
+                response = self.bulk(body, headers={**ORIGIN, "If-None-Match": header})
                 self.assertEqual(response.status, 304, response)
                 self.assertEqual(response.body, b"")
                 self.assertEqual(response.headers.get("ETag"), etag)
                 self.assertCors(response)
+                self.assertCors(self.bulk(body, headers={"If-None-Match": header}), origin=False)
         for header in ("*", '"other"', ""):
             with self.subTest(if_none_match=header):
                 self.assertEqual(self.bulk(body, headers={"If-None-Match": header}).status, 200)
@@ -451,7 +475,7 @@ class EvaluationTest(OfrepTestCase):
 
     def test_other_methods_are_not_allowed(self):
         response = self.server.request("GET", f"{FLAG_PATH}/static-on",
-                                       headers={"Authorization": f"Bearer {self.sdk_key}"})
+                                       headers={**ORIGIN, "Authorization": f"Bearer {self.sdk_key}"})
         self.assertEqual(response.status, 405, response)
         self.assertCors(response)
 
@@ -578,7 +602,7 @@ class RateLimitTest(OfrepTestCase):
             self.assertRegex(response.headers.get("Retry-After", ""), r"^[1-9][0-9]*$")
             self.assertEqual(response.headers.get("RateLimit-Remaining"), "0")
             self.assertRegex(response.headers.get("RateLimit-Reset", ""), r"^[0-9]+$")
-            self.assertCors(response)
+            self.assertCors(response, origin=False)
         self.assertEqual(self.evaluate("limited").status, 200)  # other keys are not limited
 
 

@@ -270,11 +270,12 @@ class StreamTest(StreamTestCase):
         self.toggle()
         self.assertTrue(stream.wait_refetches(1, 1.0), stream.text)
         stale = self.open_stream(headers={"Last-Event-ID": str(seen)})
-        self.assertTrue(stale.wait(lambda s: s.events(), 2))
+        # the refetch may come in a later read than "connected": wait for it
+        self.assertTrue(stale.wait_refetches(1, 2), stale.text)
         self.assertEqual(len(stale.refetches()), 1, stale.text)
         self.assertGreater(int(stale.refetches()[0]["id"]), seen)
         garbage = self.open_stream(headers={"Last-Event-ID": "not-a-generation"})
-        self.assertTrue(garbage.wait(lambda s: s.events(), 2))
+        self.assertTrue(garbage.wait_refetches(1, 2), garbage.text)
         self.assertEqual(len(garbage.refetches()), 1, garbage.text)
 
     def test_bad_tokens_are_401(self):

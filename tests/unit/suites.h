@@ -21,6 +21,7 @@ Suite *suite_ratelimit(void);
 Suite *suite_metrics(void);
 Suite *suite_heartbeat(void);
 Suite *suite_json_guard(void);
+Suite *suite_json_quick(void);
 Suite *suite_log(void);
 Suite *suite_http_internal(void);
 Suite *suite_agent_parse(void);

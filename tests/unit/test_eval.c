@@ -120,6 +120,17 @@ static void run_case(const struct snapshot *s, struct eval_scratch *scratch, str
     ck_assert_msg(st == EVAL_CONTEXT_OK, "%s case %zu: %s", run->file, run->index, detail);
     eval_flag(s, flag, &ctx, scratch, &run->result);
     check_expectations(run, c);
+    /* Again on the same context after every flag of the environment has
+     * been evaluated with it: the attribute memo they fill (eval.h) must
+     * not change the answer. */
+    size_t count;
+    const struct snapshot_flag *flags = snapshot_env_flags(s, env, &count);
+    struct eval_result other;
+    for (size_t i = 0; i < count; i++)
+        eval_flag(s, &flags[i], &ctx, scratch, &other);
+    ck_assert_uint_le(ctx.memo.count, 8);
+    eval_flag(s, flag, &ctx, scratch, &run->result);
+    check_expectations(run, c);
 }
 
 static size_t run_case_file(const char *path, const char *name)

@@ -1,0 +1,125 @@
+/*
+ * test_json_quick.c - json_quick_parse builds exactly json-c's tree for
+ * the plain subset (compared with json-c's own parse, member by member and
+ * as serialized text) and declines everything outside it, valid or not.
+ */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json_quick.h"
+#include "suites.h"
+
+/* Parses text both ways; the quick tree must equal json-c's. */
+static void assert_same_as_json_c(const char *text)
+{
+    struct json_object *quick = NULL;
+    ck_assert_msg(json_quick_parse(text, strlen(text), &quick), "declined: %s", text);
+    struct json_object *expected = json_tokener_parse(text);
+    ck_assert_ptr_nonnull(expected);
+    ck_assert_msg(json_object_equal(quick, expected), "differs: %s", text);
+    const int flags = JSON_C_TO_STRING_PLAIN;
+    ck_assert_str_eq(json_object_to_json_string_ext(quick, flags),
+                     json_object_to_json_string_ext(expected, flags));
+    json_object_put(quick);
+    json_object_put(expected);
+}
+
+static void assert_declined(const char *text, size_t len)
+{
+    struct json_object *quick = (struct json_object *)1;
+    ck_assert_msg(!json_quick_parse(text, len, &quick), "accepted: %.*s", (int)len, text);
+    ck_assert_ptr_null(quick);
+}
+
+#define DECLINED(text) assert_declined(text, strlen(text))
+
+START_TEST(builds_what_json_c_builds)
+{
+    assert_same_as_json_c("{}");
+    assert_same_as_json_c(" \t\r\n{ } \n");
+    assert_same_as_json_c("{\"context\":{\"targetingKey\":\"user-4711\",\"country\":\"DE\","
+                          "\"plan\":\"enterprise\",\"version\":\"2.4.1\","
+                          "\"email\":\"jane@example.com\"}}");
+    assert_same_as_json_c("{\"a\": 0, \"b\": -17, \"c\": 999999999999999999, "
+                          "\"d\": -999999999999999999}");
+    assert_same_as_json_c("{\"t\": true, \"f\": false, \"n\": null, \"e\": \"\"}");
+    assert_same_as_json_c("{\"list\": [1, \"two\", [], {}, [true, null]], \"o\": {\"p\": {}}}");
+    assert_same_as_json_c("{\"caf\xc3\xa9\": \"h\xc3\xa9\", \"x\": \"a/b:c,d}\"}");
+    assert_same_as_json_c("{\"dup\": 1, \"dup\": 2}"); /* the last wins, as in json-c */
+    struct json_object *obj;
+    ck_assert(json_quick_parse("{\"n\": 42}", 9, &obj));
+    ck_assert(json_object_is_type(json_object_object_get(obj, "n"), json_type_int));
+    json_object_put(obj);
+}
+END_TEST
+
+START_TEST(declines_the_rest)
+{
+    DECLINED("");
+    DECLINED("   ");
+    DECLINED("[]");           /* not an object */
+    DECLINED("\"s\"");        /* not an object */
+    DECLINED("{\"a\": 1.5}"); /* doubles: json-c's own rules */
+    DECLINED("{\"a\": 1e3}");
+    DECLINED("{\"a\": -0}");
+    DECLINED("{\"a\": 01}");
+    DECLINED("{\"a\": 1234567890123456789}"); /* 19 digits */
+    DECLINED("{\"a\": -}");
+    DECLINED("{\"a\": \"x\\ny\"}"); /* escapes */
+    DECLINED("{\"a\": \"x\ty\"}");  /* control characters */
+    DECLINED("{\"a\": True}");      /* json-c's lenient literals */
+    DECLINED("{\"a\": NaN}");
+    DECLINED("{'a': 1}");
+    DECLINED("{\"a\": 1,}"); /* trailing comma */
+    DECLINED("{\"a\": [1,]}");
+    DECLINED("{\"a\" 1}");
+    DECLINED("{\"a\": 1} x"); /* trailing text */
+    DECLINED("{\"a\": 1}{}");
+    DECLINED("{\"a\": 1");
+    DECLINED("{\"a\": \"unterminated}");
+    DECLINED("{\"a\": truex}");
+    DECLINED("{\"a\": 1 /* comment */}");
+    DECLINED("{\"a\":\f1}"); /* form feed is not whitespace here */
+    char key[80];
+    memset(key, 'k', sizeof key);
+    char text[128];
+    snprintf(text, sizeof text, "{\"%.*s\": 1}", 70, key); /* a key too long for the stack */
+    DECLINED(text);
+    assert_declined("{\"a\": \"x\0y\"}", 12); /* NUL inside a string */
+    assert_declined("{\"a\": 1}", 5);         /* cut short by len */
+}
+END_TEST
+
+/* {"a": followed by containers - 1 nested arrays: containers deep in all. */
+static void nested(char *out, int containers)
+{
+    size_t n = (size_t)sprintf(out, "{\"a\":");
+    for (int i = 1; i < containers; i++)
+        out[n++] = '[';
+    for (int i = 1; i < containers; i++)
+        out[n++] = ']';
+    out[n++] = '}';
+    out[n] = '\0';
+}
+
+START_TEST(bounds_the_depth)
+{
+    char text[2 * JSON_QUICK_MAX_DEPTH + 16];
+    nested(text, JSON_QUICK_MAX_DEPTH);
+    assert_same_as_json_c(text);
+    nested(text, JSON_QUICK_MAX_DEPTH + 1);
+    DECLINED(text);
+}
+END_TEST
+
+Suite *suite_json_quick(void)
+{
+    Suite *s = suite_create("json_quick");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, builds_what_json_c_builds);
+    tcase_add_test(tc, declines_the_rest);
+    tcase_add_test(tc, bounds_the_depth);
+    suite_add_tcase(s, tc);
+    return s;
+}
