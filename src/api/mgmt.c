@@ -2,9 +2,13 @@
  * mgmt.c - the common path of /v1/orgs/{org}/... handlers (see mgmt.h).
  *
  * Owns the organization-and-role lookup statement and the house answer
- * shape (status, body, message). A request goes: access token (auth.c, one
- * round trip), rate limit for writes (shared memory, per token), the
- * organization and the caller's role (one round trip), then the handler.
+ * shape (status, body, message). A request goes: the access token (auth.h
+ * AUTH_TOKEN_CTE) and the organization with the caller's role in ONE
+ * statement, then rate limit for writes (shared memory, per token), the
+ * 404 and 403 checks, then the handler; the answers keep the order of
+ * separate steps (401, 429, 404, 403). mgmt_begin_org (organization named
+ * in the body, caller already authenticated) looks up the organization
+ * alone.
  *
  * Invariants: a caller outside the organization always gets the same 404
  * whether or not the organization exists; a callback runs only after every
@@ -42,6 +46,32 @@ static const char ORG_ROLE_SQL[] =
     "                                   THEN $1 END)::uuid)"
     "   AND (($3 <> '' AND o.id = NULLIF($3, '')::uuid)"
     "        OR ($3 = '' AND m.user_id IS NOT NULL))";
+
+/*
+ * The token (auth.h) and the organization with the caller's role in one
+ * statement: $1 token digest, $2 org slug (or id). Rows: none for an
+ * invalid token (401); else the AUTH_TOKEN_COLUMNS, then id, slug, role,
+ * actor name, all NULL when the caller is not in the organization.
+ */
+/* clang-format off */
+static const char AUTH_ORG_ROLE_SQL[] =
+    "WITH " AUTH_TOKEN_CTE
+    " SELECT " AUTH_TOKEN_COLUMNS ", org.id, org.slug, org.role, org.actor_name"
+    "   FROM token LEFT JOIN LATERAL ("
+    "    SELECT o.id, o.slug,"
+    "           CASE WHEN token.kind = 'organization' THEN 'admin' ELSE m.role END AS role,"
+    "           CASE WHEN token.kind = 'organization' THEN token.name ELSE u.name END"
+    "             AS actor_name"
+    "      FROM orgs o"
+    "      LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = token.user_id"
+    "                             AND token.kind <> 'organization'"
+    "      LEFT JOIN users u ON u.id = m.user_id"
+    "     WHERE (o.slug = $2 OR o.id = (CASE WHEN $2 ~* '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$'"
+    "                                       THEN $2 END)::uuid)"
+    "       AND ((token.kind = 'organization' AND o.id = token.org_id)"
+    "            OR (token.kind <> 'organization' AND m.user_id IS NOT NULL))"
+    "   ) AS org ON true";
+/* clang-format on */
 
 enum { COL_ORG_ID, COL_ORG_SLUG, COL_ROLE, COL_ACTOR_NAME };
 
@@ -112,6 +142,18 @@ static void copy_column(char *out, size_t outlen, const PGresult *res, int col)
     snprintf(out, outlen, "%s", PQgetisnull(res, 0, col) ? "" : PQgetvalue(res, 0, col));
 }
 
+/* The organization columns (from column first on) of res into ctx. */
+static void ctx_from_org_row(struct http_request *r, struct mgmt_ctx *ctx, const PGresult *res,
+                             int first)
+{
+    copy_column(ctx->org_id, sizeof ctx->org_id, res, first + COL_ORG_ID);
+    copy_column(ctx->org_slug, sizeof ctx->org_slug, res, first + COL_ORG_SLUG);
+    copy_column(ctx->actor_name, sizeof ctx->actor_name, res, first + COL_ACTOR_NAME);
+    int role = mgmt_role_from_name(PQgetvalue(res, 0, first + COL_ROLE));
+    ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
+    audit_actor_init(ctx->audit_actor, r, ctx->org_id, &ctx->who, ctx->actor_name);
+}
+
 static void on_org_row(PGresult *res, const char *error, void *arg)
 {
     struct mgmt_request *mr = arg;
@@ -122,15 +164,9 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
     } else if (PQntuples(res) != 1) {
         send_org_not_found(r);
     } else {
-        struct mgmt_ctx *ctx = &mr->ctx;
-        copy_column(ctx->org_id, sizeof ctx->org_id, res, COL_ORG_ID);
-        copy_column(ctx->org_slug, sizeof ctx->org_slug, res, COL_ORG_SLUG);
-        copy_column(ctx->actor_name, sizeof ctx->actor_name, res, COL_ACTOR_NAME);
-        int role = mgmt_role_from_name(PQgetvalue(res, 0, COL_ROLE));
-        ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
-        audit_actor_init(ctx->audit_actor, r, ctx->org_id, &ctx->who, ctx->actor_name);
-        if (allowed(r, ctx, mr->need)) {
-            mr->cb(r, ctx, mr->arg);
+        ctx_from_org_row(r, &mr->ctx, res, 0);
+        if (allowed(r, &mr->ctx, mr->need)) {
+            mr->cb(r, &mr->ctx, mr->arg);
             called = true;
         }
     }
@@ -202,10 +238,67 @@ static bool lookup_org(struct http_request *r, const struct identity *who, const
     return true;
 }
 
-static void on_identity(struct http_request *r, const struct identity *who, void *arg)
+/* What AUTH_ORG_ROLE_SQL's callback needs: the request and its operation. */
+struct auth_org_request {
+    struct http_request *r;
+    const struct mgmt_op *op;
+};
+
+/* True when row 0 of res has the organization columns (the caller is in it). */
+static bool in_org(const PGresult *res)
 {
-    const struct mgmt_op *op = arg;
-    lookup_org(r, who, org_param(r), op->need, op->cb, op->arg, false);
+    return PQntuples(res) == 1 && !PQgetisnull(res, 0, AUTH_TOKEN_NCOLUMNS + COL_ORG_ID);
+}
+
+/*
+ * The answer of AUTH_ORG_ROLE_SQL, in the order separate steps had: 401
+ * (no token row), 429 (writes), 404 (not in the organization), 403, then
+ * the operation's callback.
+ */
+static void on_auth_org_row(PGresult *res, const char *error, void *arg)
+{
+    struct auth_org_request aor = *(struct auth_org_request *)arg;
+    free(arg);
+    struct http_request *r = aor.r;
+    const struct mgmt_op *op = aor.op;
+    if (!db_result_ok(res)) {
+        auth_send_db_failure(r, res, error);
+        return;
+    }
+    if (PQntuples(res) == 0) {
+        auth_send_unauthorized(r, "invalid access token");
+        return;
+    }
+    struct mgmt_ctx ctx = {0};
+    auth_identity_from_row(&ctx.who, res);
+    if (op->need.write &&
+        !ratelimit_check(r, RATELIMIT_MANAGEMENT, ctx.who.token_id, strlen(ctx.who.token_id)))
+        return;
+    if (!in_org(res)) {
+        send_org_not_found(r);
+        return;
+    }
+    snprintf(ctx.actor_user_id, sizeof ctx.actor_user_id, "%s", ctx.who.user_id);
+    ctx_from_org_row(r, &ctx, res, AUTH_TOKEN_NCOLUMNS);
+    if (allowed(r, &ctx, op->need))
+        op->cb(r, &ctx, op->arg);
+}
+
+/* Authentication and the organization in one round trip. */
+static void auth_and_lookup_org(struct http_request *r, const struct mgmt_op *op)
+{
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    if (!auth_bearer_digest(r, digest))
+        return;
+    struct auth_org_request *aor = malloc(sizeof *aor);
+    if (aor == NULL) {
+        auth_send_db_failure(r, NULL, "out of memory");
+        return;
+    }
+    *aor = (struct auth_org_request){r, op};
+    const char *params[] = {digest, org_param(r)};
+    if (mgmt_query(r, AUTH_ORG_ROLE_SQL, 2, params, on_auth_org_row, aor) != 0)
+        free(aor);
 }
 
 static void on_identity_unknown_org(struct http_request *r, const struct identity *who, void *arg)
@@ -227,7 +320,7 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
         auth_send_db_failure(r, NULL, "too many management operations (MGMT_OPS_MAX)");
         return;
     }
-    auth_access_token(r, on_identity, (void *)op);
+    auth_and_lookup_org(r, op);
 }
 
 void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,

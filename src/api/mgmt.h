@@ -1,8 +1,8 @@
 /*
  * mgmt.h - the common path of every /v1/orgs/{org}/... management handler.
  *
- * Owns: authenticating the access token (auth.c), resolving the {org} slug
- * and the caller's role in it (one query), the role and scope checks of
+ * Owns: authenticating the access token (auth.c) and resolving the {org}
+ * slug and the caller's role in it (one query for both), the role and scope checks of
  * decisions.md section 5, the management write rate limit, and the common
  * ways to run a handler's statement and answer from its result.
  *
