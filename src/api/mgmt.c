@@ -47,31 +47,8 @@ static const char ORG_ROLE_SQL[] =
     "   AND (($3 <> '' AND o.id = NULLIF($3, '')::uuid)"
     "        OR ($3 = '' AND m.user_id IS NOT NULL))";
 
-/*
- * The token (auth.h) and the organization with the caller's role in one
- * statement: $1 token digest, $2 org slug (or id). Rows: none for an
- * invalid token (401); else the AUTH_TOKEN_COLUMNS, then id, slug, role,
- * actor name, all NULL when the caller is not in the organization.
- */
-/* clang-format off */
-static const char AUTH_ORG_ROLE_SQL[] =
-    "WITH " AUTH_TOKEN_CTE
-    " SELECT " AUTH_TOKEN_COLUMNS ", org.id, org.slug, org.role, org.actor_name"
-    "   FROM token LEFT JOIN LATERAL ("
-    "    SELECT o.id, o.slug,"
-    "           CASE WHEN token.kind = 'organization' THEN 'admin' ELSE m.role END AS role,"
-    "           CASE WHEN token.kind = 'organization' THEN token.name ELSE u.name END"
-    "             AS actor_name"
-    "      FROM orgs o"
-    "      LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = token.user_id"
-    "                             AND token.kind <> 'organization'"
-    "      LEFT JOIN users u ON u.id = m.user_id"
-    "     WHERE (o.slug = $2 OR o.id = (CASE WHEN $2 ~* '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$'"
-    "                                       THEN $2 END)::uuid)"
-    "       AND ((token.kind = 'organization' AND o.id = token.org_id)"
-    "            OR (token.kind <> 'organization' AND m.user_id IS NOT NULL))"
-    "   ) AS org ON true";
-/* clang-format on */
+/* The token and the organization alone (mgmt.h MGMT_AUTH_ORG_SQL). */
+static const char AUTH_ORG_ROLE_SQL[] = MGMT_AUTH_ORG_SQL("", "");
 
 enum { COL_ORG_ID, COL_ORG_SLUG, COL_ROLE, COL_ACTOR_NAME };
 
@@ -176,42 +153,6 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
 }
 
 /*
- * The operations mgmt_begin has seen: (need, callback, arg) triples, one
- * per call site. auth_access_token answers failures itself without calling
- * back, so what is handed to it must not be per-request memory: it is an
- * entry of this fixed table (static storage, nothing to free).
- */
-#define MGMT_OPS_MAX 256
-
-struct mgmt_op {
-    struct mgmt_need need;
-    mgmt_cb cb;
-    void *arg;
-};
-
-static struct mgmt_op ops[MGMT_OPS_MAX];
-static size_t ops_count;
-
-static bool same_op(const struct mgmt_op *op, struct mgmt_need need, mgmt_cb cb, void *arg)
-{
-    return op->cb == cb && op->arg == arg && op->need.role == need.role &&
-           op->need.scope == need.scope && op->need.write == need.write;
-}
-
-/* The table entry of (need, cb, arg), added when new; NULL when full. */
-static const struct mgmt_op *op_entry(struct mgmt_need need, mgmt_cb cb, void *arg)
-{
-    for (size_t i = 0; i < ops_count; i++) {
-        if (same_op(&ops[i], need, cb, arg))
-            return &ops[i];
-    }
-    if (ops_count == MGMT_OPS_MAX)
-        return NULL;
-    ops[ops_count] = (struct mgmt_op){need, cb, arg};
-    return &ops[ops_count++];
-}
-
-/*
  * The management rate limit (writes), then the organization query. Returns
  * false after answering r (cb then not called by this path).
  */
@@ -238,10 +179,13 @@ static bool lookup_org(struct http_request *r, const struct identity *who, const
     return true;
 }
 
-/* What AUTH_ORG_ROLE_SQL's callback needs: the request and its operation. */
+/* What the callback of a MGMT_AUTH_ORG_SQL statement needs. */
 struct auth_org_request {
     struct http_request *r;
-    const struct mgmt_op *op;
+    struct mgmt_need need;
+    mgmt_cb cb;         /* mgmt_begin */
+    mgmt_row_cb row_cb; /* mgmt_begin_row */
+    void *arg;
 };
 
 /* True when row 0 of res has the organization columns (the caller is in it). */
@@ -251,16 +195,15 @@ static bool in_org(const PGresult *res)
 }
 
 /*
- * The answer of AUTH_ORG_ROLE_SQL, in the order separate steps had: 401
- * (no token row), 429 (writes), 404 (not in the organization), 403, then
- * the operation's callback.
+ * The answer of a MGMT_AUTH_ORG_SQL statement, in the order separate steps
+ * had: 401 (no token row), 429 (writes), 404 (not in the organization),
+ * 403, then the operation's callback.
  */
 static void on_auth_org_row(PGresult *res, const char *error, void *arg)
 {
     struct auth_org_request aor = *(struct auth_org_request *)arg;
     free(arg);
     struct http_request *r = aor.r;
-    const struct mgmt_op *op = aor.op;
     if (!db_result_ok(res)) {
         auth_send_db_failure(r, res, error);
         return;
@@ -271,7 +214,7 @@ static void on_auth_org_row(PGresult *res, const char *error, void *arg)
     }
     struct mgmt_ctx ctx = {0};
     auth_identity_from_row(&ctx.who, res);
-    if (op->need.write &&
+    if (aor.need.write &&
         !ratelimit_check(r, RATELIMIT_MANAGEMENT, ctx.who.token_id, strlen(ctx.who.token_id)))
         return;
     if (!in_org(res)) {
@@ -280,24 +223,37 @@ static void on_auth_org_row(PGresult *res, const char *error, void *arg)
     }
     snprintf(ctx.actor_user_id, sizeof ctx.actor_user_id, "%s", ctx.who.user_id);
     ctx_from_org_row(r, &ctx, res, AUTH_TOKEN_NCOLUMNS);
-    if (allowed(r, &ctx, op->need))
-        op->cb(r, &ctx, op->arg);
+    if (!allowed(r, &ctx, aor.need))
+        return;
+    if (aor.row_cb)
+        aor.row_cb(r, &ctx, res, aor.arg);
+    else
+        aor.cb(r, &ctx, aor.arg);
 }
 
-/* Authentication and the organization in one round trip. */
-static void auth_and_lookup_org(struct http_request *r, const struct mgmt_op *op)
+#define EXTRA_PARAMS_MAX 8
+
+/* Authentication, the organization and the statement's extras in one round trip. */
+static void auth_and_lookup_org(struct http_request *r, const char *sql, int nextra,
+                                const char *const *extra, struct auth_org_request init)
 {
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     if (!auth_bearer_digest(r, digest))
         return;
+    if (nextra < 0 || nextra > EXTRA_PARAMS_MAX) {
+        auth_send_db_failure(r, NULL, "too many statement parameters");
+        return;
+    }
     struct auth_org_request *aor = malloc(sizeof *aor);
     if (aor == NULL) {
         auth_send_db_failure(r, NULL, "out of memory");
         return;
     }
-    *aor = (struct auth_org_request){r, op};
-    const char *params[] = {digest, org_param(r)};
-    if (mgmt_query(r, AUTH_ORG_ROLE_SQL, 2, params, on_auth_org_row, aor) != 0)
+    *aor = init;
+    const char *params[2 + EXTRA_PARAMS_MAX] = {digest, org_param(r)};
+    for (int i = 0; i < nextra; i++)
+        params[2 + i] = extra[i];
+    if (mgmt_query(r, sql, 2 + nextra, params, on_auth_org_row, aor) != 0)
         free(aor);
 }
 
@@ -315,12 +271,19 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
         auth_access_token(r, on_identity_unknown_org, NULL);
         return;
     }
-    const struct mgmt_op *op = op_entry(need, cb, arg);
-    if (op == NULL) {
-        auth_send_db_failure(r, NULL, "too many management operations (MGMT_OPS_MAX)");
+    auth_and_lookup_org(r, AUTH_ORG_ROLE_SQL, 0, NULL,
+                        (struct auth_org_request){.r = r, .need = need, .cb = cb, .arg = arg});
+}
+
+void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *sql, int nextra,
+                    const char *const *extra, mgmt_row_cb cb, void *arg)
+{
+    if (!validate_key_ok(org_param(r))) {
+        auth_access_token(r, on_identity_unknown_org, NULL);
         return;
     }
-    auth_and_lookup_org(r, op);
+    auth_and_lookup_org(r, sql, nextra, extra,
+                        (struct auth_org_request){.r = r, .need = need, .row_cb = cb, .arg = arg});
 }
 
 void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,

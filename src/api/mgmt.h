@@ -93,6 +93,49 @@ typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void
 void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg);
 
 /*
+ * The statement mgmt_begin runs, with more: $1 the token digest, $2 the
+ * {org} slug or id, then the caller's own parameters from $3 on.
+ * extra_columns (text starting with ", ", or "") come after the token
+ * columns and the organization's (so from column MGMT_ROW_FIRST on);
+ * extra_joins (lateral joins, or "") may use org.id, the organization's
+ * id (NULL when the caller is not in it). Compile-time constant SQL only.
+ */
+#define MGMT_AUTH_ORG_SQL(extra_columns, extra_joins)                                              \
+    "WITH " AUTH_TOKEN_CTE " SELECT " AUTH_TOKEN_COLUMNS                                           \
+    ", org.id, org.slug, org.role, org.actor_name" extra_columns                                   \
+    "   FROM token LEFT JOIN LATERAL ("                                                            \
+    "    SELECT o.id, o.slug,"                                                                     \
+    "           CASE WHEN token.kind = 'organization' THEN 'admin' ELSE m.role END AS role,"       \
+    "           CASE WHEN token.kind = 'organization' THEN token.name ELSE u.name END"             \
+    "             AS actor_name"                                                                   \
+    "      FROM orgs o"                                                                            \
+    "      LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = token.user_id"               \
+    "                             AND token.kind <> 'organization'"                                \
+    "      LEFT JOIN users u ON u.id = m.user_id"                                                  \
+    "     WHERE (o.slug = $2 OR o.id = (CASE WHEN $2 ~* "                                          \
+    "                                        '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$'"        \
+    "                                       THEN $2 END)::uuid)"                                   \
+    "       AND ((token.kind = 'organization' AND o.id = token.org_id)"                            \
+    "            OR (token.kind <> 'organization' AND m.user_id IS NOT NULL))"                     \
+    "   ) AS org ON true " extra_joins
+
+/* The first of a MGMT_AUTH_ORG_SQL statement's extra columns. */
+#define MGMT_ROW_FIRST (AUTH_TOKEN_NCOLUMNS + 4)
+
+/* Runs once the caller may do the operation, with the statement's row. */
+typedef void (*mgmt_row_cb)(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
+                            void *arg);
+
+/*
+ * mgmt_begin, in the same one round trip also asking sql (a
+ * MGMT_AUTH_ORG_SQL statement) with its nextra (at most 8) parameters
+ * extra as $3...: cb gets the row (extras from MGMT_ROW_FIRST on). Same
+ * statuses and the same rule for arg as mgmt_begin.
+ */
+void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *sql, int nextra,
+                    const char *const *extra, mgmt_row_cb cb, void *arg);
+
+/*
  * mgmt_begin for an organization named in the request body rather than
  * the path (the second document's org_id: the organization's id or slug),
  * for a caller already authenticated (who). Same checks and statuses.
