@@ -18,6 +18,7 @@
  */
 #include "flaglist.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,51 +95,61 @@ static void put(struct printbuf *pb, const char *s)
     printbuf_memappend_fast(pb, s, (int)strlen(s));
 }
 
-/* s as a JSON string, escaped as PostgreSQL's escape_json does. */
-static void put_string(struct printbuf *pb, const char *s)
+/* The escape of byte ch in a JSON string, or NULL when it stands as it is. */
+static const char *escape_of(unsigned char ch, char hex[8])
+{
+    switch (ch) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '\b':
+        return "\\b";
+    case '\f':
+        return "\\f";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    default:
+        if (ch >= 0x20)
+            return NULL;
+        snprintf(hex, 8, "\\u%04x", ch);
+        return hex;
+    }
+}
+
+/* s (len bytes) as a JSON string, escaped as PostgreSQL's escape_json does. */
+static void put_string(struct printbuf *pb, const char *s, size_t len)
 {
     printbuf_memappend_fast(pb, "\"", 1);
-    const char *run = s;
-    for (const char *c = s; *c; c++) {
-        unsigned char ch = (unsigned char)*c;
-        const char *esc = NULL;
+    const char *run = s, *end = s + len;
+    for (const char *c = s; c < end; c++) {
         char hex[8];
-        switch (ch) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\b':
-            esc = "\\b";
-            break;
-        case '\f':
-            esc = "\\f";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        default:
-            if (ch < 0x20) {
-                snprintf(hex, sizeof hex, "\\u%04x", ch);
-                esc = hex;
-            }
-        }
+        const char *esc = escape_of((unsigned char)*c, hex);
         if (esc == NULL)
             continue;
         printbuf_memappend_fast(pb, run, (int)(c - run));
         put(pb, esc);
         run = c + 1;
     }
-    put(pb, run);
+    printbuf_memappend_fast(pb, run, (int)(end - run));
     printbuf_memappend_fast(pb, "\"", 1);
+}
+
+/* A count (never negative) in decimal. */
+static void put_count(struct printbuf *pb, long long value)
+{
+    char digits[24];
+    int n = 0;
+    unsigned long long u = value < 0 ? 0 : (unsigned long long)value;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    printbuf_memappend_fast(pb, digits + sizeof digits - n, n);
 }
 
 /* Starts member name (after the first, with a separator). */
@@ -146,7 +157,7 @@ static void put_key(struct printbuf *pb, const char *name, bool first)
 {
     if (!first)
         put(pb, ", ");
-    put_string(pb, name);
+    put_string(pb, name, strlen(name));
     put(pb, ": ");
 }
 
@@ -156,7 +167,7 @@ static void put_text(struct printbuf *pb, const PGresult *res, int row, int col)
     if (PQgetisnull(res, row, col))
         put(pb, "null");
     else
-        put_string(pb, PQgetvalue(res, row, col));
+        put_string(pb, PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col));
 }
 
 /* Column col of row copied as it is (JSON or a number), or null. */
@@ -204,10 +215,9 @@ static void series_of(const PGresult *res, int row, long long series[HOURS])
 
 static void put_series(struct printbuf *pb, const long long series[HOURS])
 {
-    char number[32];
     for (int i = 0; i < HOURS; i++) {
-        snprintf(number, sizeof number, "%s%lld", i ? ", " : "[", series[i]);
-        put(pb, number);
+        put(pb, i ? ", " : "[");
+        put_count(pb, series[i]);
     }
     put(pb, "]");
 }
@@ -283,13 +293,30 @@ static void put_flag(struct printbuf *pb, const PGresult *res, int row)
     put(pb, "}");
 }
 
+/* About the body's size (so the buffer grows rarely): the columns' bytes,
+ * twice for escapes, and the member names and usage of each row. */
+static size_t estimated_size(const PGresult *res)
+{
+    size_t size = 64;
+    for (int row = 0; row < PQntuples(res); row++) {
+        for (int col = 0; col < COL_COUNT; col++)
+            size += 2 * (size_t)PQgetlength(res, row, col);
+        size += 512;
+    }
+    return size < INT_MAX / 2 ? size : INT_MAX / 2;
+}
+
 char *flaglist_json(const PGresult *res)
 {
     if (PQnfields(res) != COL_COUNT)
         return NULL;
     struct printbuf *pb = printbuf_new();
-    if (pb == NULL)
+    if (pb == NULL || printbuf_memset(pb, 0, 0, (int)estimated_size(res)) != 0) {
+        if (pb)
+            printbuf_free(pb);
         return NULL;
+    }
+    pb->bpos = 0; /* the memset only sized the buffer */
     put(pb, "{\"flags\" : [");
     for (int row = 0; row < PQntuples(res); row++) {
         if (row > 0)

@@ -35,17 +35,8 @@
  * organization.
  */
 static const char ORG_ROLE_SQL[] =
-    "SELECT o.id, o.slug,"
-    "       CASE WHEN $3 <> '' THEN 'admin' ELSE m.role END,"
-    "       CASE WHEN $3 <> '' THEN (SELECT t.name FROM access_tokens t WHERE t.id = $4::uuid)"
-    "            ELSE u.name END"
-    "  FROM orgs o"
-    "  LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = NULLIF($2, '')::uuid"
-    "  LEFT JOIN users u ON u.id = m.user_id"
-    " WHERE (o.slug = $1 OR o.id = (CASE WHEN $1 ~* '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$'"
-    "                                   THEN $1 END)::uuid)"
-    "   AND (($3 <> '' AND o.id = NULLIF($3, '')::uuid)"
-    "        OR ($3 = '' AND m.user_id IS NOT NULL))";
+    MGMT_ORG_SELECT("$1", "$3 <> ''", "NULLIF($2, '')::uuid", "NULLIF($3, '')::uuid",
+                    "(SELECT t.name FROM access_tokens t WHERE t.id = $4::uuid)");
 
 /* The token and the organization alone (mgmt.h MGMT_AUTH_ORG_SQL). */
 static const char AUTH_ORG_ROLE_SQL[] = MGMT_AUTH_ORG_SQL("", "");

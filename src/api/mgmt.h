@@ -2,8 +2,8 @@
  * mgmt.h - the common path of every /v1/orgs/{org}/... management handler.
  *
  * Owns: authenticating the access token (auth.c) and resolving the {org}
- * slug and the caller's role in it (one query for both), the role and scope checks of
- * decisions.md section 5, the management write rate limit, and the common
+ * slug and the caller's role in it (one query for both), the role and
+ * scope checks of decisions.md section 5, the management write rate limit, and the common
  * ways to run a handler's statement and answer from its result.
  *
  * Statuses answered here, before the handler's callback runs:
@@ -93,6 +93,25 @@ typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void
 void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg);
 
 /*
+ * The organization org (an SQL text expression: slug, or id) with the
+ * caller's role and actor name in it; no row when the caller is not in it.
+ * The caller: is_org_token (a boolean expression), user_id (uuid, of a
+ * personal token), token_org_id and token_name (of an organization token).
+ */
+#define MGMT_ORG_SELECT(org, is_org_token, user_id, token_org_id, token_name)                      \
+    "SELECT o.id, o.slug,"                                                                         \
+    "       CASE WHEN " is_org_token " THEN 'admin' ELSE m.role END AS role,"                      \
+    "       CASE WHEN " is_org_token " THEN " token_name " ELSE u.name END AS actor_name"          \
+    "  FROM orgs o"                                                                                \
+    "  LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = " user_id                        \
+    "                         AND NOT (" is_org_token ")"                                          \
+    "  LEFT JOIN users u ON u.id = m.user_id"                                                      \
+    " WHERE (o.slug = " org " OR o.id = (CASE WHEN " org                                           \
+    "        ~* '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$' THEN " org " END)::uuid)"            \
+    "   AND ((" is_org_token " AND o.id = " token_org_id ")"                                       \
+    "        OR (NOT (" is_org_token ") AND m.user_id IS NOT NULL))"
+
+/*
  * The statement mgmt_begin runs, with more: $1 the token digest, $2 the
  * {org} slug or id, then the caller's own parameters from $3 on.
  * extra_columns (text starting with ", ", or "") come after the token
@@ -103,21 +122,9 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
 #define MGMT_AUTH_ORG_SQL(extra_columns, extra_joins)                                              \
     "WITH " AUTH_TOKEN_CTE " SELECT " AUTH_TOKEN_COLUMNS                                           \
     ", org.id, org.slug, org.role, org.actor_name" extra_columns                                   \
-    "   FROM token LEFT JOIN LATERAL ("                                                            \
-    "    SELECT o.id, o.slug,"                                                                     \
-    "           CASE WHEN token.kind = 'organization' THEN 'admin' ELSE m.role END AS role,"       \
-    "           CASE WHEN token.kind = 'organization' THEN token.name ELSE u.name END"             \
-    "             AS actor_name"                                                                   \
-    "      FROM orgs o"                                                                            \
-    "      LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = token.user_id"               \
-    "                             AND token.kind <> 'organization'"                                \
-    "      LEFT JOIN users u ON u.id = m.user_id"                                                  \
-    "     WHERE (o.slug = $2 OR o.id = (CASE WHEN $2 ~* "                                          \
-    "                                        '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$'"        \
-    "                                       THEN $2 END)::uuid)"                                   \
-    "       AND ((token.kind = 'organization' AND o.id = token.org_id)"                            \
-    "            OR (token.kind <> 'organization' AND m.user_id IS NOT NULL))"                     \
-    "   ) AS org ON true " extra_joins
+    "   FROM token LEFT JOIN LATERAL (" MGMT_ORG_SELECT(                                           \
+        "$2", "token.kind = 'organization'", "token.user_id", "token.org_id",                      \
+        "token.name") "   ) AS org ON true " extra_joins
 
 /* The first of a MGMT_AUTH_ORG_SQL statement's extra columns. */
 #define MGMT_ROW_FIRST (AUTH_TOKEN_NCOLUMNS + 4)
