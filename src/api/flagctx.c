@@ -1,11 +1,10 @@
 /*
  * flagctx.c - the context a flag write validates against (see flagctx.h).
  *
- * Owns the context statement, alone (flagctx_load) or in the caller's
- * statement (flagctx_begin, mgmt.h MGMT_AUTH_ORG_SQL: one round trip for
- * the caller and the context). Invariants: flagctx_load's callback runs
- * exactly once; the struct flagctx it receives lives on the stack during
- * the call, its data object freed right after.
+ * Owns the context statement, part of the caller's statement
+ * (flagctx_begin, mgmt.h MGMT_AUTH_ORG_SQL: one round trip for the caller
+ * and the context). Invariants: a struct flagctx lives on its user's
+ * stack, its data object freed by flagctx_release.
  *
  * Called by variants.c, rules.c and environments.c.
  */
@@ -50,9 +49,6 @@
     "  LEFT JOIN environments e ON e.org_id = f.org_id AND e.key = " env_key                       \
     " WHERE f.org_id = " org_id " AND f.key = " flag_key
 
-/* $1 org id, $2 flag key, $3 environment key, $4 segment and $5 entity keys. */
-static const char CONTEXT_SQL[] = CONTEXT_SELECT("$1::uuid", "$2", "$3", "$4", "$5");
-
 /* With the caller (mgmt.h): $3 flag key, $4 environment key, $5 segment
  * and $6 entity keys; the context columns are NULL without the flag. */
 static const char AUTH_CONTEXT_SQL[] = MGMT_AUTH_ORG_SQL(
@@ -62,13 +58,6 @@ static const char AUTH_CONTEXT_SQL[] = MGMT_AUTH_ORG_SQL(
 /* clang-format on */
 
 enum { COL_FLAG_ID, COL_TYPE, COL_ARCHIVED, COL_VARIANT_SEQ, COL_ENV_ID, COL_DATA };
-
-struct load {
-    struct http_request *r;
-    bool want_env;
-    flagctx_cb cb;
-    void *arg;
-};
 
 bool flagctx_array_has(const struct json_object *array, const char *s)
 {
@@ -184,24 +173,6 @@ static bool context_of(struct http_request *r, const PGresult *res, int first, b
     return true;
 }
 
-static void on_context(PGresult *res, const char *error, void *arg)
-{
-    struct load ld = *(struct load *)arg;
-    free(arg);
-    struct flagctx fc;
-    if (!db_result_ok(res)) {
-        mgmt_send_failure(ld.r, res, error);
-        ld.cb(ld.r, NULL, ld.arg);
-        return;
-    }
-    if (!context_of(ld.r, res, 0, ld.want_env, &fc)) {
-        ld.cb(ld.r, NULL, ld.arg);
-        return;
-    }
-    ld.cb(ld.r, &fc, ld.arg);
-    flagctx_release(&fc);
-}
-
 void flagctx_release(struct flagctx *fc)
 {
     json_object_put(fc->data);
@@ -222,24 +193,4 @@ void flagctx_begin(struct http_request *r, struct mgmt_need need, const char *fl
                            wanted ? json_object_to_json_string(wanted->segments) : "[]",
                            wanted ? json_object_to_json_string(wanted->entities) : "[]"};
     mgmt_begin_row(r, need, AUTH_CONTEXT_SQL, 4, extra, cb, arg);
-}
-
-void flagctx_load(struct http_request *r, const char *org_id, const char *flag_key,
-                  const char *env_key, const struct flagctx_wanted *wanted, flagctx_cb cb,
-                  void *arg)
-{
-    struct load *ld = malloc(sizeof *ld);
-    if (ld == NULL) {
-        http_send_error(r, 500, "out of memory");
-        cb(r, NULL, arg);
-        return;
-    }
-    *ld = (struct load){r, env_key != NULL, cb, arg};
-    const char *params[] = {org_id, flag_key, env_key ? env_key : "",
-                            wanted ? json_object_to_json_string(wanted->segments) : "[]",
-                            wanted ? json_object_to_json_string(wanted->entities) : "[]"};
-    if (mgmt_query(r, CONTEXT_SQL, 5, params, on_context, ld) != 0) {
-        free(ld);
-        cb(r, NULL, arg);
-    }
 }
