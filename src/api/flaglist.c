@@ -18,13 +18,10 @@
  */
 #include "flaglist.h"
 
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <json-c/printbuf.h>
 
 /* clang-format off */
 
@@ -90,9 +87,36 @@ enum {
 
 #define HOURS 24
 
-static void put(struct printbuf *pb, const char *s)
+/* The body being written: one buffer, grown by doubling; failed after an
+ * allocation failure (what follows is dropped). */
+struct out {
+    char *data;
+    size_t len, cap;
+    bool failed;
+};
+
+static void append(struct out *pb, const char *s, size_t n)
 {
-    printbuf_memappend_fast(pb, s, (int)strlen(s));
+    if (pb->failed)
+        return;
+    if (pb->len + n + 1 > pb->cap) {
+        size_t cap = pb->cap * 2 > pb->len + n + 1 ? pb->cap * 2 : pb->len + n + 1;
+        char *data = realloc(pb->data, cap);
+        if (data == NULL) {
+            pb->failed = true;
+            return;
+        }
+        pb->data = data;
+        pb->cap = cap;
+    }
+    memcpy(pb->data + pb->len, s, n);
+    pb->len += n;
+    pb->data[pb->len] = '\0';
+}
+
+static void put(struct out *pb, const char *s)
+{
+    append(pb, s, strlen(s));
 }
 
 /* The escape of byte ch in a JSON string, or NULL when it stands as it is. */
@@ -122,25 +146,25 @@ static const char *escape_of(unsigned char ch, char hex[8])
 }
 
 /* s (len bytes) as a JSON string, escaped as PostgreSQL's escape_json does. */
-static void put_string(struct printbuf *pb, const char *s, size_t len)
+static void put_string(struct out *pb, const char *s, size_t len)
 {
-    printbuf_memappend_fast(pb, "\"", 1);
+    append(pb, "\"", 1);
     const char *run = s, *end = s + len;
     for (const char *c = s; c < end; c++) {
         char hex[8];
         const char *esc = escape_of((unsigned char)*c, hex);
         if (esc == NULL)
             continue;
-        printbuf_memappend_fast(pb, run, (int)(c - run));
+        append(pb, run, (size_t)(c - run));
         put(pb, esc);
         run = c + 1;
     }
-    printbuf_memappend_fast(pb, run, (int)(end - run));
-    printbuf_memappend_fast(pb, "\"", 1);
+    append(pb, run, (size_t)(end - run));
+    append(pb, "\"", 1);
 }
 
 /* A count (never negative) in decimal. */
-static void put_count(struct printbuf *pb, long long value)
+static void put_count(struct out *pb, long long value)
 {
     char digits[24];
     int n = 0;
@@ -149,11 +173,11 @@ static void put_count(struct printbuf *pb, long long value)
         digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
         u /= 10;
     } while (u != 0);
-    printbuf_memappend_fast(pb, digits + sizeof digits - n, n);
+    append(pb, digits + sizeof digits - n, (size_t)n);
 }
 
 /* Starts member name (after the first, with a separator). */
-static void put_key(struct printbuf *pb, const char *name, bool first)
+static void put_key(struct out *pb, const char *name, bool first)
 {
     if (!first)
         put(pb, ", ");
@@ -162,7 +186,7 @@ static void put_key(struct printbuf *pb, const char *name, bool first)
 }
 
 /* Column col of row as a JSON string, or null. */
-static void put_text(struct printbuf *pb, const PGresult *res, int row, int col)
+static void put_text(struct out *pb, const PGresult *res, int row, int col)
 {
     if (PQgetisnull(res, row, col))
         put(pb, "null");
@@ -171,7 +195,7 @@ static void put_text(struct printbuf *pb, const PGresult *res, int row, int col)
 }
 
 /* Column col of row copied as it is (JSON or a number), or null. */
-static void put_raw(struct printbuf *pb, const PGresult *res, int row, int col)
+static void put_raw(struct out *pb, const PGresult *res, int row, int col)
 {
     put(pb, PQgetisnull(res, row, col) ? "null" : PQgetvalue(res, row, col));
 }
@@ -213,7 +237,7 @@ static void series_of(const PGresult *res, int row, long long series[HOURS])
     }
 }
 
-static void put_series(struct printbuf *pb, const long long series[HOURS])
+static void put_series(struct out *pb, const long long series[HOURS])
 {
     for (int i = 0; i < HOURS; i++) {
         put(pb, i ? ", " : "[");
@@ -223,7 +247,7 @@ static void put_series(struct printbuf *pb, const long long series[HOURS])
 }
 
 /* The mean per hour as round(total / 24.0, 2) writes it ("21.50"). */
-static void put_per_hour(struct printbuf *pb, const long long series[HOURS])
+static void put_per_hour(struct out *pb, const long long series[HOURS])
 {
     long long total = 0;
     for (int i = 0; i < HOURS; i++)
@@ -234,7 +258,7 @@ static void put_per_hour(struct printbuf *pb, const long long series[HOURS])
     put(pb, number);
 }
 
-static void put_usage(struct printbuf *pb, const PGresult *res, int row)
+static void put_usage(struct out *pb, const PGresult *res, int row)
 {
     if (PQgetisnull(res, row, COL_USAGE_TOTAL)) {
         put(pb, "null");
@@ -254,7 +278,7 @@ static void put_usage(struct printbuf *pb, const PGresult *res, int row)
     put(pb, "}");
 }
 
-static void put_flag(struct printbuf *pb, const PGresult *res, int row)
+static void put_flag(struct out *pb, const PGresult *res, int row)
 {
     static const struct {
         const char *name;
@@ -303,20 +327,18 @@ static size_t estimated_size(const PGresult *res)
             size += 2 * (size_t)PQgetlength(res, row, col);
         size += 512;
     }
-    return size < INT_MAX / 2 ? size : INT_MAX / 2;
+    return size;
 }
 
 char *flaglist_json(const PGresult *res)
 {
     if (PQnfields(res) != COL_COUNT)
         return NULL;
-    struct printbuf *pb = printbuf_new();
-    if (pb == NULL || printbuf_memset(pb, 0, 0, (int)estimated_size(res)) != 0) {
-        if (pb)
-            printbuf_free(pb);
+    struct out body = {.cap = estimated_size(res)};
+    struct out *pb = &body;
+    pb->data = malloc(pb->cap);
+    if (pb->data == NULL)
         return NULL;
-    }
-    pb->bpos = 0; /* the memset only sized the buffer */
     put(pb, "{\"flags\" : [");
     for (int row = 0; row < PQntuples(res); row++) {
         if (row > 0)
@@ -324,7 +346,9 @@ char *flaglist_json(const PGresult *res)
         put_flag(pb, res, row);
     }
     put(pb, "]}");
-    char *out = strdup(pb->buf);
-    printbuf_free(pb);
-    return out;
+    if (pb->failed) {
+        free(pb->data);
+        return NULL;
+    }
+    return pb->data;
 }
