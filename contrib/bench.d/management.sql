@@ -1,17 +1,21 @@
 -- management.sql - the management benchmark's data (contrib/bench), for the
 -- organization named by the psql variable org: 1,000 boolean flags with
 -- their on/off variants, a configuration in every environment and a day of
--- usage counters each (so every list item carries usage), and the flag
--- `twenty` whose production environment has 20 rules.
+-- usage counters each (so every list item carries usage), the flag
+-- `twenty` whose production environment has 20 rules (the PATCH case), and
+-- for the detail cases `detail-5` and `detail-500`, 20 rules each and 5 or
+-- 500 revisions (detail shows the newest 100: its cost must not grow with
+-- the history).
 BEGIN;
 
 INSERT INTO flags (org_id, key, name, type, tags)
 SELECT o.id, 'bench-' || lpad(i::text, 4, '0'), 'Bench flag ' || i, 'boolean', '{bench}'
-FROM orgs o, generate_series(0, 998) AS i
+FROM orgs o, generate_series(0, 996) AS i
 WHERE o.slug = :'org';
 
 INSERT INTO flags (org_id, key, name, type)
-SELECT id, 'twenty', 'Twenty rules', 'boolean' FROM orgs WHERE slug = :'org';
+SELECT id, k, 'Twenty rules', 'boolean'
+FROM orgs, unnest(ARRAY['twenty', 'detail-5', 'detail-500']) AS k WHERE slug = :'org';
 
 INSERT INTO variants (flag_id, key, value, sort_order)
 SELECT f.id, v.key, v.value, v.n
@@ -31,7 +35,17 @@ SELECT f.id, e.id, i, 'rule ' || i,
        '{"variant": "off"}'
 FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id,
      generate_series(0, 19) AS i
-WHERE o.slug = :'org' AND f.key = 'twenty' AND e.key = 'production';
+WHERE o.slug = :'org' AND f.key IN ('twenty', 'detail-5', 'detail-500')
+  AND e.key = 'production';
+
+INSERT INTO revisions (flag_id, environment_id, action, summary, changes, user_name, created_at)
+SELECT f.id, e.id, 'rule.updated', 'Updated a rule in Production',
+       ARRAY['description: rule ' || i || ' → rule ' || (i + 1)], 'Bench',
+       now() - (500 - i) * interval '1 minute'
+FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id,
+     generate_series(1, 500) AS i
+WHERE o.slug = :'org' AND e.key = 'production'
+  AND ((f.key = 'detail-5' AND i <= 5) OR f.key = 'detail-500');
 
 INSERT INTO usage_counters (flag_id, environment_id, variant_key, hour, count, last_seen_at)
 SELECT f.id, e.id, 'on', date_trunc('hour', now()) - h * interval '1 hour', 10 + h, now()

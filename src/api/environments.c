@@ -11,8 +11,9 @@
  * Configuration (decisions.md section 3): any of enabled, defaultVariantKey
  * (sets defaultServe to {"variant": K}), offVariantKey, defaultServe; not
  * both defaultVariantKey and defaultServe. Variant keys must exist on the
- * flag (422). Statuses in order: 404 flag, 404 environment, 409 archived,
- * 422. The write is one statement that skips an unchanged row (so no
+ * flag (422). The caller's checks and the flag context are one round trip
+ * (flagctx_begin). Statuses in order: 404 flag, 404 environment, 409
+ * archived, 422. The write is one statement that skips an unchanged row (so no
  * snapshot rebuild for a no-op) and records one revision ("Turned on in
  * Production") when something changed; the deferred trigger of sql/0001
  * moves the configuration generation at commit.
@@ -174,36 +175,32 @@ static void send_configure(struct http_request *r, const struct configure *cf,
     validate_free(&v);
 }
 
-static void on_context(struct http_request *r, const struct flagctx *fc, void *arg)
-{
-    struct configure *cf = arg;
-    if (fc && fc->archived)
-        http_send_error(r, 409, "the flag is archived; restore it first");
-    else if (fc)
-        send_configure(r, cf, fc);
-    json_object_put(cf->body);
-    free(cf);
-}
-
-static void on_configure(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+/*
+ * The caller's checks and the flag context came in one row (flagctx_begin):
+ * the body (400), then the context (404 flag, 404 environment), 409 when
+ * the flag is archived, then the change.
+ */
+static void on_caller_and_context(struct http_request *r, const struct mgmt_ctx *ctx,
+                                  const PGresult *res, void *arg)
 {
     (void)arg;
     struct json_object *body = mgmt_body_object(r);
     if (body == NULL)
         return;
-    struct configure *cf = malloc(sizeof *cf);
-    if (cf == NULL) {
-        json_object_put(body);
-        http_send_error(r, 500, "out of memory");
-        return;
+    struct flagctx fc;
+    if (flagctx_from_row(r, res, true, &fc)) {
+        struct configure cf = {.ctx = *ctx, .body = body};
+        if (fc.archived)
+            http_send_error(r, 409, "the flag is archived; restore it first");
+        else
+            send_configure(r, &cf, &fc);
+        flagctx_release(&fc);
     }
-    cf->ctx = *ctx;
-    cf->body = body;
-    flagctx_load(r, ctx->org_id, mgmt_param(r, "key"), mgmt_param(r, "envKey"), NULL, on_context,
-                 cf);
+    json_object_put(body);
 }
 
 void environments_configure(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_configure, NULL);
+    flagctx_begin(r, MGMT_FLAGS_WRITE, mgmt_param(r, "key"), mgmt_param(r, "envKey"), NULL,
+                  on_caller_and_context, NULL);
 }

@@ -1,9 +1,10 @@
 /*
  * flagctx.c - the context a flag write validates against (see flagctx.h).
  *
- * Owns the context statement. Invariants: the callback runs exactly once;
- * the struct flagctx it receives lives on the stack during the call, its
- * data object freed right after.
+ * Owns the context statement, part of the caller's statement
+ * (flagctx_begin, mgmt.h MGMT_AUTH_ORG_SQL: one round trip for the caller
+ * and the context). Invariants: a struct flagctx lives on its user's
+ * stack, its data object freed by flagctx_release.
  *
  * Called by variants.c, rules.c and environments.c.
  */
@@ -17,40 +18,46 @@
 #include "http.h"
 #include "mgmt.h"
 
+/* clang-format off */
+
 /*
- * $1 org id, $2 flag key, $3 environment key ("" for none), $4 segment
- * keys and $5 entity keys (JSON arrays). Rows: none when the flag does not
- * exist; else id, type, archived, variant_seq, environment id (NULL when
- * asked for and missing), data.
+ * The context of flag flag_key (an SQL expression) in organization org_id,
+ * with environment env_key ("" for none), the segment keys segments and
+ * the entity keys entities (JSON arrays). Rows: none when the flag does
+ * not exist; else id, type, archived, variant_seq, env_id (NULL when asked
+ * for and missing), data.
  */
-static const char CONTEXT_SQL[] =
-    "SELECT f.id, f.type, f.archived_at IS NOT NULL, f.variant_seq, e.id,"
-    "  json_build_object("
-    "    'variants', COALESCE((SELECT json_agg(v.key ORDER BY v.sort_order, v.created_at, v.id)"
-    "                            FROM variants v WHERE v.flag_id = f.id), '[]'),"
-    "    'retired', to_json(f.retired_variant_keys),"
-    "    'segments', COALESCE((SELECT json_agg(s.key) FROM segments s"
-    "                           WHERE s.org_id = f.org_id AND s.key IN"
-    "                                 (SELECT jsonb_array_elements_text($4::jsonb))), '[]'),"
-    "    'entities', COALESCE((SELECT json_object_agg(en.key,"
-    "                                   COALESCE((SELECT json_agg(a.key)"
-    "                                               FROM entity_attributes a"
-    "                                              WHERE a.entity_id = en.id), '[]'))"
-    "                            FROM entities en"
-    "                           WHERE en.org_id = f.org_id AND en.key IN"
-    "                                 (SELECT jsonb_array_elements_text($5::jsonb))), '{}'))"
-    "  FROM flags f"
-    "  LEFT JOIN environments e ON e.org_id = f.org_id AND e.key = $3"
-    " WHERE f.org_id = $1::uuid AND f.key = $2";
+#define CONTEXT_SELECT(org_id, flag_key, env_key, segments, entities)                              \
+    "SELECT f.id, f.type, f.archived_at IS NOT NULL AS archived, f.variant_seq, e.id AS env_id,"   \
+    "  json_build_object("                                                                         \
+    "    'variants', COALESCE((SELECT json_agg(v.key ORDER BY v.sort_order, v.created_at, v.id)"   \
+    "                            FROM variants v WHERE v.flag_id = f.id), '[]'),"                  \
+    "    'retired', to_json(f.retired_variant_keys),"                                              \
+    "    'segments', COALESCE((SELECT json_agg(s.key) FROM segments s"                             \
+    "                           WHERE s.org_id = f.org_id AND s.key IN"                            \
+    "                                 (SELECT jsonb_array_elements_text(" segments "::jsonb))),"   \
+    "                         '[]'),"                                                              \
+    "    'entities', COALESCE((SELECT json_object_agg(en.key,"                                     \
+    "                                   COALESCE((SELECT json_agg(a.key)"                          \
+    "                                               FROM entity_attributes a"                      \
+    "                                              WHERE a.entity_id = en.id), '[]'))"             \
+    "                            FROM entities en"                                                 \
+    "                           WHERE en.org_id = f.org_id AND en.key IN"                          \
+    "                                 (SELECT jsonb_array_elements_text(" entities "::jsonb))),"   \
+    "                         '{}')) AS data"                                                      \
+    "  FROM flags f"                                                                               \
+    "  LEFT JOIN environments e ON e.org_id = f.org_id AND e.key = " env_key                       \
+    " WHERE f.org_id = " org_id " AND f.key = " flag_key
+
+/* With the caller (mgmt.h): $3 flag key, $4 environment key, $5 segment
+ * and $6 entity keys; the context columns are NULL without the flag. */
+static const char AUTH_CONTEXT_SQL[] = MGMT_AUTH_ORG_SQL(
+    ", fc.id, fc.type, fc.archived, fc.variant_seq, fc.env_id, fc.data",
+    "LEFT JOIN LATERAL (" CONTEXT_SELECT("org.id", "$3", "$4", "$5", "$6") ") AS fc ON true");
+
+/* clang-format on */
 
 enum { COL_FLAG_ID, COL_TYPE, COL_ARCHIVED, COL_VARIANT_SEQ, COL_ENV_ID, COL_DATA };
-
-struct load {
-    struct http_request *r;
-    bool want_env;
-    flagctx_cb cb;
-    void *arg;
-};
 
 bool flagctx_array_has(const struct json_object *array, const char *s)
 {
@@ -128,73 +135,62 @@ static enum validate_attr_ref entity_attribute(void *arg, const char *entity, co
                                                     : VALIDATE_ATTR_UNDECLARED;
 }
 
-static void context_from_row(struct flagctx *fc, const PGresult *res)
+/* The context of row 0 of res, its columns from first on. */
+static void context_from_row(struct flagctx *fc, const PGresult *res, int first)
 {
     memset(fc, 0, sizeof *fc);
-    snprintf(fc->flag_id, sizeof fc->flag_id, "%s", PQgetvalue(res, 0, COL_FLAG_ID));
-    if (!PQgetisnull(res, 0, COL_ENV_ID))
-        snprintf(fc->env_id, sizeof fc->env_id, "%s", PQgetvalue(res, 0, COL_ENV_ID));
-    int type = validate_flag_type_from_name(PQgetvalue(res, 0, COL_TYPE));
+    snprintf(fc->flag_id, sizeof fc->flag_id, "%s", PQgetvalue(res, 0, first + COL_FLAG_ID));
+    if (!PQgetisnull(res, 0, first + COL_ENV_ID))
+        snprintf(fc->env_id, sizeof fc->env_id, "%s", PQgetvalue(res, 0, first + COL_ENV_ID));
+    int type = validate_flag_type_from_name(PQgetvalue(res, 0, first + COL_TYPE));
     fc->type = type < 0 ? FLAG_TYPE_BOOLEAN : (enum validate_flag_type)type;
-    fc->archived = strcmp(PQgetvalue(res, 0, COL_ARCHIVED), "t") == 0;
-    fc->variant_seq = atoll(PQgetvalue(res, 0, COL_VARIANT_SEQ));
-    fc->data = json_tokener_parse(PQgetvalue(res, 0, COL_DATA));
+    fc->archived = strcmp(PQgetvalue(res, 0, first + COL_ARCHIVED), "t") == 0;
+    fc->variant_seq = atoll(PQgetvalue(res, 0, first + COL_VARIANT_SEQ));
+    fc->data = json_tokener_parse(PQgetvalue(res, 0, first + COL_DATA));
     fc->refs = (struct validate_refs){fc, has_segment, entity_attribute, has_variant};
 }
 
-/* Answers r when the row does not give a usable context; true otherwise. */
-static bool usable(const struct load *ld, const PGresult *res, const char *error)
+/*
+ * The context of a successful result's row 0 (columns from first on) into
+ * fc; false after answering r (404 flag or environment not found, 500).
+ */
+static bool context_of(struct http_request *r, const PGresult *res, int first, bool want_env,
+                       struct flagctx *fc)
 {
-    if (!db_result_ok(res)) {
-        mgmt_send_failure(ld->r, res, error);
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, first + COL_FLAG_ID)) {
+        http_send_error(r, 404, "flag not found");
         return false;
     }
-    if (PQntuples(res) != 1) {
-        http_send_error(ld->r, 404, "flag not found");
+    if (want_env && PQgetisnull(res, 0, first + COL_ENV_ID)) {
+        http_send_error(r, 404, "environment not found");
         return false;
     }
-    if (ld->want_env && PQgetisnull(res, 0, COL_ENV_ID)) {
-        http_send_error(ld->r, 404, "environment not found");
+    context_from_row(fc, res, first);
+    if (fc->data == NULL) {
+        mgmt_send_failure(r, res, "unparseable flag context");
         return false;
     }
     return true;
 }
 
-static void on_context(PGresult *res, const char *error, void *arg)
+void flagctx_release(struct flagctx *fc)
 {
-    struct load ld = *(struct load *)arg;
-    free(arg);
-    if (!usable(&ld, res, error)) {
-        ld.cb(ld.r, NULL, ld.arg);
-        return;
-    }
-    struct flagctx fc;
-    context_from_row(&fc, res);
-    if (fc.data == NULL) {
-        mgmt_send_failure(ld.r, res, "unparseable flag context");
-        ld.cb(ld.r, NULL, ld.arg);
-        return;
-    }
-    ld.cb(ld.r, &fc, ld.arg);
-    json_object_put(fc.data);
+    json_object_put(fc->data);
+    fc->data = NULL;
 }
 
-void flagctx_load(struct http_request *r, const char *org_id, const char *flag_key,
-                  const char *env_key, const struct flagctx_wanted *wanted, flagctx_cb cb,
-                  void *arg)
+bool flagctx_from_row(struct http_request *r, const PGresult *res, bool want_env,
+                      struct flagctx *fc)
 {
-    struct load *ld = malloc(sizeof *ld);
-    if (ld == NULL) {
-        http_send_error(r, 500, "out of memory");
-        cb(r, NULL, arg);
-        return;
-    }
-    *ld = (struct load){r, env_key != NULL, cb, arg};
-    const char *params[] = {org_id, flag_key, env_key ? env_key : "",
-                            wanted ? json_object_to_json_string(wanted->segments) : "[]",
-                            wanted ? json_object_to_json_string(wanted->entities) : "[]"};
-    if (mgmt_query(r, CONTEXT_SQL, 5, params, on_context, ld) != 0) {
-        free(ld);
-        cb(r, NULL, arg);
-    }
+    return context_of(r, res, MGMT_ROW_FIRST, want_env, fc);
+}
+
+void flagctx_begin(struct http_request *r, struct mgmt_need need, const char *flag_key,
+                   const char *env_key, const struct flagctx_wanted *wanted, mgmt_row_cb cb,
+                   void *arg)
+{
+    const char *extra[] = {flag_key, env_key ? env_key : "",
+                           wanted ? json_object_to_json_string(wanted->segments) : "[]",
+                           wanted ? json_object_to_json_string(wanted->entities) : "[]"};
+    mgmt_begin_row(r, need, AUTH_CONTEXT_SQL, 4, extra, cb, arg);
 }

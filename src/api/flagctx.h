@@ -2,7 +2,8 @@
  * flagctx.h - what a write to one flag must know before it can validate:
  * the flag (id, type, archived), optionally one of its environments, its
  * variant keys (live and retired), and the segments and entity attributes
- * the request refers to. One query, before the write statement.
+ * the request refers to. Part of the caller's own query (flagctx_begin:
+ * one round trip for both), before the write statement.
  *
  * Writes validate in two passes: first the request's shape, collecting the
  * segment and entity keys it names (flagctx_wanted, a struct validate_refs
@@ -19,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "auth.h"
+#include "mgmt.h"
 #include "validate.h"
 
 struct http_request;
@@ -45,18 +47,30 @@ struct flagctx {
     struct validate_refs refs; /* resolves against data */
 };
 
-/* Runs with the loaded context, or with fc NULL after r was answered (404
- * flag or environment not found, 5xx): the callback then only frees arg. */
+/* What a write runs with a loaded context (variants.c hands it on). */
 typedef void (*flagctx_cb)(struct http_request *r, const struct flagctx *fc, void *arg);
 
 /*
- * Loads the context of flag flag_key in org_id, and of environment env_key
- * when not NULL; wanted may be NULL. cb runs exactly once (from the event
- * loop, or at once when the query cannot be queued).
+ * mgmt_begin_row (mgmt.h) with the context of flag flag_key (and of
+ * environment env_key when not NULL) in the same round trip as the
+ * caller's checks. cb runs only after every check of mgmt_begin passed;
+ * it then calls flagctx_from_row when it is ready for the context's
+ * answers (after its own 400 for a bad body).
  */
-void flagctx_load(struct http_request *r, const char *org_id, const char *flag_key,
-                  const char *env_key, const struct flagctx_wanted *wanted, flagctx_cb cb,
-                  void *arg);
+void flagctx_begin(struct http_request *r, struct mgmt_need need, const char *flag_key,
+                   const char *env_key, const struct flagctx_wanted *wanted, mgmt_row_cb cb,
+                   void *arg);
+
+/*
+ * The context in the row flagctx_begin's callback got; false after
+ * answering r (404 flag not found, 404 environment not found when
+ * want_env, 500). On true, flagctx_release(fc) when done.
+ */
+bool flagctx_from_row(struct http_request *r, const PGresult *res, bool want_env,
+                      struct flagctx *fc);
+
+/* Frees what fc holds. */
+void flagctx_release(struct flagctx *fc);
 
 /*
  * SQL pieces for the write statement that follows the context: a CTE "f"

@@ -4,8 +4,9 @@
  *
  * Owns the flag statements. Every handler is one statement after the
  * caller is resolved (mgmt.c): the JSON answer is built by PostgreSQL with
- * the record forms of sql/0002_flag_management.sql, lists carry their
- * per-row extras (names, production value, usage) from the same query, and
+ * the record forms of sql/0002_flag_management.sql (the list: plain rows
+ * written as JSON by flaglist.c, with their per-row extras: names,
+ * production value, usage, from the same query), and
  * writes record their revision in the same statement (revisions.h).
  *
  * Creation (decisions.md sections 2, 3 and 9): the name starts as the key;
@@ -25,8 +26,10 @@
 #include "flags.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "flaglist.h"
 #include "http.h"
 #include "mgmt.h"
 #include "revisions.h"
@@ -77,47 +80,6 @@ static const char CREATE_SQL[] =
     "        json_build_object('flag', f.body),"
     "        'a flag with this key already exists'"
     "   FROM (SELECT 1) AS one LEFT JOIN f ON true";
-
-/* The usage summary of flag f in a list, from the roll-ups of sql/0002:
- * null until anything was counted; series = evaluations per hour over the
- * last 24 hours, oldest first; checksPerHour their mean. One index range
- * scan of flag_usage_hours per flag that has usage. */
-#define LIST_USAGE_SQL                                                                             \
-    "LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id "                                         \
-    "LEFT JOIN LATERAL ("                                                                          \
-    "  SELECT jsonb_agg(COALESCE(x.count, 0) ORDER BY g.g DESC) AS series,"                        \
-    "         COALESCE(sum(x.count), 0) AS day_total"                                              \
-    "    FROM generate_series(0, 23) AS g"                                                         \
-    "    LEFT JOIN (SELECT h.hour, h.count FROM flag_usage_hours h"                                \
-    "                WHERE h.flag_id = f.id"                                                       \
-    "                  AND h.hour > date_trunc('hour', now()) - interval '24 hours') AS x"         \
-    "           ON x.hour = date_trunc('hour', now()) - g.g * interval '1 hour'"                   \
-    "   WHERE ut.flag_id IS NOT NULL"                                                              \
-    ") AS uh ON true "
-
-#define LIST_USAGE_JSON                                                                            \
-    "CASE WHEN ut.flag_id IS NULL THEN NULL ELSE jsonb_build_object("                              \
-    "  'total', ut.total, 'lastSeenAt', ensign_iso(ut.last_seen_at),"                              \
-    "  'checksPerHour', round(uh.day_total / 24.0, 2), 'series', uh.series) END"
-
-/* $1 org, $2 archived ("t" lists the archived flags, else the active ones). */
-static const char LIST_SQL[] =
-    "SELECT 200, json_build_object('flags', COALESCE(json_agg(x.item ORDER BY x.key), '[]'))"
-    "  FROM (SELECT f.key, ensign_flag_json(f) || jsonb_build_object("
-    "                 'createdByName', cu.name, 'maintainerName', mu.name,"
-    "                 'value', CASE WHEN pfe.default_serve ? 'variant' THEN pv.value END,"
-    "                 'usage', " LIST_USAGE_JSON ") AS item"
-    "          FROM flags f"
-    "          LEFT JOIN users cu ON cu.id = f.created_by_user_id"
-    "          LEFT JOIN users mu ON mu.id = f.maintainer_user_id"
-    "          LEFT JOIN environments pe ON pe.org_id = f.org_id AND pe.key = 'production'"
-    "          LEFT JOIN flag_environments pfe"
-    "                 ON pfe.flag_id = f.id AND pfe.environment_id = pe.id"
-    "          LEFT JOIN variants pv"
-    "                 ON pv.flag_id = f.id AND pv.key = pfe.default_serve ->> 'variant' "
-    LIST_USAGE_SQL
-    "         WHERE f.org_id = $1::uuid"
-    "           AND (f.archived_at IS NOT NULL) = ($2 = 't')) AS x";
 
 /* $1 org, $2 key. */
 static const char DETAIL_SQL[] =
@@ -347,6 +309,22 @@ void flags_create(struct http_request *r)
 
 /* ---- list, detail, usage, delete ---- */
 
+static void on_list_rows(PGresult *res, const char *error, void *arg)
+{
+    struct http_request *r = arg;
+    if (!db_result_ok(res)) {
+        mgmt_send_failure(r, res, error);
+        return;
+    }
+    char *body = flaglist_json(res);
+    if (body == NULL) {
+        auth_send_db_failure(r, res, "cannot write the flag list");
+        return;
+    }
+    http_send_json_text(r, 200, body);
+    free(body);
+}
+
 static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
@@ -354,7 +332,7 @@ static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *ar
     http_query_param(r, "archived", archived, sizeof archived);
     const char *params[] = {
         ctx->org_id, strcmp(archived, "true") == 0 || strcmp(archived, "1") == 0 ? "t" : "f"};
-    mgmt_query(r, LIST_SQL, 2, params, mgmt_answer_cb, r);
+    mgmt_query(r, FLAGLIST_SQL, 2, params, on_list_rows, r);
 }
 
 void flags_list(struct http_request *r)

@@ -2,9 +2,13 @@
  * mgmt.c - the common path of /v1/orgs/{org}/... handlers (see mgmt.h).
  *
  * Owns the organization-and-role lookup statement and the house answer
- * shape (status, body, message). A request goes: access token (auth.c, one
- * round trip), rate limit for writes (shared memory, per token), the
- * organization and the caller's role (one round trip), then the handler.
+ * shape (status, body, message). A request goes: the access token (auth.h
+ * AUTH_TOKEN_CTE) and the organization with the caller's role in ONE
+ * statement, then rate limit for writes (shared memory, per token), the
+ * 404 and 403 checks, then the handler; the answers keep the order of
+ * separate steps (401, 429, 404, 403). mgmt_begin_org (organization named
+ * in the body, caller already authenticated) looks up the organization
+ * alone.
  *
  * Invariants: a caller outside the organization always gets the same 404
  * whether or not the organization exists; a callback runs only after every
@@ -31,17 +35,11 @@
  * organization.
  */
 static const char ORG_ROLE_SQL[] =
-    "SELECT o.id, o.slug,"
-    "       CASE WHEN $3 <> '' THEN 'admin' ELSE m.role END,"
-    "       CASE WHEN $3 <> '' THEN (SELECT t.name FROM access_tokens t WHERE t.id = $4::uuid)"
-    "            ELSE u.name END"
-    "  FROM orgs o"
-    "  LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = NULLIF($2, '')::uuid"
-    "  LEFT JOIN users u ON u.id = m.user_id"
-    " WHERE (o.slug = $1 OR o.id = (CASE WHEN $1 ~* '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$'"
-    "                                   THEN $1 END)::uuid)"
-    "   AND (($3 <> '' AND o.id = NULLIF($3, '')::uuid)"
-    "        OR ($3 = '' AND m.user_id IS NOT NULL))";
+    MGMT_ORG_SELECT("$1", "$3 <> ''", "NULLIF($2, '')::uuid", "NULLIF($3, '')::uuid",
+                    "(SELECT t.name FROM access_tokens t WHERE t.id = $4::uuid)");
+
+/* The token and the organization alone (mgmt.h MGMT_AUTH_ORG_SQL). */
+static const char AUTH_ORG_ROLE_SQL[] = MGMT_AUTH_ORG_SQL("", "");
 
 enum { COL_ORG_ID, COL_ORG_SLUG, COL_ROLE, COL_ACTOR_NAME };
 
@@ -112,6 +110,18 @@ static void copy_column(char *out, size_t outlen, const PGresult *res, int col)
     snprintf(out, outlen, "%s", PQgetisnull(res, 0, col) ? "" : PQgetvalue(res, 0, col));
 }
 
+/* The organization columns (from column first on) of res into ctx. */
+static void ctx_from_org_row(struct http_request *r, struct mgmt_ctx *ctx, const PGresult *res,
+                             int first)
+{
+    copy_column(ctx->org_id, sizeof ctx->org_id, res, first + COL_ORG_ID);
+    copy_column(ctx->org_slug, sizeof ctx->org_slug, res, first + COL_ORG_SLUG);
+    copy_column(ctx->actor_name, sizeof ctx->actor_name, res, first + COL_ACTOR_NAME);
+    int role = mgmt_role_from_name(PQgetvalue(res, 0, first + COL_ROLE));
+    ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
+    audit_actor_init(ctx->audit_actor, r, ctx->org_id, &ctx->who, ctx->actor_name);
+}
+
 static void on_org_row(PGresult *res, const char *error, void *arg)
 {
     struct mgmt_request *mr = arg;
@@ -122,57 +132,15 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
     } else if (PQntuples(res) != 1) {
         send_org_not_found(r);
     } else {
-        struct mgmt_ctx *ctx = &mr->ctx;
-        copy_column(ctx->org_id, sizeof ctx->org_id, res, COL_ORG_ID);
-        copy_column(ctx->org_slug, sizeof ctx->org_slug, res, COL_ORG_SLUG);
-        copy_column(ctx->actor_name, sizeof ctx->actor_name, res, COL_ACTOR_NAME);
-        int role = mgmt_role_from_name(PQgetvalue(res, 0, COL_ROLE));
-        ctx->role = role < 0 ? MGMT_ROLE_VIEWER : (enum mgmt_role)role;
-        audit_actor_init(ctx->audit_actor, r, ctx->org_id, &ctx->who, ctx->actor_name);
-        if (allowed(r, ctx, mr->need)) {
-            mr->cb(r, ctx, mr->arg);
+        ctx_from_org_row(r, &mr->ctx, res, 0);
+        if (allowed(r, &mr->ctx, mr->need)) {
+            mr->cb(r, &mr->ctx, mr->arg);
             called = true;
         }
     }
     if (!called && mr->call_on_failure)
         mr->cb(r, NULL, mr->arg);
     free(mr);
-}
-
-/*
- * The operations mgmt_begin has seen: (need, callback, arg) triples, one
- * per call site. auth_access_token answers failures itself without calling
- * back, so what is handed to it must not be per-request memory: it is an
- * entry of this fixed table (static storage, nothing to free).
- */
-#define MGMT_OPS_MAX 256
-
-struct mgmt_op {
-    struct mgmt_need need;
-    mgmt_cb cb;
-    void *arg;
-};
-
-static struct mgmt_op ops[MGMT_OPS_MAX];
-static size_t ops_count;
-
-static bool same_op(const struct mgmt_op *op, struct mgmt_need need, mgmt_cb cb, void *arg)
-{
-    return op->cb == cb && op->arg == arg && op->need.role == need.role &&
-           op->need.scope == need.scope && op->need.write == need.write;
-}
-
-/* The table entry of (need, cb, arg), added when new; NULL when full. */
-static const struct mgmt_op *op_entry(struct mgmt_need need, mgmt_cb cb, void *arg)
-{
-    for (size_t i = 0; i < ops_count; i++) {
-        if (same_op(&ops[i], need, cb, arg))
-            return &ops[i];
-    }
-    if (ops_count == MGMT_OPS_MAX)
-        return NULL;
-    ops[ops_count] = (struct mgmt_op){need, cb, arg};
-    return &ops[ops_count++];
 }
 
 /*
@@ -202,10 +170,82 @@ static bool lookup_org(struct http_request *r, const struct identity *who, const
     return true;
 }
 
-static void on_identity(struct http_request *r, const struct identity *who, void *arg)
+/* What the callback of a MGMT_AUTH_ORG_SQL statement needs. */
+struct auth_org_request {
+    struct http_request *r;
+    struct mgmt_need need;
+    mgmt_cb cb;         /* mgmt_begin */
+    mgmt_row_cb row_cb; /* mgmt_begin_row */
+    void *arg;
+};
+
+/* True when row 0 of res has the organization columns (the caller is in it). */
+static bool in_org(const PGresult *res)
 {
-    const struct mgmt_op *op = arg;
-    lookup_org(r, who, org_param(r), op->need, op->cb, op->arg, false);
+    return PQntuples(res) == 1 && !PQgetisnull(res, 0, AUTH_TOKEN_NCOLUMNS + COL_ORG_ID);
+}
+
+/*
+ * The answer of a MGMT_AUTH_ORG_SQL statement, in the order separate steps
+ * had: 401 (no token row), 429 (writes), 404 (not in the organization),
+ * 403, then the operation's callback.
+ */
+static void on_auth_org_row(PGresult *res, const char *error, void *arg)
+{
+    struct auth_org_request aor = *(struct auth_org_request *)arg;
+    free(arg);
+    struct http_request *r = aor.r;
+    if (!db_result_ok(res)) {
+        auth_send_db_failure(r, res, error);
+        return;
+    }
+    if (PQntuples(res) == 0) {
+        auth_send_unauthorized(r, "invalid access token");
+        return;
+    }
+    struct mgmt_ctx ctx = {0};
+    auth_identity_from_row(&ctx.who, res);
+    if (aor.need.write &&
+        !ratelimit_check(r, RATELIMIT_MANAGEMENT, ctx.who.token_id, strlen(ctx.who.token_id)))
+        return;
+    if (!in_org(res)) {
+        send_org_not_found(r);
+        return;
+    }
+    snprintf(ctx.actor_user_id, sizeof ctx.actor_user_id, "%s", ctx.who.user_id);
+    ctx_from_org_row(r, &ctx, res, AUTH_TOKEN_NCOLUMNS);
+    if (!allowed(r, &ctx, aor.need))
+        return;
+    if (aor.row_cb)
+        aor.row_cb(r, &ctx, res, aor.arg);
+    else
+        aor.cb(r, &ctx, aor.arg);
+}
+
+#define EXTRA_PARAMS_MAX 8
+
+/* Authentication, the organization and the statement's extras in one round trip. */
+static void auth_and_lookup_org(struct http_request *r, const char *sql, int nextra,
+                                const char *const *extra, struct auth_org_request init)
+{
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    if (!auth_bearer_digest(r, digest))
+        return;
+    if (nextra < 0 || nextra > EXTRA_PARAMS_MAX) {
+        auth_send_db_failure(r, NULL, "too many statement parameters");
+        return;
+    }
+    struct auth_org_request *aor = malloc(sizeof *aor);
+    if (aor == NULL) {
+        auth_send_db_failure(r, NULL, "out of memory");
+        return;
+    }
+    *aor = init;
+    const char *params[2 + EXTRA_PARAMS_MAX] = {digest, org_param(r)};
+    for (int i = 0; i < nextra; i++)
+        params[2 + i] = extra[i];
+    if (mgmt_query(r, sql, 2 + nextra, params, on_auth_org_row, aor) != 0)
+        free(aor);
 }
 
 static void on_identity_unknown_org(struct http_request *r, const struct identity *who, void *arg)
@@ -222,12 +262,19 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
         auth_access_token(r, on_identity_unknown_org, NULL);
         return;
     }
-    const struct mgmt_op *op = op_entry(need, cb, arg);
-    if (op == NULL) {
-        auth_send_db_failure(r, NULL, "too many management operations (MGMT_OPS_MAX)");
+    auth_and_lookup_org(r, AUTH_ORG_ROLE_SQL, 0, NULL,
+                        (struct auth_org_request){.r = r, .need = need, .cb = cb, .arg = arg});
+}
+
+void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *sql, int nextra,
+                    const char *const *extra, mgmt_row_cb cb, void *arg)
+{
+    if (!validate_key_ok(org_param(r))) {
+        auth_access_token(r, on_identity_unknown_org, NULL);
         return;
     }
-    auth_access_token(r, on_identity, (void *)op);
+    auth_and_lookup_org(r, sql, nextra, extra,
+                        (struct auth_org_request){.r = r, .need = need, .row_cb = cb, .arg = arg});
 }
 
 void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,

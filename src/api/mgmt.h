@@ -1,9 +1,9 @@
 /*
  * mgmt.h - the common path of every /v1/orgs/{org}/... management handler.
  *
- * Owns: authenticating the access token (auth.c), resolving the {org} slug
- * and the caller's role in it (one query), the role and scope checks of
- * decisions.md section 5, the management write rate limit, and the common
+ * Owns: authenticating the access token (auth.c) and resolving the {org}
+ * slug and the caller's role in it (one query for both), the role and
+ * scope checks of decisions.md section 5, the management write rate limit, and the common
  * ways to run a handler's statement and answer from its result.
  *
  * Statuses answered here, before the handler's callback runs:
@@ -91,6 +91,56 @@ typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void
  * callback (allocate it there), reading what you need from r.
  */
 void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg);
+
+/*
+ * The organization org (an SQL text expression: slug, or id) with the
+ * caller's role and actor name in it; no row when the caller is not in it.
+ * The caller: is_org_token (a boolean expression), user_id (uuid, of a
+ * personal token), token_org_id and token_name (of an organization token).
+ */
+#define MGMT_ORG_SELECT(org, is_org_token, user_id, token_org_id, token_name)                      \
+    "SELECT o.id, o.slug,"                                                                         \
+    "       CASE WHEN " is_org_token " THEN 'admin' ELSE m.role END AS role,"                      \
+    "       CASE WHEN " is_org_token " THEN " token_name " ELSE u.name END AS actor_name"          \
+    "  FROM orgs o"                                                                                \
+    "  LEFT JOIN org_members m ON m.org_id = o.id AND m.user_id = " user_id                        \
+    "                         AND NOT (" is_org_token ")"                                          \
+    "  LEFT JOIN users u ON u.id = m.user_id"                                                      \
+    " WHERE (o.slug = " org " OR o.id = (CASE WHEN " org                                           \
+    "        ~* '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$' THEN " org " END)::uuid)"            \
+    "   AND ((" is_org_token " AND o.id = " token_org_id ")"                                       \
+    "        OR (NOT (" is_org_token ") AND m.user_id IS NOT NULL))"
+
+/*
+ * The statement mgmt_begin runs, with more: $1 the token digest, $2 the
+ * {org} slug or id, then the caller's own parameters from $3 on.
+ * extra_columns (text starting with ", ", or "") come after the token
+ * columns and the organization's (so from column MGMT_ROW_FIRST on);
+ * extra_joins (lateral joins, or "") may use org.id, the organization's
+ * id (NULL when the caller is not in it). Compile-time constant SQL only.
+ */
+#define MGMT_AUTH_ORG_SQL(extra_columns, extra_joins)                                              \
+    "WITH " AUTH_TOKEN_CTE " SELECT " AUTH_TOKEN_COLUMNS                                           \
+    ", org.id, org.slug, org.role, org.actor_name" extra_columns                                   \
+    "   FROM token LEFT JOIN LATERAL (" MGMT_ORG_SELECT(                                           \
+        "$2", "token.kind = 'organization'", "token.user_id", "token.org_id",                      \
+        "token.name") "   ) AS org ON true " extra_joins
+
+/* The first of a MGMT_AUTH_ORG_SQL statement's extra columns. */
+#define MGMT_ROW_FIRST (AUTH_TOKEN_NCOLUMNS + 4)
+
+/* Runs once the caller may do the operation, with the statement's row. */
+typedef void (*mgmt_row_cb)(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
+                            void *arg);
+
+/*
+ * mgmt_begin, in the same one round trip also asking sql (a
+ * MGMT_AUTH_ORG_SQL statement) with its nextra (at most 8) parameters
+ * extra as $3...: cb gets the row (extras from MGMT_ROW_FIRST on). Same
+ * statuses and the same rule for arg as mgmt_begin.
+ */
+void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *sql, int nextra,
+                    const char *const *extra, mgmt_row_cb cb, void *arg);
 
 /*
  * mgmt_begin for an organization named in the request body rather than

@@ -4,14 +4,17 @@
  * GET list, PUT replace), /rules/{ruleId} (PATCH, DELETE) and
  * /rules/reorder (POST).
  *
- * Owns the rule statements and the rule body rules. A write goes:
- * caller (mgmt.c), body parsed (400), a first validation pass that only
- * collects the segment and entity keys the conditions name, the flag
- * context with those (flagctx.c: 404 flag, 404 environment), 409 when the
- * flag is archived, the real validation (422, with paths such as
- * "rules[3].conditions[0].operator"), then ONE statement that locks the
- * flag row, writes, and records the revision: a replacement deletes and
- * inserts the whole ordered set and is one revision.
+ * Owns the rule statements and the rule body rules. A write takes two
+ * round trips: a first validation pass that only collects the segment and
+ * entity keys the conditions name (answering nothing), then ONE statement
+ * for the caller (mgmt.c) and the flag context with those keys
+ * (flagctx_begin); then, in the order of separate steps, the caller's
+ * answers (401, 429, 404, 403), the body (400), the context (404 flag, 404
+ * environment), 409 when the flag is archived, the real validation (422,
+ * with paths such as "rules[3].conditions[0].operator"), then ONE
+ * statement that locks the flag row, writes, and records the revision: a
+ * replacement deletes and inserts the whole ordered set and is one
+ * revision.
  *
  * Limits (flags-and-evaluation-api.md section 8): description 500, 50
  * conditions per rule, priority 0 to 2^53-1, 200 rules in a replace or a
@@ -25,8 +28,12 @@
  */
 #include "rules.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
 
 #include "flagctx.h"
 #include "http.h"
@@ -302,154 +309,132 @@ static struct json_object *read_body(struct validate *v, enum rule_op op,
 
 /* ---- writes ---- */
 
-struct rule_write {
-    enum rule_op op;
-    struct mgmt_ctx ctx;
-    struct json_object *body; /* NULL for delete */
-    struct flagctx_wanted wanted;
-};
-
-static void write_free(struct rule_write *w)
-{
-    json_object_put(w->body);
-    flagctx_wanted_free(&w->wanted);
-    free(w);
-}
-
-static void send_write(struct http_request *r, const struct rule_write *w, const struct flagctx *fc,
-                       const struct json_object *param)
+static void send_write(struct http_request *r, enum rule_op op, const struct mgmt_ctx *ctx,
+                       const struct flagctx *fc, const struct json_object *param)
 {
     static const char *const sql[] = {CREATE_SQL, REPLACE_SQL, UPDATE_SQL, DELETE_SQL, REORDER_SQL};
-    const char *actor = w->ctx.actor_user_id, *name = w->ctx.actor_name;
     const char *json = param ? json_object_to_json_string((struct json_object *)param) : NULL;
     const char *rule_id = mgmt_param(r, "ruleId");
-    bool by_id = w->op == RULE_UPDATE || w->op == RULE_DELETE;
+    bool by_id = op == RULE_UPDATE || op == RULE_DELETE;
     const char *params[7] = {fc->flag_id, fc->env_id};
     int n = 2;
     if (by_id)
         params[n++] = rule_id;
     if (json)
         params[n++] = json;
-    params[n++] = actor;
-    params[n++] = name;
-    params[n++] = w->ctx.audit_actor;
-    mgmt_query(r, sql[w->op], n, params, mgmt_answer_cb, r);
+    params[n++] = ctx->actor_user_id;
+    params[n++] = ctx->actor_name;
+    params[n++] = ctx->audit_actor;
+    mgmt_query(r, sql[op], n, params, mgmt_answer_cb, r);
 }
 
-static void write_with_context(struct http_request *r, const struct rule_write *w,
-                               const struct flagctx *fc)
+static void write_with_context(struct http_request *r, enum rule_op op, const struct mgmt_ctx *ctx,
+                               const struct json_object *body, const struct flagctx *fc)
 {
     if (fc->archived) {
         http_send_error(r, 409, "the flag is archived; restore it first");
         return;
     }
-    bool by_id = w->op == RULE_UPDATE || w->op == RULE_DELETE;
+    bool by_id = op == RULE_UPDATE || op == RULE_DELETE;
     if (by_id && !validate_uuid_ok(mgmt_param(r, "ruleId"))) {
         http_send_error(r, 404, "rule not found");
         return;
     }
     struct validate v;
     validate_init(&v);
-    struct json_object *param = read_body(&v, w->op, w->body, &fc->refs);
+    struct json_object *param = read_body(&v, op, body, &fc->refs);
     if (validate_ok(&v))
-        send_write(r, w, fc, param);
+        send_write(r, op, ctx, fc, param);
     else
         mgmt_send_invalid(r, &v);
     json_object_put(param);
     validate_free(&v);
 }
 
-static void on_context(struct http_request *r, const struct flagctx *fc, void *arg)
+/*
+ * The caller passed every check; the row holds the flag context. The body
+ * is answered first (400, 422 not an object), then the context (404 flag,
+ * 404 environment), then the write's own checks.
+ */
+static void on_caller_and_context(struct http_request *r, const struct mgmt_ctx *ctx,
+                                  const PGresult *res, void *arg)
 {
-    struct rule_write *w = arg;
-    if (fc)
-        write_with_context(r, w, fc);
-    write_free(w);
-}
-
-/* First pass: only collects the keys the body names; its errors come again later. */
-static void collect_wanted(struct rule_write *w)
-{
-    struct validate v;
-    validate_init(&v);
-    json_object_put(read_body(&v, w->op, w->body, &w->wanted.refs));
-    validate_free(&v);
-}
-
-static void start_write(struct http_request *r, const struct mgmt_ctx *ctx, enum rule_op op)
-{
+    enum rule_op op = *(const enum rule_op *)arg;
     struct json_object *body = NULL;
     if (op != RULE_DELETE && (body = mgmt_body_object(r)) == NULL)
         return;
-    struct rule_write *w = calloc(1, sizeof *w);
-    if (w == NULL) {
-        json_object_put(body);
-        http_send_error(r, 500, "out of memory");
-        return;
+    struct flagctx fc;
+    if (flagctx_from_row(r, res, true, &fc)) {
+        write_with_context(r, op, ctx, body, &fc);
+        flagctx_release(&fc);
     }
-    w->op = op;
-    w->ctx = *ctx;
-    w->body = body;
-    flagctx_wanted_init(&w->wanted);
-    if (body)
-        collect_wanted(w);
-    flagctx_load(r, ctx->org_id, mgmt_param(r, "key"), mgmt_param(r, "envKey"), &w->wanted,
-                 on_context, w);
+    json_object_put(body);
 }
 
-static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+/*
+ * First pass, before the caller is known: only collects the keys the body
+ * names (its errors come again later). Answers nothing: a body that does
+ * not parse collects nothing and is answered 400 after the caller's checks.
+ */
+static void collect_wanted(struct http_request *r, enum rule_op op, struct flagctx_wanted *wanted)
 {
-    (void)arg;
-    start_write(r, ctx, RULE_CREATE);
+    /* Not http_body: it NUL-terminates the buffer in place, once per answer. */
+    struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+    size_t len = evbuffer_get_length(in);
+    const char *text = len > 0 && len <= INT_MAX ? (const char *)evbuffer_pullup(in, -1) : NULL;
+    struct json_tokener *tok = text ? json_tokener_new_ex(HTTP_JSON_MAX_DEPTH) : NULL;
+    if (tok == NULL)
+        return;
+    struct json_object *body = json_tokener_parse_ex(tok, text, (int)len);
+    json_tokener_free(tok);
+    if (json_object_is_type(body, json_type_object)) {
+        struct validate v;
+        validate_init(&v);
+        json_object_put(read_body(&v, op, body, &wanted->refs));
+        validate_free(&v);
+    }
+    json_object_put(body);
 }
 
-static void on_replace(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
-    start_write(r, ctx, RULE_REPLACE);
-}
+/* The callback arguments: one static entry per operation. */
+static const enum rule_op rule_ops[] = {RULE_CREATE, RULE_REPLACE, RULE_UPDATE, RULE_DELETE,
+                                        RULE_REORDER};
 
-static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+/* The caller's checks and the flag context in one round trip, then the write. */
+static void begin_write(struct http_request *r, enum rule_op op)
 {
-    (void)arg;
-    start_write(r, ctx, RULE_UPDATE);
-}
-
-static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
-    start_write(r, ctx, RULE_DELETE);
-}
-
-static void on_reorder(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
-    start_write(r, ctx, RULE_REORDER);
+    struct flagctx_wanted wanted;
+    flagctx_wanted_init(&wanted);
+    if (op != RULE_DELETE)
+        collect_wanted(r, op, &wanted);
+    flagctx_begin(r, MGMT_FLAGS_WRITE, mgmt_param(r, "key"), mgmt_param(r, "envKey"), &wanted,
+                  on_caller_and_context, (void *)&rule_ops[op]);
+    flagctx_wanted_free(&wanted);
 }
 
 void rules_create(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
+    begin_write(r, RULE_CREATE);
 }
 
 void rules_replace(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_replace, NULL);
+    begin_write(r, RULE_REPLACE);
 }
 
 void rules_update(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
+    begin_write(r, RULE_UPDATE);
 }
 
 void rules_delete(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
+    begin_write(r, RULE_DELETE);
 }
 
 void rules_reorder(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_reorder, NULL);
+    begin_write(r, RULE_REORDER);
 }
 
 /* ---- list ---- */

@@ -3,13 +3,14 @@
  * DELETE /flags/{key}/variants/{variantKey}; and the variant rules that
  * flag creation shares (key derivation, values per flag type).
  *
- * Owns the variant statements. A write first loads the flag context
- * (flagctx.c: type, archived, keys), validates in C, then runs one
- * statement that re-checks the flag under a row lock, writes, and records
- * the revision. Statuses, in order: 404 flag, 409 archived, 422 a boolean
- * flag's fixed variants (decisions.md section 2), 404 variant, 422 body;
- * delete answers 409 while a default serve, an off variant or a rule
- * serve of any environment names the variant.
+ * Owns the variant statements. A write first loads the flag context with
+ * the caller's checks (flagctx_begin: type, archived, keys; one round
+ * trip), validates in C, then runs one statement that re-checks the flag
+ * under a row lock, writes, and records the revision. Statuses, in
+ * order: 404 flag, 409 archived, 422 a boolean flag's fixed variants
+ * (decisions.md section 2), 404 variant, 422 body; delete answers 409
+ * while a default serve, an off variant or a rule serve of any
+ * environment names the variant.
  *
  * Keys (decisions.md section 9): from the label, else a string value, else
  * variant-N with N counting the variants the flag ever had; never reused
@@ -368,53 +369,61 @@ static void on_delete_context(struct http_request *r, const struct flagctx *fc, 
     write_free(w);
 }
 
-/* Parses the body (when with_body) and loads the flag context for then. */
-static void load_then(struct http_request *r, const struct mgmt_ctx *ctx, bool with_body,
-                      flagctx_cb then)
+/* A write: whether it has a body, and what runs with the context. */
+struct variant_op {
+    bool with_body;
+    flagctx_cb then; /* frees its arg, a struct variant_write */
+};
+
+static const struct variant_op create_op = {true, on_create_context};
+static const struct variant_op update_op = {true, on_update_context};
+static const struct variant_op delete_op = {false, on_delete_context};
+
+/*
+ * The caller's checks and the flag context came in one row (flagctx_begin):
+ * the body (400), then the context (404 flag), then the operation.
+ */
+static void on_caller_and_context(struct http_request *r, const struct mgmt_ctx *ctx,
+                                  const PGresult *res, void *arg)
 {
+    const struct variant_op *op = arg;
     struct json_object *body = NULL;
-    if (with_body && (body = mgmt_body_object(r)) == NULL)
+    if (op->with_body && (body = mgmt_body_object(r)) == NULL)
         return;
+    struct flagctx fc;
+    if (!flagctx_from_row(r, res, false, &fc)) {
+        json_object_put(body);
+        return;
+    }
     struct variant_write *w = calloc(1, sizeof *w);
     if (w == NULL) {
         json_object_put(body);
         http_send_error(r, 500, "out of memory");
-        return;
+    } else {
+        w->ctx = *ctx;
+        w->body = body;
+        op->then(r, &fc, w);
     }
-    w->ctx = *ctx;
-    w->body = body;
-    flagctx_load(r, ctx->org_id, mgmt_param(r, "key"), NULL, NULL, then, w);
+    flagctx_release(&fc);
 }
 
-static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+static void begin_write(struct http_request *r, const struct variant_op *op)
 {
-    (void)arg;
-    load_then(r, ctx, true, on_create_context);
-}
-
-static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
-    load_then(r, ctx, true, on_update_context);
-}
-
-static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
-    load_then(r, ctx, false, on_delete_context);
+    flagctx_begin(r, MGMT_FLAGS_WRITE, mgmt_param(r, "key"), NULL, NULL, on_caller_and_context,
+                  (void *)op);
 }
 
 void variants_create(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
+    begin_write(r, &create_op);
 }
 
 void variants_update(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
+    begin_write(r, &update_op);
 }
 
 void variants_delete(struct http_request *r)
 {
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
+    begin_write(r, &delete_op);
 }

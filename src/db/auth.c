@@ -33,22 +33,7 @@
  * A personal token of a deleted (or missing) user does not match.
  */
 static const char TOKEN_LOOKUP_SQL[] =
-    "WITH token AS ("
-    "  SELECT t.id, t.kind, t.user_id, t.org_id, t.scopes, t.full_access, t.last_used_at"
-    "    FROM access_tokens t"
-    "    LEFT JOIN users u ON u.id = t.user_id"
-    "   WHERE t.token_digest = $1"
-    "     AND t.revoked_at IS NULL"
-    "     AND (t.expires_at IS NULL OR t.expires_at > now())"
-    "     AND (t.kind = 'organization' OR (u.id IS NOT NULL AND NOT u.deleted))"
-    "), touched AS ("
-    "  UPDATE access_tokens a SET last_used_at = now()"
-    "    FROM token"
-    "   WHERE a.id = token.id"
-    "     AND (token.last_used_at IS NULL"
-    "          OR token.last_used_at < now() - interval '1 minute')"
-    ")"
-    " SELECT id, kind, user_id, org_id, scopes, full_access FROM token";
+    "WITH " AUTH_TOKEN_CTE " SELECT " AUTH_TOKEN_COLUMNS " FROM token";
 
 /*
  * $1: token digest, $2: internal key digest ("" when absent). As above,
@@ -177,7 +162,7 @@ static void copy_field(char *out, size_t outlen, const PGresult *res, int col)
     snprintf(out, outlen, "%s", PQgetisnull(res, 0, col) ? "" : PQgetvalue(res, 0, col));
 }
 
-static void identity_from_row(struct identity *who, const PGresult *res)
+void auth_identity_from_row(struct identity *who, const PGresult *res)
 {
     memset(who, 0, sizeof *who);
     bool org = strcmp(PQgetvalue(res, 0, COL_KIND), "organization") == 0;
@@ -216,15 +201,14 @@ static void on_identity_row(PGresult *res, const char *error, void *arg)
         return;
     }
     struct identity who;
-    identity_from_row(&who, res);
+    auth_identity_from_row(&who, res);
     if (ar.either_cb != NULL)
         ar.either_cb(ar.r, &who, ar.via_cookie, ar.arg);
     else
         ar.cb(ar.r, &who, ar.arg);
 }
 
-/* The digest of r's bearer access token; false after answering 401. */
-static bool bearer_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1])
+bool auth_bearer_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1])
 {
     const char *token = http_bearer(r);
     if (token == NULL) {
@@ -262,7 +246,7 @@ static void lookup(struct http_request *r, const char *sql, int nparams, const c
 void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
 {
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
-    if (!bearer_digest(r, digest))
+    if (!auth_bearer_digest(r, digest))
         return;
     const char *params[] = {digest};
     lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_identity_row,
@@ -274,7 +258,7 @@ void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
 void auth_internal(struct http_request *r, auth_cb cb, void *arg)
 {
     char digest[TOKEN_DIGEST_HEX_LEN + 1], key_digest[TOKEN_DIGEST_HEX_LEN + 1] = "";
-    if (!bearer_digest(r, digest))
+    if (!auth_bearer_digest(r, digest))
         return;
     const char *key = http_header(r, "Ensign-Internal-Key");
     if (key != NULL && token_well_formed(key, TOKEN_PREFIX_INTERNAL))
@@ -321,7 +305,7 @@ void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg)
         lookup(r, SESSION_LOOKUP_SQL, 1, params, on_identity_row, init);
         return;
     }
-    if (!bearer_digest(r, digest))
+    if (!auth_bearer_digest(r, digest))
         return;
     const char *params[] = {digest};
     lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_identity_row, init);

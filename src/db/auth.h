@@ -19,6 +19,8 @@
 #include <json-c/json.h>
 #include <libpq-fe.h>
 
+#include "token.h"
+
 struct http_request;
 
 enum identity_kind { IDENTITY_USER, IDENTITY_ORG };
@@ -60,6 +62,45 @@ typedef void (*auth_cb)(struct http_request *r, const struct identity *who, void
  * query fails otherwise.
  */
 void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
+
+/*
+ * The token lookup for a statement that goes on with what the token may
+ * see, so that authentication and the next question take one round trip
+ * (mgmt.c): AUTH_TOKEN_CTE is the text of two WITH items with $1 the
+ * token digest, "token" (at most one row: id, kind, user_id, org_id,
+ * scopes, full_access, last_used_at, name, of a valid token) and
+ * "touched" (records last_used_at); AUTH_TOKEN_COLUMNS selects the
+ * columns auth_identity_from_row reads, which must come first in the
+ * row. No row means 401 "invalid access token".
+ */
+#define AUTH_TOKEN_CTE                                                                             \
+    "token AS ("                                                                                   \
+    "  SELECT t.id, t.kind, t.user_id, t.org_id, t.scopes, t.full_access, t.last_used_at, t.name"  \
+    "    FROM access_tokens t"                                                                     \
+    "    LEFT JOIN users u ON u.id = t.user_id"                                                    \
+    "   WHERE t.token_digest = $1"                                                                 \
+    "     AND t.revoked_at IS NULL"                                                                \
+    "     AND (t.expires_at IS NULL OR t.expires_at > now())"                                      \
+    "     AND (t.kind = 'organization' OR (u.id IS NOT NULL AND NOT u.deleted))"                   \
+    "), touched AS ("                                                                              \
+    "  UPDATE access_tokens a SET last_used_at = now()"                                            \
+    "    FROM token"                                                                               \
+    "   WHERE a.id = token.id"                                                                     \
+    "     AND (token.last_used_at IS NULL"                                                         \
+    "          OR token.last_used_at < now() - interval '1 minute')"                               \
+    ")"
+
+#define AUTH_TOKEN_COLUMNS                                                                         \
+    "token.id, token.kind, token.user_id, token.org_id, token.scopes, token.full_access"
+#define AUTH_TOKEN_NCOLUMNS 6
+
+/* The SHA-256 digest (hex) of r's bearer access token; false after
+ * answering 401 (missing, malformed, an SDK key). */
+bool auth_bearer_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1]);
+
+/* The identity of row 0 of a result whose first columns are
+ * AUTH_TOKEN_COLUMNS. */
+void auth_identity_from_row(struct identity *who, const PGresult *res);
 
 /*
  * Authenticates an internal operation (decisions.md section 7a): the

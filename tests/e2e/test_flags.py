@@ -251,6 +251,48 @@ class FlagReadTest(FlagTestCase):
         self.assertEqual((preview["total"], preview["lastSeenAt"], preview["variants"]),
                          (0, None, []))
 
+
+    def list_usage(self, key):
+        flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
+        return next(f for f in flags if f["key"] == key)["usage"]
+
+    def count_usage(self, key, environment, hours_ago, count):
+        self.database.query(
+            "INSERT INTO usage_counters (flag_id, environment_id, variant_key, hour, count,"
+            " last_seen_at)"
+            " SELECT f.id, e.id, 'on', date_trunc('hour', now()) - %d * interval '1 hour', %d,"
+            "        now()"
+            "   FROM flags f JOIN environments e ON e.org_id = f.org_id AND e.key = '%s'"
+            "  WHERE f.key = '%s'" % (hours_ago, count, environment, key))
+
+    def test_list_usage_follows_every_change_of_the_counters(self):
+        # The list reads a per-flag roll-up (sql/0008) kept by a trigger:
+        # inserts, updates and deletes of counters, hours outside the last
+        # 24, and a clock ahead (an hour after the current one) all show.
+        self.flag("rolled")
+        self.count_usage("rolled", "production", 1, 2)
+        self.count_usage("rolled", "development", 1, 1)
+        self.count_usage("rolled", "production", 30, 500)
+        usage = self.list_usage("rolled")
+        self.assertEqual(usage["total"], 503)
+        self.assertEqual(usage["series"], [0] * 22 + [3, 0])
+        self.assertEqual(usage["checksPerHour"], 0.13)  # round(3 / 24.0, 2), half up
+        self.database.query(
+            "UPDATE usage_counters SET count = count + 4 FROM flags f"
+            " WHERE f.id = usage_counters.flag_id AND f.key = 'rolled' AND count = 1")
+        self.assertEqual(self.list_usage("rolled")["series"], [0] * 22 + [7, 0])
+        self.count_usage("rolled", "production", -2, 5)
+        usage = self.list_usage("rolled")
+        self.assertEqual(usage["series"], [0] * 22 + [7, 0])
+        self.assertEqual(usage["total"], 512)
+        self.database.query(
+            "DELETE FROM usage_counters USING flags f"
+            " WHERE f.id = usage_counters.flag_id AND f.key = 'rolled'"
+            "   AND usage_counters.hour <> date_trunc('hour', now()) - interval '30 hours'")
+        usage = self.list_usage("rolled")
+        self.assertEqual(usage["series"], [0] * 24)
+        self.assertEqual(usage["checksPerHour"], 0)
+        self.assertEqual(usage["total"], 500)
     def test_list_usage_follows_the_flushers_additive_upserts(self):
         self.flag("upserted")
         upsert = ("INSERT INTO usage_counters (flag_id, environment_id, variant_key, hour, count,"

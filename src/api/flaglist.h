@@ -1,0 +1,23 @@
+/*
+ * flaglist.h - the flag list's statement and its JSON body (GET
+ * /v1/orgs/{org}/flags, flags-and-evaluation-api.md section 2): each flag
+ * with its creator's and maintainer's names, its production value and its
+ * usage summary (total, lastSeenAt, checksPerHour, series of 24 hourly
+ * counts oldest first; null until anything was counted).
+ *
+ * Called by flags.c.
+ */
+#ifndef ENSIGN_FLAGLIST_H
+#define ENSIGN_FLAGLIST_H
+
+#include <libpq-fe.h>
+
+/* $1 org id, $2 "t" for the archived flags, else the active ones. Plain
+ * rows, ordered by key. */
+extern const char FLAGLIST_SQL[];
+
+/* The body {"flags": [...]} of FLAGLIST_SQL's result (caller frees), or
+ * NULL when out of memory or the result has other columns. */
+char *flaglist_json(const PGresult *res);
+
+#endif
