@@ -107,12 +107,17 @@ bool http_query_param(const struct http_request *r, const char *name, char *out,
 const char *http_body(struct http_request *r, size_t *len)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-    size_t n = evbuffer_get_length(in);
-    *len = n;
-    if (n == 0)
-        return NULL;
-    /* NUL-terminate in place: the buffer is ours until the answer. */
-    if (evbuffer_add(in, "", 1) != 0)
+    if (!r->body_terminated) {
+        size_t n = evbuffer_get_length(in);
+        /* NUL-terminate in place, once: the buffer is ours until the
+         * answer, and a second call must not see the first NUL. */
+        if (n > 0 && evbuffer_add(in, "", 1) != 0)
+            return NULL;
+        r->body_terminated = true;
+        r->body_len = n;
+    }
+    *len = r->body_len;
+    if (r->body_len == 0)
         return NULL;
     return (const char *)evbuffer_pullup(in, -1);
 }

@@ -38,6 +38,8 @@ struct http_request {
     bool on_metrics_listener; /* arrived on metrics_listen's socket */
     uint64_t started_us;      /* CLOCK_MONOTONIC at dispatch */
     bool close_connection;    /* the answer carries Connection: close */
+    bool body_terminated;     /* http_body added its NUL (once) */
+    size_t body_len;          /* the body's length without that NUL */
     size_t room;              /* bytes allocated after the struct (http.c) */
     /* Internal requests only (NULL otherwise): where the answer goes
      * instead of a socket, and the request it runs on behalf of. */
