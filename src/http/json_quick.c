@@ -60,6 +60,8 @@ static bool quick_integer(struct quick *q, struct json_object **out)
     const char *p = digits;
     int64_t value = 0;
     while (p < q->end && *p >= '0' && *p <= '9') {
+        if ((size_t)(p - digits) == MAX_INT_DIGITS)
+            return false; /* declined before value can overflow */
         value = value * 10 + (*p - '0');
         p++;
     }

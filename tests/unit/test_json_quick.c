@@ -65,6 +65,8 @@ START_TEST(declines_the_rest)
     DECLINED("{\"a\": -0}");
     DECLINED("{\"a\": 01}");
     DECLINED("{\"a\": 1234567890123456789}"); /* 19 digits */
+    /* 66 digits with leading zeros: declined before the value overflows */
+    DECLINED("{\"t\": [000000000000000000000000000000000000000000002000000000000000000000]}");
     DECLINED("{\"a\": -}");
     DECLINED("{\"a\": \"x\\ny\"}"); /* escapes */
     DECLINED("{\"a\": \"x\ty\"}");  /* control characters */
