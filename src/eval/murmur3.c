@@ -46,11 +46,10 @@ void murmur3_init(struct murmur3_state *st, uint32_t seed)
     st->total_len = 0;
 }
 
-void murmur3_update(struct murmur3_state *st, const void *data, size_t len)
+/* Takes bytes into the partial block; a full block is mixed in. */
+static void take_bytes(struct murmur3_state *st, const unsigned char *p, size_t n)
 {
-    const unsigned char *p = data;
-    st->total_len += (uint32_t)len;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = 0; i < n; i++) {
         st->tail |= (uint32_t)p[i] << (8 * st->tail_len);
         if (++st->tail_len == 4) {
             st->h = mix_block(st->h, st->tail);
@@ -58,6 +57,28 @@ void murmur3_update(struct murmur3_state *st, const void *data, size_t len)
             st->tail_len = 0;
         }
     }
+}
+
+static uint32_t load_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void murmur3_update(struct murmur3_state *st, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    st->total_len += (uint32_t)len;
+    size_t head = st->tail_len == 0 ? 0 : 4 - st->tail_len;
+    if (head > len)
+        head = len;
+    take_bytes(st, p, head); /* completes the partial block, if any */
+    p += head;
+    len -= head;
+    uint32_t h = st->h;
+    for (; len >= 4; p += 4, len -= 4) /* whole blocks: the common case */
+        h = mix_block(h, load_le32(p));
+    st->h = h;
+    take_bytes(st, p, len);
 }
 
 uint32_t murmur3_final(const struct murmur3_state *st)
