@@ -36,3 +36,17 @@ void hex_encode(const uint8_t *bytes, size_t nbytes, char *out)
     }
     out[2 * nbytes] = '\0';
 }
+
+size_t hex_u64(uint64_t value, int min_digits, char *out)
+{
+    size_t n = 1;
+    while (n < 16 && (value >> (4 * n)) != 0)
+        n++;
+    if (min_digits > 16)
+        min_digits = 16;
+    if ((int)n < min_digits)
+        n = (size_t)min_digits;
+    for (size_t i = 0; i < n; i++)
+        out[n - 1 - i] = hex_digits[(value >> (4 * i)) & 15];
+    return n;
+}

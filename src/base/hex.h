@@ -20,4 +20,8 @@ bool hex_decode(const char *text, uint8_t *out, size_t nbytes);
 /* Writes 2 * nbytes lowercase digits and a NUL to out. */
 void hex_encode(const uint8_t *bytes, size_t nbytes, char *out);
 
+/* Writes value in lowercase hex, at least min_digits digits (zero-padded,
+ * as printf's %0*x), without a NUL; returns the digits written (1 to 16). */
+size_t hex_u64(uint64_t value, int min_digits, char *out);
+
 #endif

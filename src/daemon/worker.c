@@ -35,6 +35,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "answer.h"
 #include "config.h"
 #include "db.h"
 #include "eval.h"
@@ -246,6 +247,7 @@ static void teardown(struct worker_runtime *rt)
     served_snapshot_free(rt->w.snapshot);
     eval_scratch_free(rt->w.eval_scratch);
     ofrep_state_free(rt->w.ofrep);
+    http_answer_pool_free(rt->w.answers); /* after evhttp_free: its blocks came home */
     if (rt->w.base != NULL)
         event_base_free(rt->w.base);
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "isotime.h"
 #include "murmur3.h"
 #include "semver.h"
@@ -837,36 +838,59 @@ enum eval_context_status eval_context_init(struct eval_context *ctx, struct json
 }
 
 /* ------------------------------------------------------------------ */
-/* The bulk ETag: FNV-1a 64 over a canonical, unambiguous encoding
- * (type tags, lengths, object keys sorted by bytes), then an avalanche. */
+/* The bulk ETag: a 64-bit hash over a canonical, unambiguous encoding
+ * (type tags, lengths, object keys sorted by bytes), then an avalanche.
+ * Each piece of the encoding is taken 8 bytes at a time (little-endian
+ * words, the last one zero-padded) by a multiply-rotate round of the
+ * MurmurHash64 kind: the pieces and their order are fixed by the encoding,
+ * so equal contexts always feed the same words. */
 
 #define ETAG_STACK_KEYS 64
-#define FNV64_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV64_PRIME UINT64_C(0x100000001b3)
+#define ETAG_SEED UINT64_C(0xcbf29ce484222325)
+#define ETAG_K1 UINT64_C(0x87c37b91114253d5)
+#define ETAG_K2 UINT64_C(0x4cf5ad432745937f)
 
 struct etag_hash {
     uint64_t h;
 };
 
+static void hash_word(struct etag_hash *st, uint64_t w)
+{
+    w *= ETAG_K1;
+    w = (w << 31) | (w >> 33);
+    w *= ETAG_K2;
+    uint64_t h = st->h ^ w;
+    h = (h << 27) | (h >> 37);
+    st->h = h * 5 + 0x52dce729;
+}
+
 static void hash_bytes(struct etag_hash *st, const void *data, size_t len)
 {
     const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        st->h = (st->h ^ p[i]) * FNV64_PRIME;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w = 0;
+        for (int i = 0; i < 8; i++)
+            w |= (uint64_t)p[i] << (8 * i);
+        hash_word(st, w);
+    }
+    if (len > 0) {
+        uint64_t w = 0;
+        for (size_t i = 0; i < len; i++)
+            w |= (uint64_t)p[i] << (8 * i);
+        hash_word(st, w);
+    }
 }
 
 static void hash_u64(struct etag_hash *st, uint64_t v)
 {
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    hash_bytes(st, b, sizeof b);
+    hash_word(st, v);
 }
 
+/* A tagged piece: the tag and the length in one word (a length never
+ * reaches 2^56), then the bytes. */
 static void hash_text(struct etag_hash *st, char tag, const char *text, size_t len)
 {
-    hash_bytes(st, &tag, 1);
-    hash_u64(st, len);
+    hash_word(st, (uint64_t)(unsigned char)tag << 56 | (uint64_t)len);
     hash_bytes(st, text, len);
 }
 
@@ -966,7 +990,7 @@ static uint64_t clock_interval(const struct snapshot *s, const struct snapshot_e
 void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
                     struct json_object *context, int64_t now_us, char out[EVAL_ETAG_SIZE])
 {
-    struct etag_hash st = {FNV64_OFFSET};
+    struct etag_hash st = {ETAG_SEED};
     hash_text(&st, 'e', snapshot_string(s, env->id), env->id.len);
     if (context == NULL)
         hash_text(&st, 'n', "", 0);
@@ -976,12 +1000,21 @@ void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
     h ^= h >> 33;
     h *= UINT64_C(0xff51afd7ed558ccd);
     h ^= h >> 33;
+    /* "GENERATION-INTERVAL-HASH" or "GENERATION-sSECOND-HASH", in hex
+     * (at most 2 + 3 * 16 + 3 bytes: EVAL_ETAG_SIZE holds it). */
+    char *p = out;
+    *p++ = '"';
+    p += hex_u64(snapshot_generation(s), 1, p);
+    *p++ = '-';
     if (env->clock_opaque) {
         int64_t second = now_us / 1000000 - (now_us % 1000000 < 0);
-        snprintf(out, EVAL_ETAG_SIZE, "\"%" PRIx64 "-s%" PRIx64 "-%016" PRIx64 "\"",
-                 snapshot_generation(s), (uint64_t)second, h);
+        *p++ = 's';
+        p += hex_u64((uint64_t)second, 1, p);
     } else {
-        snprintf(out, EVAL_ETAG_SIZE, "\"%" PRIx64 "-%" PRIx64 "-%016" PRIx64 "\"",
-                 snapshot_generation(s), clock_interval(s, env, now_us), h);
+        p += hex_u64(clock_interval(s, env, now_us), 1, p);
     }
+    *p++ = '-';
+    p += hex_u64(h, 16, p);
+    *p++ = '"';
+    *p = '\0';
 }

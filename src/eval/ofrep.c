@@ -23,7 +23,9 @@
 #include <strings.h>
 #include <time.h>
 
+#include "answer.h"
 #include "eval.h"
+#include "hex.h"
 #include "http.h"
 #include "json_guard.h"
 #include "json_quick.h"
@@ -68,90 +70,47 @@ const char ofrep_bulk_response_schema[] =
     "\"required\":[\"type\",\"url\"],\"properties\":{\"type\":{\"const\":\"sse\"},"
     "\"url\":{\"type\":\"string\"},\"inactivityDelaySec\":{\"type\":\"integer\"}}}}}}";
 
-/* ---- a growable text buffer for answers ---- */
+/* ---- answer text (written in place: answer.h) ---- */
 
-struct text {
-    char *data;
-    size_t len, cap;
-    bool failed;
-    char inline_buf[8192]; /* a 20-flag bulk answer fits: no malloc */
-};
-
-static void text_init(struct text *t)
-{
-    t->data = t->inline_buf;
-    t->len = 0;
-    t->cap = sizeof t->inline_buf;
-    t->failed = false;
-    t->data[0] = '\0';
-}
-
-static void text_free(struct text *t)
-{
-    if (t->data != t->inline_buf)
-        free(t->data);
-}
-
-static bool text_reserve(struct text *t, size_t more)
-{
-    if (t->failed)
-        return false;
-    if (t->len + more + 1 <= t->cap)
-        return true;
-    size_t cap = t->cap * 2;
-    while (cap < t->len + more + 1)
-        cap *= 2;
-    char *grown = t->data == t->inline_buf ? malloc(cap) : realloc(t->data, cap);
-    if (grown == NULL) {
-        t->failed = true;
-        return false;
-    }
-    if (t->data == t->inline_buf)
-        memcpy(grown, t->inline_buf, t->len + 1);
-    t->data = grown;
-    t->cap = cap;
-    return true;
-}
-
-static void text_add(struct text *t, const char *s, size_t n)
-{
-    if (!text_reserve(t, n))
-        return;
-    memcpy(t->data + t->len, s, n);
-    t->len += n;
-    t->data[t->len] = '\0';
-}
-
-static void text_lit(struct text *t, const char *s)
-{
-    text_add(t, s, strlen(s));
-}
-
-/* Appends s as a JSON string (quoted, escaped). */
-static void text_string(struct text *t, const char *s, size_t n)
+/* Appends s as a JSON string (quoted, escaped). Keys, variant keys and
+ * rule ids need no escape: one reservation and one copy. */
+static void put_string(struct http_answer *a, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    text_add(t, "\"", 1);
     size_t plain = 0;
-    for (size_t i = 0; i < n; i++) {
+    while (plain < n && (unsigned char)s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\')
+        plain++;
+    if (plain == n) {
+        if (!http_answer_room(a, n + 2))
+            return;
+        char *out = a->data + a->len;
+        out[0] = '"';
+        memcpy(out + 1, s, n);
+        out[n + 1] = '"';
+        a->len += n + 2;
+        return;
+    }
+    http_answer_put(a, "\"", 1);
+    http_answer_put(a, s, plain);
+    for (size_t i = plain; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        text_add(t, s + plain, i - plain);
+        http_answer_put(a, s + plain, i - plain);
         char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
         if (c == '"' || c == '\\')
-            text_add(t, (char[2]){'\\', (char)c}, 2);
+            http_answer_put(a, (char[2]){'\\', (char)c}, 2);
         else
-            text_add(t, esc, sizeof esc);
+            http_answer_put(a, esc, sizeof esc);
         plain = i + 1;
     }
-    text_add(t, s + plain, n - plain);
-    text_add(t, "\"", 1);
+    http_answer_put(a, s + plain, n - plain);
+    http_answer_put(a, "\"", 1);
 }
 
-static void text_cstring(struct text *t, const char *s)
+static void put_cstring(struct http_answer *a, const char *s)
 {
-    text_string(t, s, strlen(s));
+    put_string(a, s, strlen(s));
 }
 
 /* ---- per-worker state ---- */
@@ -166,7 +125,8 @@ struct digest_entry {
 };
 
 struct ofrep_state {
-    struct json_tokener *tok; /* reset before each body */
+    struct json_tokener *tok;    /* reset before each body */
+    struct json_quick_keys keys; /* the body's member names (call_end frees the tree first) */
     struct digest_entry digests[DIGEST_CACHE_SLOTS];
     /* The last eventStreams entry and its hash (bulk_etag): an SDK's
      * entry (its Host and key) is the same on every request it sends. */
@@ -338,9 +298,10 @@ static enum ofrep_body_status guard_status(enum json_guard_verdict verdict, cons
                : OFREP_BODY_INVALID_CONTEXT;
 }
 
-enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *text, size_t len,
-                                       int64_t now_us, struct json_object **body,
-                                       struct eval_context *ctx, const char **detail)
+enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_quick_keys *keys,
+                                       const char *text, size_t len, int64_t now_us,
+                                       struct json_object **body, struct eval_context *ctx,
+                                       const char **detail)
 {
     *body = NULL;
     *detail = NULL;
@@ -350,7 +311,7 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *tex
             json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
         if (verdict != JSON_GUARD_OK)
             return guard_status(verdict, detail);
-        bool complete = json_quick_parse(text, len, body);
+        bool complete = json_quick_parse(text, len, keys, body);
         if (!complete) { /* outside the plain subset: json-c decides */
             json_tokener_reset(tok);
             json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
@@ -394,7 +355,8 @@ static bool read_body(struct call *c)
     size_t len;
     const char *text = http_body(c->r, &len);
     const char *detail;
-    switch (ofrep_read_body(c->state->tok, text, len, c->now_us, &c->body, &c->ctx, &detail)) {
+    switch (ofrep_read_body(c->state->tok, &c->state->keys, text, len, c->now_us, &c->body, &c->ctx,
+                            &detail)) {
     case OFREP_BODY_OK:
         return true;
     case OFREP_BODY_PARSE_ERROR:
@@ -435,44 +397,46 @@ static void count_usage(const struct call *c, const struct snapshot_flag *flag,
                       res->variant_index, c->now_us / 1000000);
 }
 
-static void write_result(struct text *t, const struct call *c, const struct snapshot_flag *flag,
-                         const struct eval_result *res)
+static void write_result(struct http_answer *t, const struct call *c,
+                         const struct snapshot_flag *flag, const struct eval_result *res)
 {
-    text_lit(t, "{\"key\":");
-    text_string(t, snapshot_string(c->s, flag->key), flag->key.len);
-    text_lit(t, ",\"value\":");
-    text_add(t, res->value_json, res->value_json_len);
-    text_lit(t, ",\"reason\":");
-    text_cstring(t, eval_reason_name(res->reason));
-    text_lit(t, ",\"variant\":");
-    text_string(t, res->variant_key, res->variant_key_len);
-    text_lit(t, ",\"metadata\":{\"environment\":");
-    text_string(t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    http_answer_lit(t, "{\"key\":");
+    put_string(t, snapshot_string(c->s, flag->key), flag->key.len);
+    http_answer_lit(t, ",\"value\":");
+    http_answer_put(t, res->value_json, res->value_json_len);
+    http_answer_lit(t, ",\"reason\":");
+    put_cstring(t, eval_reason_name(res->reason));
+    http_answer_lit(t, ",\"variant\":");
+    put_string(t, res->variant_key, res->variant_key_len);
+    http_answer_lit(t, ",\"metadata\":{\"environment\":");
+    put_string(t, snapshot_string(c->s, c->env->key), c->env->key.len);
     if (res->rule_id != NULL) {
-        text_lit(t, ",\"ruleId\":");
-        text_string(t, res->rule_id, res->rule_id_len);
+        http_answer_lit(t, ",\"ruleId\":");
+        put_string(t, res->rule_id, res->rule_id_len);
     }
-    text_lit(t, "}}");
+    http_answer_lit(t, "}}");
 }
 
-static void write_failure(struct text *t, const struct call *c, const struct snapshot_flag *flag,
-                          const struct eval_result *res)
+static void write_failure(struct http_answer *t, const struct call *c,
+                          const struct snapshot_flag *flag, const struct eval_result *res)
 {
-    text_lit(t, "{\"key\":");
-    text_string(t, snapshot_string(c->s, flag->key), flag->key.len);
-    text_lit(t, ",\"errorCode\":");
-    text_cstring(t, eval_error_code(res->status));
-    text_lit(t, ",\"errorDetails\":");
-    text_cstring(t, res->error_detail != NULL ? res->error_detail : "evaluation failed");
-    text_lit(t, "}");
+    http_answer_lit(t, "{\"key\":");
+    put_string(t, snapshot_string(c->s, flag->key), flag->key.len);
+    http_answer_lit(t, ",\"errorCode\":");
+    put_cstring(t, eval_error_code(res->status));
+    http_answer_lit(t, ",\"errorDetails\":");
+    put_cstring(t, res->error_detail != NULL ? res->error_detail : "evaluation failed");
+    http_answer_lit(t, "}");
 }
 
-static void send_text(struct call *c, int status, struct text *t)
+static void send_answer(struct call *c, int status, struct http_answer *t)
 {
-    if (t->failed)
+    if (t->failed) {
+        http_answer_close(t);
         fail(c, 500, "GENERAL", "out of memory");
-    else
-        http_send_json_text(c->r, status, t->data);
+    } else {
+        http_send_answer(c->r, status, t);
+    }
 }
 
 /* ---- the single route ---- */
@@ -507,11 +471,10 @@ static void evaluate_one(struct call *c)
         return;
     }
     count_usage(c, flag, &res);
-    struct text t;
-    text_init(&t);
+    struct http_answer t;
+    http_answer_open(c->w, &t);
     write_result(&t, c, flag, &res);
-    send_text(c, 200, &t);
-    text_free(&t);
+    send_answer(c, 200, &t);
 }
 
 void ofrep_evaluate_flag(struct http_request *r)
@@ -577,24 +540,29 @@ static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
         memcpy(out, etag, len + 1);
         return;
     }
-    snprintf(out, BULK_ETAG_SIZE, "%.*s-%08" PRIx32 "\"", (int)(len - 1), etag,
-             entry_hash(c->state, entry, entry_len));
+    /* the tag without its closing quote, then "-HASH" (8 digits) */
+    memcpy(out, etag, len - 1);
+    char *p = out + len - 1;
+    *p++ = '-';
+    p += hex_u64(entry_hash(c->state, entry, entry_len), 8, p);
+    *p++ = '"';
+    *p = '\0';
 }
 
 static void evaluate_all(struct call *c, const char *etag, const char *entry, size_t entry_len)
 {
     size_t count = 0;
     const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
-    struct text t;
-    text_init(&t);
-    text_lit(&t, "{\"flags\":[");
+    struct http_answer t;
+    http_answer_open(c->w, &t);
+    http_answer_lit(&t, "{\"flags\":[");
     if (c->w->metrics != NULL)
         metrics_add(&c->w->metrics->flag_evaluations, count);
     for (size_t i = 0; i < count; i++) {
         struct eval_result res;
         eval_flag(c->s, &flags[i], &c->ctx, c->w->eval_scratch, &res);
         if (i > 0)
-            text_lit(&t, ",");
+            http_answer_lit(&t, ",");
         if (res.status != EVAL_OK) {
             write_failure(&t, c, &flags[i], &res);
             continue;
@@ -602,18 +570,17 @@ static void evaluate_all(struct call *c, const char *etag, const char *entry, si
         write_result(&t, c, &flags[i], &res);
         count_usage(c, &flags[i], &res);
     }
-    text_lit(&t, "],\"metadata\":{\"environment\":");
-    text_string(&t, snapshot_string(c->s, c->env->key), c->env->key.len);
-    text_lit(&t, "}");
+    http_answer_lit(&t, "],\"metadata\":{\"environment\":");
+    put_string(&t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    http_answer_lit(&t, "}");
     if (entry_len > 0) {
-        text_lit(&t, ",\"eventStreams\":[");
-        text_add(&t, entry, entry_len);
-        text_lit(&t, "]");
+        http_answer_lit(&t, ",\"eventStreams\":[");
+        http_answer_put(&t, entry, entry_len);
+        http_answer_lit(&t, "]");
     }
-    text_lit(&t, "}");
+    http_answer_lit(&t, "}");
     http_add_header(c->r, "ETag", etag);
-    send_text(c, 200, &t);
-    text_free(&t);
+    send_answer(c, 200, &t);
 }
 
 void ofrep_evaluate_bulk(struct http_request *r)

@@ -44,14 +44,17 @@ enum ofrep_body_status {
 /*
  * Reads an evaluation request body: text (len bytes; NULL or only
  * whitespace is an empty body) parsed with tok into *body (NULL for an
- * empty body; the caller puts it, also on error), then ctx prepared from
+ * empty body; the caller puts it, also on error; member names may live in
+ * keys, json_quick.h, which must stay untouched until then), then ctx prepared from
  * its `context` member (eval_context_init, clock now_us). On error *detail
  * is the errorDetails text. Pure: no I/O, no globals (the fuzz target
  * tests/fuzz/fuzz_ofrep_body.c calls it too).
  */
-enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, const char *text, size_t len,
-                                       int64_t now_us, struct json_object **body,
-                                       struct eval_context *ctx, const char **detail);
+struct json_quick_keys;
+enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_quick_keys *keys,
+                                       const char *text, size_t len, int64_t now_us,
+                                       struct json_object **body, struct eval_context *ctx,
+                                       const char **detail);
 
 /* Frees a worker's OFREP state (a JSON parser kept between requests and a
  * few recent SDK-key digests), made on the worker's first evaluation.

@@ -688,12 +688,34 @@ size_t streams_entry_json(struct http_request *r, const struct snapshot *s,
     const char *proto = http_header(r, "X-Forwarded-Proto");
     bool https = proto != NULL && strncasecmp(proto, "https", 5) == 0 &&
                  (proto[5] == '\0' || proto[5] == ',' || proto[5] == ' ');
-    char origin[300] = "";
-    if (host_usable(host))
-        snprintf(origin, sizeof origin, "%s://%s", https ? "https" : "http", host);
-    int n = snprintf(out, outlen,
-                     "{\"type\":\"sse\",\"url\":\"%s/ofrep/v1/events/%s?token=%s\","
-                     "\"inactivityDelaySec\":%d}",
-                     origin, snapshot_string(s, env->id), digest_hex, STREAMS_INACTIVITY_DELAY_SEC);
-    return n > 0 && (size_t)n < outlen ? (size_t)n : 0;
+    /* {"type":"sse","url":"[ORIGIN]/ofrep/v1/events/ENV?token=DIGEST",
+     * "inactivityDelaySec":N}, pieces copied (every request writes one) */
+    struct piece {
+        const char *text;
+        size_t len;
+    } pieces[8];
+    size_t count = 0;
+#define PIECE(t, n) (pieces[count++] = (struct piece){(t), (n)})
+#define LITERAL(t) PIECE((t), sizeof(t) - 1)
+    LITERAL("{\"type\":\"sse\",\"url\":\"");
+    if (host_usable(host)) {
+        PIECE(https ? "https://" : "http://", https ? 8 : 7);
+        PIECE(host, strlen(host));
+    }
+    LITERAL("/ofrep/v1/events/");
+    PIECE(snapshot_string(s, env->id), env->id.len);
+    LITERAL("?token=");
+    PIECE(digest_hex, strlen(digest_hex));
+    LITERAL("\",\"inactivityDelaySec\":" STREAMS_INACTIVITY_DELAY_TEXT "}");
+#undef LITERAL
+#undef PIECE
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (n + pieces[i].len >= outlen)
+            return 0;
+        memcpy(out + n, pieces[i].text, pieces[i].len);
+        n += pieces[i].len;
+    }
+    out[n] = '\0';
+    return n;
 }

@@ -57,6 +57,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "answer.h"
 #include "config.h"
 #include "intake.h"
 #include "json_guard.h"
@@ -83,6 +84,9 @@ const char *http_param(const struct http_request *r, const char *name)
 
 const char *http_header(const struct http_request *r, const char *name)
 {
+    int slot = r->headers.built ? header_index_slot(name) : -1;
+    if (slot >= 0)
+        return r->headers.value[slot];
     return evhttp_find_header(evhttp_request_get_input_headers(r->req), name);
 }
 
@@ -302,11 +306,11 @@ void http_add_header(struct http_request *r, const char *name, const char *value
 
 /* Vary: Origin, and with Origin the Access-Control-* headers (decisions.md
  * section 8). */
-static void add_cors_headers(struct evhttp_request *req, const struct config *cfg)
+static void add_cors_headers(struct evhttp_request *req, const char *origin,
+                             const struct config *cfg)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_add_header(out, "Vary", "Origin");
-    const char *origin = evhttp_find_header(evhttp_request_get_input_headers(req), "Origin");
     if (origin == NULL)
         return;
     const char *allowed = cfg != NULL ? cfg->cors_allow_origins : "*";
@@ -412,7 +416,8 @@ static void send_raw(struct http_request *r, int status, const char *content_typ
     struct evhttp_request *req = r->req;
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     if (r->surface == SURFACE_OFREP)
-        add_cors_headers(req, r->server ? r->server->cfg : NULL);
+        add_cors_headers(r->req, r->headers.value[HEADER_ORIGIN],
+                         r->server ? r->server->cfg : NULL);
     if ((status == 429 || status == 503) && evhttp_find_header(out, "Retry-After") == NULL)
         evhttp_add_header(out, "Retry-After", "1");
     if ((r->server != NULL && r->server->draining) || r->close_connection)
@@ -435,6 +440,18 @@ void http_send_json(struct http_request *r, int status, struct json_object *body
     send_raw(r, status, "application/json", body);
 }
 
+/* The headers every answer with a body of content_type carries. */
+static void add_body_headers(struct http_request *r, const char *content_type)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
+    if (r->surface == SURFACE_OFREP)
+        add_cors_headers(r->req, r->headers.value[HEADER_ORIGIN],
+                         r->server ? r->server->cfg : NULL);
+    evhttp_add_header(out, "Content-Type", content_type);
+    if ((r->server != NULL && r->server->draining) || r->close_connection)
+        evhttp_add_header(out, "Connection", "close");
+}
+
 void http_send_text(struct http_request *r, int status, const char *content_type, const char *text,
                     size_t len)
 {
@@ -442,13 +459,23 @@ void http_send_text(struct http_request *r, int status, const char *content_type
         internal_capture(r, status, text, len);
         return;
     }
-    struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
-    if (r->surface == SURFACE_OFREP)
-        add_cors_headers(r->req, r->server ? r->server->cfg : NULL);
-    evhttp_add_header(out, "Content-Type", content_type);
-    if ((r->server != NULL && r->server->draining) || r->close_connection)
-        evhttp_add_header(out, "Connection", "close");
+    add_body_headers(r, content_type);
     evbuffer_add(evhttp_request_get_output_buffer(r->req), text, len);
+    evhttp_send_reply(r->req, status, envelope_reason_phrase(status), NULL);
+    release(r, status, len);
+}
+
+void http_send_answer(struct http_request *r, int status, struct http_answer *a)
+{
+    size_t len = a->len;
+    if (r->sink != NULL) {
+        internal_capture(r, status, a->data, len);
+        http_answer_close(a);
+        return;
+    }
+    add_body_headers(r, "application/json");
+    if (!http_answer_attach(a, evhttp_request_get_output_buffer(r->req)))
+        len = 0;
     evhttp_send_reply(r->req, status, envelope_reason_phrase(status), NULL);
     release(r, status, len);
 }
@@ -539,7 +566,8 @@ struct evhttp_request *http_start_stream(struct http_request *r, const char *con
     struct evhttp_request *req = r->req;
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     if (r->surface == SURFACE_OFREP)
-        add_cors_headers(req, r->server ? r->server->cfg : NULL);
+        add_cors_headers(r->req, r->headers.value[HEADER_ORIGIN],
+                         r->server ? r->server->cfg : NULL);
     evhttp_add_header(out, "Content-Type", content_type);
     evhttp_add_header(out, "Cache-Control", "no-store");
     evhttp_add_header(out, "X-Accel-Buffering", "no");
@@ -631,9 +659,8 @@ static struct http_request *request_new(struct evhttp_request *req, struct http_
     r->server = w;
     r->path = copy;
     r->method = method_bit(evhttp_request_get_command(req));
-    if (r->method == METHOD_POST &&
-        query_method_override(evhttp_find_header(evhttp_request_get_input_headers(req),
-                                                 QUERY_METHOD_OVERRIDE_HEADER)))
+    header_index_build(&r->headers, evhttp_request_get_input_headers(req));
+    if (r->method == METHOD_POST && query_method_override(r->headers.value[HEADER_METHOD_OVERRIDE]))
         r->method = METHOD_QUERY; /* query_method.c */
     r->surface = envelope_surface_for_path(copy);
     r->started_us = monotonic_us();
@@ -773,6 +800,7 @@ int http_internal_request(const struct http_request *origin, unsigned method, co
     r->server = origin->server;
     r->path = copy;
     r->method = method;
+    header_index_build(&r->headers, evhttp_request_get_input_headers(req));
     r->surface = envelope_surface_for_path(copy);
     r->sink = in;
     r->origin = origin;
@@ -838,7 +866,8 @@ void evhttp_send_error(struct evhttp_request *req, int error, const char *reason
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_clear_headers(out);
     if (surface == SURFACE_OFREP || req->uri == NULL)
-        add_cors_headers(req, bound_server ? bound_server->cfg : NULL);
+        add_cors_headers(req, evhttp_find_header(evhttp_request_get_input_headers(req), "Origin"),
+                         bound_server ? bound_server->cfg : NULL);
     evhttp_add_header(out, "Content-Type",
                       surface == SURFACE_ROOT ? "application/problem+json" : "application/json");
     evhttp_add_header(out, "Connection", "close");

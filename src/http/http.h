@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "envelope.h"
+#include "header_index.h"
 #include "router.h"
 
 struct evhttp_request;
@@ -41,6 +42,7 @@ struct http_request {
     bool body_terminated;     /* http_body added its NUL (once) */
     size_t body_len;          /* the body's length without that NUL */
     size_t room;              /* bytes allocated after the struct (http.c) */
+    struct header_index headers; /* the often-asked headers (http_header) */
     /* Internal requests only (NULL otherwise): where the answer goes
      * instead of a socket, and the request it runs on behalf of. */
     struct http_internal *sink;
@@ -90,6 +92,11 @@ void http_send_json(struct http_request *r, int status, struct json_object *body
 
 /* Answers status with an already serialized JSON text (copied). */
 void http_send_json_text(struct http_request *r, int status, const char *json_text);
+
+/* Sends the JSON body written into a (answer.h) without copying it;
+ * closes a. The caller checks a->failed first. */
+struct http_answer;
+void http_send_answer(struct http_request *r, int status, struct http_answer *a);
 
 /* Answers with the surface's error body. For /ofrep, errorCode GENERAL
  * (AUTHENTICATION_ERROR for 401); FLAG_NOT_FOUND is the OFREP handlers' own. */

@@ -18,6 +18,7 @@
 
 struct quick {
     const char *p, *end;
+    struct json_quick_keys *keys; /* NULL: json-c copies names */
 };
 
 static void skip_ws(struct quick *q)
@@ -123,11 +124,18 @@ static bool quick_object(struct quick *q, int depth, struct json_object **out)
         char stack_key[64];
         if (key_len >= sizeof stack_key)
             return false;
-        memcpy(stack_key, key, key_len);
-        stack_key[key_len] = '\0';
+        char *name = stack_key;
+        unsigned add_flags = 0;
+        if (q->keys != NULL && q->keys->used + key_len < sizeof q->keys->text) {
+            name = q->keys->text + q->keys->used;
+            q->keys->used += key_len + 1;
+            add_flags = JSON_C_OBJECT_KEY_IS_CONSTANT; /* it lives in keys */
+        }
+        memcpy(name, key, key_len);
+        name[key_len] = '\0';
         struct json_object *value = NULL;
         bool ok = quick_value(q, depth, &value);
-        if (!ok || json_object_object_add(obj, stack_key, value) != 0) {
+        if (!ok || json_object_object_add_ex(obj, name, value, add_flags) != 0) {
             json_object_put(value);
             return false;
         }
@@ -188,9 +196,12 @@ static bool quick_value(struct quick *q, int depth, struct json_object **out)
     }
 }
 
-bool json_quick_parse(const char *text, size_t len, struct json_object **out)
+bool json_quick_parse(const char *text, size_t len, struct json_quick_keys *keys,
+                      struct json_object **out)
 {
-    struct quick q = {text, text + len};
+    struct quick q = {text, text + len, keys};
+    if (keys != NULL)
+        keys->used = 0;
     *out = NULL;
     skip_ws(&q);
     if (q.p >= q.end || *q.p != '{')

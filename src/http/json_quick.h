@@ -29,10 +29,25 @@ struct json_object;
 #define JSON_QUICK_MAX_DEPTH 32
 
 /*
+ * Room for the member names of one tree, so that json-c need not copy
+ * each into a malloc of its own (json-c's JSON_C_OBJECT_KEY_IS_CONSTANT):
+ * names are copied here, NUL-terminated, until it is full, then json-c
+ * copies the rest. The caller keeps it unchanged while the tree lives and
+ * gives each parse its own (or reuses one after freeing the former tree).
+ */
+#define JSON_QUICK_KEY_ROOM 2048
+struct json_quick_keys {
+    size_t used;
+    char text[JSON_QUICK_KEY_ROOM];
+};
+
+/*
  * Parses len bytes of text that must be one JSON object (surrounding
  * whitespace allowed). True with *out set (caller owns) when the text is
  * within the subset; false with *out NULL otherwise (json-c decides).
+ * keys (may be NULL: json-c copies every name) is emptied first.
  */
-bool json_quick_parse(const char *text, size_t len, struct json_object **out);
+bool json_quick_parse(const char *text, size_t len, struct json_quick_keys *keys,
+                      struct json_object **out);
 
 #endif

@@ -30,6 +30,7 @@ struct ofrep_state;     /* eval/ofrep.c: the OFREP handlers' caches */
 struct usage_batch;     /* eval/usage_batch.h */
 struct metrics_block;   /* http/metrics.h: this worker's counters */
 struct stream_hub;      /* eval/streams.h: the worker's open event streams */
+struct answer_pool;     /* http/answer.h: blocks for answer bodies */
 
 struct http_server {
     int index; /* 0-based worker slot */
@@ -48,6 +49,7 @@ struct http_server {
     struct ofrep_state *ofrep;         /* created by the OFREP handlers on first use */
     struct usage_batch *usage_batch;   /* evaluation counts not yet in shared memory */
     struct stream_hub *streams;        /* change streams (NULL: none offered) */
+    struct answer_pool *answers;       /* created by the first pooled answer */
     unsigned long in_flight;           /* dispatched, unanswered requests */
     bool draining;                     /* answers carry Connection: close */
 };

@@ -19,6 +19,7 @@
 
 #include "eval.h"
 #include "fuzz_common.h"
+#include "json_quick.h"
 #include "http.h"
 #include "ofrep.h"
 #include "snapshot.h"
@@ -107,6 +108,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+static struct json_quick_keys keys; /* reused: the tree is put before the next input */
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = fuzz_text(data, size);
@@ -114,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct eval_context ctx;
     const char *detail;
     enum ofrep_body_status st =
-        ofrep_read_body(tok, size > 0 ? text : NULL, size, NOW_US, &body, &ctx, &detail);
+        ofrep_read_body(tok, &keys, size > 0 ? text : NULL, size, NOW_US, &body, &ctx, &detail);
     if (st == OFREP_BODY_OK) {
         fuzz_check_guarded(body);
         fuzz_evaluate_all(&snap, &ctx, scratch, true);

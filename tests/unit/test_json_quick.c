@@ -10,11 +10,14 @@
 #include "json_quick.h"
 #include "suites.h"
 
-/* Parses text both ways; the quick tree must equal json-c's. */
-static void assert_same_as_json_c(const char *text)
+static struct json_quick_keys keys;
+
+/* Parses text both ways; the quick tree must equal json-c's, with names
+ * copied by json-c (keys NULL) and with names kept in keys alike. */
+static void assert_same_with(const char *text, struct json_quick_keys *names)
 {
     struct json_object *quick = NULL;
-    ck_assert_msg(json_quick_parse(text, strlen(text), &quick), "declined: %s", text);
+    ck_assert_msg(json_quick_parse(text, strlen(text), names, &quick), "declined: %s", text);
     struct json_object *expected = json_tokener_parse(text);
     ck_assert_ptr_nonnull(expected);
     ck_assert_msg(json_object_equal(quick, expected), "differs: %s", text);
@@ -25,10 +28,16 @@ static void assert_same_as_json_c(const char *text)
     json_object_put(expected);
 }
 
+static void assert_same_as_json_c(const char *text)
+{
+    assert_same_with(text, NULL);
+    assert_same_with(text, &keys);
+}
+
 static void assert_declined(const char *text, size_t len)
 {
     struct json_object *quick = (struct json_object *)1;
-    ck_assert_msg(!json_quick_parse(text, len, &quick), "accepted: %.*s", (int)len, text);
+    ck_assert_msg(!json_quick_parse(text, len, NULL, &quick), "accepted: %.*s", (int)len, text);
     ck_assert_ptr_null(quick);
 }
 
@@ -48,8 +57,33 @@ START_TEST(builds_what_json_c_builds)
     assert_same_as_json_c("{\"caf\xc3\xa9\": \"h\xc3\xa9\", \"x\": \"a/b:c,d}\"}");
     assert_same_as_json_c("{\"dup\": 1, \"dup\": 2}"); /* the last wins, as in json-c */
     struct json_object *obj;
-    ck_assert(json_quick_parse("{\"n\": 42}", 9, &obj));
+    ck_assert(json_quick_parse("{\"n\": 42}", 9, NULL, &obj));
     ck_assert(json_object_is_type(json_object_object_get(obj, "n"), json_type_int));
+    json_object_put(obj);
+}
+END_TEST
+
+/* Names beyond the room of keys are copied by json-c: the tree is the
+ * same, and freeing it frees only those (ASan checks). */
+START_TEST(names_beyond_the_room_are_copied)
+{
+    char text[16384];
+    size_t n = 0;
+    n += (size_t)snprintf(text + n, sizeof text - n, "{");
+    for (int i = 0; i < 400; i++) /* 400 names of 12 bytes: more than the room */
+        n += (size_t)snprintf(text + n, sizeof text - n, "%s\"attribute-%03d\": %d",
+                              i > 0 ? "," : "", i, i);
+    snprintf(text + n, sizeof text - n, "}");
+    assert_same_with(text, &keys);
+    ck_assert_uint_le(keys.used, sizeof keys.text);
+    ck_assert_uint_gt(keys.used, sizeof keys.text - 16);
+    struct json_object *obj;
+    ck_assert(json_quick_parse(text, strlen(text), &keys, &obj));
+    struct json_object *v;
+    ck_assert(json_object_object_get_ex(obj, "attribute-000", &v)); /* in keys */
+    ck_assert_int_eq(json_object_get_int(v), 0);
+    ck_assert(json_object_object_get_ex(obj, "attribute-399", &v)); /* copied */
+    ck_assert_int_eq(json_object_get_int(v), 399);
     json_object_put(obj);
 }
 END_TEST
@@ -120,6 +154,7 @@ Suite *suite_json_quick(void)
     Suite *s = suite_create("json_quick");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, builds_what_json_c_builds);
+    tcase_add_test(tc, names_beyond_the_room_are_copied);
     tcase_add_test(tc, declines_the_rest);
     tcase_add_test(tc, bounds_the_depth);
     suite_add_tcase(s, tc);

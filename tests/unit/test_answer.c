@@ -1,0 +1,178 @@
+/*
+ * test_answer.c - answer bodies and the small pieces of the evaluation
+ * answer path: the answer block pool (src/http/answer.c: reuse, growth,
+ * hand-over to an evbuffer and the return when libevent lets go, the pool
+ * outliving its blocks), the header index (src/http/header_index.c: first
+ * occurrence, any case, names it does not keep) and hex_u64
+ * (src/base/hex.c, the ETag digits).
+ */
+#include <check.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "answer.h"
+#include "header_index.h"
+#include "hex.h"
+#include "server.h"
+#include "suites.h"
+
+/* ---- hex_u64 ---- */
+
+static const char *hex_text(uint64_t value, int min_digits, char out[32])
+{
+    size_t n = hex_u64(value, min_digits, out);
+    out[n] = '\0';
+    return out;
+}
+
+START_TEST(hex_u64_digits)
+{
+    char out[32];
+    ck_assert_str_eq(hex_text(0, 1, out), "0");
+    ck_assert_str_eq(hex_text(0, 8, out), "00000000");
+    ck_assert_str_eq(hex_text(0xabc, 1, out), "abc");
+    ck_assert_str_eq(hex_text(0xabc, 2, out), "abc");
+    ck_assert_str_eq(hex_text(0x1f, 8, out), "0000001f");
+    ck_assert_str_eq(hex_text(UINT64_MAX, 1, out), "ffffffffffffffff");
+    ck_assert_str_eq(hex_text(UINT64_C(0x8000000000000000), 16, out), "8000000000000000");
+    ck_assert_str_eq(hex_text(1, 40, out), "0000000000000001"); /* at most 16 */
+}
+END_TEST
+
+/* ---- header index ---- */
+
+START_TEST(header_index_first_of_any_case)
+{
+    struct evkeyvalq headers;
+    TAILQ_INIT(&headers);
+    evhttp_add_header(&headers, "content-type", "application/json");
+    evhttp_add_header(&headers, "AUTHORIZATION", "Bearer one");
+    evhttp_add_header(&headers, "Authorization", "Bearer two");
+    evhttp_add_header(&headers, "if-none-match", "\"tag\"");
+    evhttp_add_header(&headers, "X-Forwarded-Protocol", "https"); /* longer: not the slot */
+    struct header_index ix;
+    header_index_build(&ix, &headers);
+    ck_assert(ix.built);
+    ck_assert_str_eq(ix.value[HEADER_AUTHORIZATION], "Bearer one");
+    ck_assert_str_eq(ix.value[HEADER_IF_NONE_MATCH], "\"tag\"");
+    ck_assert_ptr_null(ix.value[HEADER_X_FORWARDED_PROTO]);
+    ck_assert_ptr_null(ix.value[HEADER_HOST]);
+    ck_assert_int_eq(header_index_slot("authorization"), HEADER_AUTHORIZATION);
+    ck_assert_int_eq(header_index_slot("X-HTTP-Method-Override"), HEADER_METHOD_OVERRIDE);
+    ck_assert_int_eq(header_index_slot("Content-Type"), -1);
+    ck_assert_int_eq(header_index_slot("Hos"), -1);
+    header_index_build(&ix, NULL);
+    ck_assert_ptr_null(ix.value[HEADER_AUTHORIZATION]);
+    evhttp_clear_headers(&headers);
+}
+END_TEST
+
+/* ---- answer blocks ---- */
+
+START_TEST(answer_blocks_are_reused)
+{
+    struct http_server server = {0};
+    struct http_answer a;
+    http_answer_open(&server, &a);
+    ck_assert(!a.failed);
+    ck_assert_uint_eq(a.cap, HTTP_ANSWER_BLOCK_SIZE);
+    char *first = a.data;
+    http_answer_lit(&a, "{}");
+    http_answer_close(&a);
+    http_answer_open(&server, &a);
+    ck_assert_ptr_eq(a.data, first); /* from the free list */
+    ck_assert_uint_eq(a.len, 0);
+    http_answer_close(&a);
+    http_answer_pool_free(server.answers);
+}
+END_TEST
+
+START_TEST(answer_grows_past_its_block)
+{
+    struct http_server server = {0};
+    struct http_answer a;
+    http_answer_open(&server, &a);
+    char chunk[1000];
+    memset(chunk, 'x', sizeof chunk);
+    for (int i = 0; i < 40; i++) /* 40,000 bytes: two doublings */
+        http_answer_put(&a, chunk, sizeof chunk);
+    ck_assert(!a.failed);
+    ck_assert_uint_eq(a.len, 40000);
+    ck_assert_uint_ge(a.cap, 40000);
+    for (size_t i = 0; i < a.len; i++)
+        ck_assert_int_eq(a.data[i], 'x');
+    struct evbuffer *out = evbuffer_new();
+    ck_assert(http_answer_attach(&a, out));
+    ck_assert_ptr_null(a.data);
+    ck_assert_uint_eq(evbuffer_get_length(out), 40000);
+    evbuffer_free(out); /* the grown block is freed, not pooled (ASan checks) */
+    http_answer_pool_free(server.answers);
+}
+END_TEST
+
+START_TEST(answer_returns_when_libevent_lets_go)
+{
+    struct http_server server = {0};
+    struct http_answer a;
+    http_answer_open(&server, &a);
+    char *block = a.data;
+    http_answer_lit(&a, "{\"flags\":[]}");
+    struct evbuffer *out = evbuffer_new();
+    ck_assert(http_answer_attach(&a, out));
+    /* still referenced: a new answer gets another block */
+    struct http_answer b;
+    http_answer_open(&server, &b);
+    ck_assert_ptr_ne(b.data, block);
+    http_answer_close(&b);
+    char text[32] = {0};
+    ck_assert_int_eq(evbuffer_remove(out, text, sizeof text - 1), 12);
+    ck_assert_str_eq(text, "{\"flags\":[]}");
+    evbuffer_free(out);
+    /* both blocks are idle now; the pool frees them */
+    http_answer_pool_free(server.answers);
+}
+END_TEST
+
+START_TEST(answer_pool_outlived_by_a_block)
+{
+    struct http_server server = {0};
+    struct http_answer a;
+    http_answer_open(&server, &a);
+    http_answer_lit(&a, "late");
+    struct evbuffer *out = evbuffer_new();
+    ck_assert(http_answer_attach(&a, out));
+    http_answer_pool_free(server.answers); /* the block is still out */
+    evbuffer_free(out);                    /* its return frees it and the pool */
+}
+END_TEST
+
+START_TEST(answer_without_server)
+{
+    struct http_answer a;
+    http_answer_open(NULL, &a);
+    ck_assert(!a.failed);
+    http_answer_lit(&a, "{}");
+    struct evbuffer *out = evbuffer_new();
+    ck_assert(http_answer_attach(&a, out));
+    evbuffer_free(out);
+}
+END_TEST
+
+Suite *suite_answer(void)
+{
+    Suite *s = suite_create("answer");
+    TCase *tc = tcase_create("answer");
+    tcase_add_test(tc, hex_u64_digits);
+    tcase_add_test(tc, header_index_first_of_any_case);
+    tcase_add_test(tc, answer_blocks_are_reused);
+    tcase_add_test(tc, answer_grows_past_its_block);
+    tcase_add_test(tc, answer_returns_when_libevent_lets_go);
+    tcase_add_test(tc, answer_pool_outlived_by_a_block);
+    tcase_add_test(tc, answer_without_server);
+    suite_add_tcase(s, tc);
+    return s;
+}
