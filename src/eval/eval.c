@@ -13,6 +13,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "eval.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -846,6 +847,7 @@ enum eval_context_status eval_context_init(struct eval_context *ctx, struct json
  * so equal contexts always feed the same words. */
 
 #define ETAG_STACK_KEYS 64
+#define ETAG_INSERTION_SORT_MAX 16
 #define ETAG_SEED UINT64_C(0xcbf29ce484222325)
 #define ETAG_K1 UINT64_C(0x87c37b91114253d5)
 #define ETAG_K2 UINT64_C(0x4cf5ad432745937f)
@@ -868,10 +870,9 @@ static void hash_bytes(struct etag_hash *st, const void *data, size_t len)
 {
     const unsigned char *p = data;
     for (; len >= 8; p += 8, len -= 8) {
-        uint64_t w = 0;
-        for (int i = 0; i < 8; i++)
-            w |= (uint64_t)p[i] << (8 * i);
-        hash_word(st, w);
+        uint64_t w;
+        memcpy(&w, p, sizeof w);
+        hash_word(st, le64toh(w));
     }
     if (len > 0) {
         uint64_t w = 0;
@@ -904,6 +905,23 @@ static int compare_members(const void *a, const void *b)
     return strcmp(((const struct etag_member *)a)->key, ((const struct etag_member *)b)->key);
 }
 
+/* By key bytes: insertion for the few members a context has, qsort
+ * beyond. */
+static void sort_members(struct etag_member *members, size_t n)
+{
+    if (n > ETAG_INSERTION_SORT_MAX) {
+        qsort(members, n, sizeof *members, compare_members);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct etag_member m = members[i];
+        size_t j = i;
+        for (; j > 0 && strcmp(members[j - 1].key, m.key) > 0; j--)
+            members[j] = members[j - 1];
+        members[j] = m;
+    }
+}
+
 static void hash_json(struct etag_hash *st, json_object *v);
 
 static void hash_object(struct etag_hash *st, json_object *obj)
@@ -920,7 +938,7 @@ static void hash_object(struct etag_hash *st, json_object *obj)
         members[i].key = key;
         members[i++].value = value;
     }
-    qsort(members, n, sizeof *members, compare_members);
+    sort_members(members, n);
     hash_u64(st, n);
     for (i = 0; i < n; i++) {
         hash_text(st, 'k', members[i].key, strlen(members[i].key));

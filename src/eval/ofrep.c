@@ -122,6 +122,11 @@ static void put_cstring(struct http_answer *a, const char *s)
 struct digest_entry {
     char key[TOKEN_MAX_LEN];
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    /* the key's environment in the snapshot of that generation (NULL:
+     * unknown there); looked up again when the snapshot moved */
+    const struct snapshot *s;
+    uint64_t generation;
+    const struct snapshot_env *env;
 };
 
 struct ofrep_state {
@@ -162,8 +167,8 @@ static struct ofrep_state *server_state(struct http_server *w)
 /* The digest of a well-formed SDK key, from the cache or computed. The
  * cache slot comes from a hash of the key and the key is compared in
  * constant time, so timing tells nothing about a near miss. */
-static void sdk_key_digest(struct ofrep_state *state, const char *key,
-                           char digest[TOKEN_DIGEST_HEX_LEN + 1])
+static struct digest_entry *sdk_key_digest(struct ofrep_state *state, const char *key,
+                                           char digest[TOKEN_DIGEST_HEX_LEN + 1])
 {
     size_t len = strlen(key);
     unsigned slot = 0;
@@ -172,13 +177,32 @@ static void sdk_key_digest(struct ofrep_state *state, const char *key,
     struct digest_entry *e = &state->digests[slot % DIGEST_CACHE_SLOTS];
     if (token_equal_ct(e->key, key)) {
         memcpy(digest, e->digest, TOKEN_DIGEST_HEX_LEN + 1);
-        return;
+        return e;
     }
     token_digest_hex(key, len, digest);
-    if (len < sizeof e->key) {
-        memcpy(e->key, key, len + 1);
-        memcpy(e->digest, digest, TOKEN_DIGEST_HEX_LEN + 1);
+    if (len >= sizeof e->key)
+        return NULL;
+    memcpy(e->key, key, len + 1);
+    memcpy(e->digest, digest, TOKEN_DIGEST_HEX_LEN + 1);
+    e->s = NULL;
+    return e;
+}
+
+/* The environment of the SDK key whose digest entry e holds (NULL: not
+ * cached), from the entry while the snapshot has not moved. */
+static const struct snapshot_env *env_of_key(const struct snapshot *s, struct digest_entry *e,
+                                             const char *digest)
+{
+    uint64_t generation = snapshot_generation(s);
+    if (e != NULL && e->s == s && e->generation == generation)
+        return e->env;
+    const struct snapshot_env *env = snapshot_env_by_sdk_digest(s, digest);
+    if (e != NULL) {
+        e->s = s;
+        e->generation = generation;
+        e->env = env;
     }
+    return env;
 }
 
 /* ---- one evaluation call ---- */
@@ -242,8 +266,7 @@ static bool authenticate(struct call *c)
                  : "malformed SDK key");
         return false;
     }
-    sdk_key_digest(c->state, presented, digest);
-    c->env = snapshot_env_by_sdk_digest(c->s, digest);
+    c->env = env_of_key(c->s, sdk_key_digest(c->state, presented, digest), digest);
     if (c->env == NULL) {
         fail(c, 401, "AUTHENTICATION_ERROR", "unknown or revoked SDK key");
         return false;

@@ -204,6 +204,12 @@ enum json_guard_verdict json_guard_scan(const char *text, size_t len, size_t max
     bool in_string = false;
     *members = 0;
     for (size_t i = 0; i < len;) {
+        if (in_string) { /* the plain run of a string, in one tight loop */
+            while (i < len && u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\')
+                i++;
+            if (i == len)
+                break;
+        }
         unsigned char c = u[i];
         if (c == 0)
             return JSON_GUARD_NUL;
