@@ -451,32 +451,41 @@ int intake_surface(struct evhttp_request *req)
 
 /* ---- the framing rules ---- */
 
-static size_t count_headers(const struct evkeyvalq *headers, const char *name, const char **first,
-                            bool *differ)
+/* How often one header name occurs, its first value, and whether a later
+ * value differs from it. */
+struct header_tally {
+    size_t n;
+    const char *first;
+    bool differ;
+};
+
+static void tally(struct header_tally *t, const char *value)
 {
-    size_t n = 0;
-    const struct evkeyval *kv;
-    *first = NULL;
-    *differ = false;
-    TAILQ_FOREACH(kv, headers, next)
-    {
-        if (strcasecmp(kv->key, name) != 0)
-            continue;
-        if (n++ == 0)
-            *first = kv->value;
-        else if (strcmp(kv->value, *first) != 0)
-            *differ = true;
-    }
-    return n;
+    if (t->n++ == 0)
+        t->first = value;
+    else if (strcmp(value, t->first) != 0)
+        t->differ = true;
 }
+
+#define NAME_IS(key, len, name) ((len) == sizeof(name) - 1 && strcasecmp((key), (name)) == 0)
 
 const char *intake_framing_check(const struct evkeyvalq *headers, int major, int minor, int *status)
 {
-    const char *length, *coding, *host;
-    bool lengths_differ, codings_differ, hosts_differ;
-    size_t nlength = count_headers(headers, "Content-Length", &length, &lengths_differ);
-    size_t ncoding = count_headers(headers, "Transfer-Encoding", &coding, &codings_differ);
-    size_t nhost = count_headers(headers, "Host", &host, &hosts_differ);
+    /* one pass over the headers, names told apart by length first */
+    struct header_tally length = {0}, coding = {0}, host = {0};
+    const struct evkeyval *kv;
+    TAILQ_FOREACH(kv, headers, next)
+    {
+        size_t len = strlen(kv->key);
+        if (NAME_IS(kv->key, len, "Content-Length"))
+            tally(&length, kv->value);
+        else if (NAME_IS(kv->key, len, "Transfer-Encoding"))
+            tally(&coding, kv->value);
+        else if (NAME_IS(kv->key, len, "Host"))
+            tally(&host, kv->value);
+    }
+    size_t nlength = length.n, ncoding = coding.n, nhost = host.n;
+    bool lengths_differ = length.differ;
     *status = 400;
     if (major != 1) {
         *status = 505;
@@ -484,7 +493,7 @@ const char *intake_framing_check(const struct evkeyvalq *headers, int major, int
     }
     if (lengths_differ)
         return "conflicting Content-Length headers";
-    if (ncoding > 1 || (ncoding == 1 && strcasecmp(coding, "chunked") != 0))
+    if (ncoding > 1 || (ncoding == 1 && strcasecmp(coding.first, "chunked") != 0))
         return "the only transfer coding accepted is chunked";
     if (ncoding > 0 && nlength > 0)
         return "Transfer-Encoding and Content-Length together";
