@@ -72,45 +72,9 @@ const char ofrep_bulk_response_schema[] =
 
 /* ---- answer text (written in place: answer.h) ---- */
 
-/* Appends s as a JSON string (quoted, escaped). Keys, variant keys and
- * rule ids need no escape: one reservation and one copy. */
-static void put_string(struct http_answer *a, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t plain = 0;
-    while (plain < n && (unsigned char)s[plain] >= 0x20 && s[plain] != '"' && s[plain] != '\\')
-        plain++;
-    if (plain == n) {
-        if (!http_answer_room(a, n + 2))
-            return;
-        char *out = a->data + a->len;
-        out[0] = '"';
-        memcpy(out + 1, s, n);
-        out[n + 1] = '"';
-        a->len += n + 2;
-        return;
-    }
-    http_answer_put(a, "\"", 1);
-    http_answer_put(a, s, plain);
-    for (size_t i = plain; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        http_answer_put(a, s + plain, i - plain);
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        if (c == '"' || c == '\\')
-            http_answer_put(a, (char[2]){'\\', (char)c}, 2);
-        else
-            http_answer_put(a, esc, sizeof esc);
-        plain = i + 1;
-    }
-    http_answer_put(a, s + plain, n - plain);
-    http_answer_put(a, "\"", 1);
-}
-
 static void put_cstring(struct http_answer *a, const char *s)
 {
-    put_string(a, s, strlen(s));
+    http_answer_string(a, s, strlen(s));
 }
 
 /* ---- per-worker state ---- */
@@ -424,18 +388,19 @@ static void write_result(struct http_answer *t, const struct call *c,
                          const struct snapshot_flag *flag, const struct eval_result *res)
 {
     http_answer_lit(t, "{\"key\":");
-    put_string(t, snapshot_string(c->s, flag->key), flag->key.len);
+    http_answer_string(t, snapshot_string(c->s, flag->key), flag->key.len);
     http_answer_lit(t, ",\"value\":");
     http_answer_put(t, res->value_json, res->value_json_len);
     http_answer_lit(t, ",\"reason\":");
-    put_cstring(t, eval_reason_name(res->reason));
+    const char *reason = eval_reason_name(res->reason); /* upper-case words */
+    http_answer_plain(t, reason, strlen(reason));
     http_answer_lit(t, ",\"variant\":");
-    put_string(t, res->variant_key, res->variant_key_len);
+    http_answer_string(t, res->variant_key, res->variant_key_len);
     http_answer_lit(t, ",\"metadata\":{\"environment\":");
-    put_string(t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    http_answer_string(t, snapshot_string(c->s, c->env->key), c->env->key.len);
     if (res->rule_id != NULL) {
         http_answer_lit(t, ",\"ruleId\":");
-        put_string(t, res->rule_id, res->rule_id_len);
+        http_answer_string(t, res->rule_id, res->rule_id_len);
     }
     http_answer_lit(t, "}}");
 }
@@ -444,7 +409,7 @@ static void write_failure(struct http_answer *t, const struct call *c,
                           const struct snapshot_flag *flag, const struct eval_result *res)
 {
     http_answer_lit(t, "{\"key\":");
-    put_string(t, snapshot_string(c->s, flag->key), flag->key.len);
+    http_answer_string(t, snapshot_string(c->s, flag->key), flag->key.len);
     http_answer_lit(t, ",\"errorCode\":");
     put_cstring(t, eval_error_code(res->status));
     http_answer_lit(t, ",\"errorDetails\":");
@@ -594,7 +559,7 @@ static void evaluate_all(struct call *c, const char *etag, const char *entry, si
         count_usage(c, &flags[i], &res);
     }
     http_answer_lit(&t, "],\"metadata\":{\"environment\":");
-    put_string(&t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    http_answer_string(&t, snapshot_string(c->s, c->env->key), c->env->key.len);
     http_answer_lit(&t, "}");
     if (entry_len > 0) {
         http_answer_lit(&t, ",\"eventStreams\":[");

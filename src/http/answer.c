@@ -15,6 +15,7 @@
 #include "answer.h"
 
 #include <event2/buffer.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "server.h"
@@ -161,4 +162,65 @@ void http_answer_pool_free(struct answer_pool *pool)
         free(pool);
     else
         pool->closed = true;
+}
+
+/* ---- JSON strings ---- */
+
+#define BYTES(b) (UINT64_C(0x0101010101010101) * (b))
+/* Any byte of x below n (n <= 0x80), or equal to zero: the classic word
+ * tests, exact as a yes/no for the whole word. */
+#define ANY_BELOW(x, n) (((x)-BYTES(n)) & ~(x)&BYTES(0x80))
+#define ANY_ZERO(x) ANY_BELOW(x, 1)
+
+/* How many bytes of s stand in a JSON string as they are (no control
+ * character, quote or backslash): 8 at a time, then byte by byte. */
+static size_t plain_run(const char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, sizeof x);
+        if (ANY_BELOW(x, 0x20) | ANY_ZERO(x ^ BYTES('"')) | ANY_ZERO(x ^ BYTES('\\')))
+            break;
+    }
+    while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
+void http_answer_plain(struct http_answer *a, const char *s, size_t n)
+{
+    if (!http_answer_room(a, n + 2))
+        return;
+    char *out = a->data + a->len;
+    out[0] = '"';
+    memcpy(out + 1, s, n);
+    out[n + 1] = '"';
+    a->len += n + 2;
+}
+
+void http_answer_string(struct http_answer *a, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t plain = plain_run(s, n);
+    if (plain == n) {
+        http_answer_plain(a, s, n);
+        return;
+    }
+    http_answer_put(a, "\"", 1);
+    http_answer_put(a, s, plain);
+    for (size_t i = plain; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        http_answer_put(a, s + plain, i - plain);
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        if (c == '"' || c == '\\')
+            http_answer_put(a, (char[2]){'\\', (char)c}, 2);
+        else
+            http_answer_put(a, esc, sizeof esc);
+        plain = i + 1;
+    }
+    http_answer_put(a, s + plain, n - plain);
+    http_answer_put(a, "\"", 1);
 }

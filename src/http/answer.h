@@ -67,6 +67,16 @@ static inline void http_answer_lit(struct http_answer *a, const char *s)
     http_answer_put(a, s, strlen(s));
 }
 
+/* Appends s (n bytes) as a JSON string: quoted, with quote, backslash and
+ * control characters escaped (\u00XX, as the answers have always been
+ * written). Keys, variant keys and rule ids need no escape: their run is
+ * found 8 bytes at a time and copied once. */
+void http_answer_string(struct http_answer *a, const char *s, size_t n);
+
+/* Appends s quoted, unescaped: only for text known to need no escape
+ * (constant words such as an evaluation reason). */
+void http_answer_plain(struct http_answer *a, const char *s, size_t n);
+
 /* Hands the body to out by reference (the block returns to its pool once
  * libevent is done with it); copies it instead if libevent refuses the
  * reference. Closes a. Returns false if nothing could be added. */

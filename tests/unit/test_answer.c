@@ -7,9 +7,11 @@
  * (src/base/hex.c, the ETag digits).
  */
 #include <check.h>
+#include <json-c/json.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -162,6 +164,58 @@ START_TEST(answer_without_server)
 }
 END_TEST
 
+/* ---- JSON strings ---- */
+
+/* s written by http_answer_string must read back (json-c) as s, and be
+ * written exactly as expected. */
+static void assert_string_written(const char *s, size_t n, const char *expected)
+{
+    struct http_answer a;
+    http_answer_open(NULL, &a);
+    http_answer_string(&a, s, n);
+    ck_assert(!a.failed);
+    ck_assert_uint_eq(a.len, strlen(expected));
+    ck_assert_mem_eq(a.data, expected, a.len);
+    char text[512];
+    memcpy(text, a.data, a.len);
+    text[a.len] = '\0';
+    struct json_object *back = json_tokener_parse(text);
+    ck_assert_ptr_nonnull(back);
+    ck_assert_int_eq(json_object_get_string_len(back), (int)n);
+    ck_assert_mem_eq(json_object_get_string(back), s, n);
+    json_object_put(back);
+    http_answer_close(&a);
+}
+
+START_TEST(json_strings_escaped_where_due)
+{
+    assert_string_written("", 0, "\"\"");
+    assert_string_written("production", 10, "\"production\"");
+    assert_string_written("0f8fad5b-d9cb-469f-a165-70867728950e", 36,
+                          "\"0f8fad5b-d9cb-469f-a165-70867728950e\"");
+    /* a quote, a backslash and a control character at each place of an
+     * 8-byte word and in the tail */
+    const char specials[] = {'"', '\\', '\n', 0x01, 0x1f};
+    for (size_t k = 0; k < sizeof specials; k++) {
+        for (size_t at = 0; at < 19; at++) {
+            char s[19], expected[64];
+            memset(s, 'a', sizeof s);
+            s[at] = specials[k];
+            char esc[8];
+            if (specials[k] == '"' || specials[k] == '\\')
+                snprintf(esc, sizeof esc, "\\%c", specials[k]);
+            else
+                snprintf(esc, sizeof esc, "\\u%04x", (unsigned)specials[k]);
+            snprintf(expected, sizeof expected, "\"%.*s%s%.*s\"", (int)at, s, esc,
+                     (int)(sizeof s - at - 1), s + at + 1);
+            assert_string_written(s, sizeof s, expected);
+        }
+    }
+    /* UTF-8 and DEL stand as they are */
+    assert_string_written("caf\xc3\xa9 \x7f x", 9, "\"caf\xc3\xa9 \x7f x\"");
+}
+END_TEST
+
 Suite *suite_answer(void)
 {
     Suite *s = suite_create("answer");
@@ -173,6 +227,7 @@ Suite *suite_answer(void)
     tcase_add_test(tc, answer_returns_when_libevent_lets_go);
     tcase_add_test(tc, answer_pool_outlived_by_a_block);
     tcase_add_test(tc, answer_without_server);
+    tcase_add_test(tc, json_strings_escaped_where_due);
     suite_add_tcase(s, tc);
     return s;
 }
