@@ -527,12 +527,26 @@ static bool json_matches(const struct match_env *m, uint32_t op, json_object *v)
     return scalar_matches(m, op, &x);
 }
 
+/* $currentTime as text, formatted on first use: most requests compare
+ * no time (ctx is const to the evaluator; the text, like the memo, is
+ * what evaluation fills in). */
+static const char *now_iso(const struct eval_context *ctx, size_t *len)
+{
+    struct eval_context *filled = (struct eval_context *)ctx;
+    if (filled->now_iso_len == 0)
+        filled->now_iso_len = isotime_format(ctx->now_us, filled->now_iso);
+    *len = ctx->now_iso_len;
+    return ctx->now_iso;
+}
+
 static bool clock_matches(const struct match_env *m, uint32_t op)
 {
     if (op == SNAPSHOT_OP_BEFORE || op == SNAPSHOT_OP_AFTER)
         return time_matches(m, op, m->ctx->now_us);
     struct scalar x = {.type = SCALAR_OTHER};
-    scalar_from_text(&x, m->ctx->now_iso, m->ctx->now_iso_len);
+    size_t len;
+    const char *now = now_iso(m->ctx, &len);
+    scalar_from_text(&x, now, len);
     return scalar_matches(m, op, &x);
 }
 
@@ -652,8 +666,7 @@ static bool bucket_value(const struct snapshot *s, const struct snapshot_serve *
 {
     if (v->bucket_by.len > 0) {
         if (strcmp(snapshot_string(s, v->bucket_by), "$currentTime") == 0) {
-            *text = ctx->now_iso;
-            *len = ctx->now_iso_len;
+            *text = now_iso(ctx, len);
             return true;
         }
         json_object *a =
@@ -815,7 +828,6 @@ enum eval_context_status eval_context_init(struct eval_context *ctx, struct json
 {
     memset(ctx, 0, sizeof *ctx);
     ctx->now_us = now_us;
-    ctx->now_iso_len = isotime_format(now_us, ctx->now_iso);
     *detail = NULL;
     if (context == NULL)
         return EVAL_CONTEXT_OK;

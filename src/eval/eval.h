@@ -30,9 +30,9 @@ struct eval_context {
     struct json_object *attributes; /* the context object, or NULL for {} */
     const char *targeting_key;      /* NULL when missing or "" */
     size_t targeting_key_len;
-    int64_t now_us;   /* server clock, us since the epoch */
-    char now_iso[32]; /* $currentTime as "YYYY-MM-DDTHH:MM:SSZ" */
-    size_t now_iso_len;
+    int64_t now_us;     /* server clock, us since the epoch */
+    char now_iso[32];   /* $currentTime as "YYYY-MM-DDTHH:MM:SSZ", */
+    size_t now_iso_len; /* written by the first condition that needs it (0: not yet) */
     /* Whole-name attribute lookups already made for this context (eval.c):
      * rules of many flags name the same few attributes, and snapshot
      * strings are interned, so the name's offset identifies it. Filled
