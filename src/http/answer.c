@@ -124,12 +124,24 @@ static void block_released(const void *data, size_t len, void *extra)
     block_return(extra);
 }
 
+/* A pooled block lent to libevent holds 16 KB for what may be a 100-byte
+ * answer until the client reads it: beyond this many at once (clients
+ * that stop reading) answers are copied instead, so a worker's pooled
+ * memory stays under 4 MB whatever its clients do. */
+#define ANSWER_POOL_MAX_LENT 256
+
+static bool may_lend(const struct answer_block *b)
+{
+    return b->pool == NULL || b->pool->outstanding <= ANSWER_POOL_MAX_LENT;
+}
+
 bool http_answer_attach(struct http_answer *a, struct evbuffer *out)
 {
     if (a->block == NULL)
         return false;
     bool added = true;
-    if (evbuffer_add_reference(out, a->data, a->len, block_released, a->block) != 0) {
+    if (!may_lend(a->block) ||
+        evbuffer_add_reference(out, a->data, a->len, block_released, a->block) != 0) {
         added = evbuffer_add(out, a->data, a->len) == 0;
         block_return(a->block);
     }

@@ -79,7 +79,8 @@ void http_answer_plain(struct http_answer *a, const char *s, size_t n);
 
 /* Hands the body to out by reference (the block returns to its pool once
  * libevent is done with it); copies it instead if libevent refuses the
- * reference. Closes a. Returns false if nothing could be added. */
+ * reference or 256 pooled blocks are already lent out (slow readers).
+ * Closes a. Returns false if nothing could be added. */
 bool http_answer_attach(struct http_answer *a, struct evbuffer *out);
 
 /* Gives the block back without sending. */

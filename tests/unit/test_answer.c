@@ -139,6 +139,30 @@ START_TEST(answer_returns_when_libevent_lets_go)
 }
 END_TEST
 
+/* Clients that stop reading hold lent blocks: past 256 the answers are
+ * copied, and the blocks stay home. */
+START_TEST(answer_lends_a_bounded_number)
+{
+    struct http_server server = {0};
+    struct evbuffer *outs[300];
+    for (int i = 0; i < 300; i++) {
+        struct http_answer a;
+        http_answer_open(&server, &a);
+        http_answer_lit(&a, "{\"value\":true}");
+        const char *written = a.data;
+        outs[i] = evbuffer_new();
+        ck_assert(http_answer_attach(&a, outs[i]));
+        ck_assert_uint_eq(evbuffer_get_length(outs[i]), 14);
+        /* lent: libevent holds our block; copied: its own memory */
+        bool lent = (const char *)evbuffer_pullup(outs[i], -1) == written;
+        ck_assert_msg(lent == (i < 256), "answer %d lent %d", i, lent);
+    }
+    for (int i = 0; i < 300; i++)
+        evbuffer_free(outs[i]);
+    http_answer_pool_free(server.answers);
+}
+END_TEST
+
 START_TEST(answer_pool_outlived_by_a_block)
 {
     struct http_server server = {0};
@@ -225,6 +249,7 @@ Suite *suite_answer(void)
     tcase_add_test(tc, answer_blocks_are_reused);
     tcase_add_test(tc, answer_grows_past_its_block);
     tcase_add_test(tc, answer_returns_when_libevent_lets_go);
+    tcase_add_test(tc, answer_lends_a_bounded_number);
     tcase_add_test(tc, answer_pool_outlived_by_a_block);
     tcase_add_test(tc, answer_without_server);
     tcase_add_test(tc, json_strings_escaped_where_due);
