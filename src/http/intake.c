@@ -13,9 +13,26 @@
  * Invariants: a guard is in use exactly while its request lives (taken in
  * evhttp_request_new, returned in evhttp_request_free); its deadline timer
  * is pending only between the request's first byte and its dispatch; the
- * listeners are enabled exactly when accepting is not paused and fewer than
- * the maximum connections are open. Nothing is allocated after
- * intake_start.
+ * listeners are enabled exactly when accepting is not paused, fewer than
+ * the maximum connections are open and the accept balance allows it
+ * (below). Nothing is allocated after intake_start.
+ *
+ * The accept balance (accept_balance.h): the open connections (in_use)
+ * are published in shared memory, and the rule is evaluated right after
+ * each accept (so a worker that got ahead stops before libevent's accept
+ * loop takes the next queued connection), soon after each close (deferred
+ * to the end of the loop iteration, so a keep-alive connection's request
+ * ending and the next one starting publish nothing), and on a timer: every
+ * INTAKE_BALANCE_RECHECK_MS while the rule keeps this worker from
+ * accepting, every INTAKE_BALANCE_IDLE_CHECK_MS otherwise while it holds
+ * connections (a sibling's count may have dropped). A worker held back
+ * while a listening socket's queue stays non-empty for
+ * INTAKE_BALANCE_STARVE_MS (the sibling that should take it is busy or
+ * stuck) accepts anyway until the queues are empty (what waited, not what
+ * comes next): the balance may delay a connection that long, never refuse
+ * it. Every worker polls every
+ * socket, so each new connection wakes every worker that accepts (a small
+ * thundering herd: with 2 to 8 workers, a few failed accept() calls).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
@@ -24,6 +41,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -37,6 +55,7 @@
 #include <sys/queue.h>
 #include <time.h>
 
+#include "accept_balance.h"
 #include "log.h"
 #include "server.h"
 
@@ -58,6 +77,14 @@ struct guard {
 
 struct intake {
     struct http_server *w;
+    struct accept_balance *balance; /* NULL: no balance (accept below the cap) */
+    unsigned balance_slot;
+    int32_t published;           /* this worker's entry in the balance table */
+    bool balanced;               /* the balance rule lets this worker accept */
+    bool starved;                /* a queue waited too long for a sibling: accept anyway */
+    unsigned waited;             /* consecutive rechecks that found a queue waiting */
+    struct event *balance_timer; /* balance_tick: the periodic re-check */
+    struct event *balance_soon;  /* balance_after_close: activated, never timed */
     struct guard *guards;
     size_t count, in_use;
     struct guard *free_list;
@@ -93,7 +120,8 @@ static void *original(const char *name)
 
 static void set_listening(void)
 {
-    bool want = !intake.paused && intake.in_use < intake.count;
+    bool want =
+        !intake.paused && intake.in_use < intake.count && (intake.balanced || intake.starved);
     if (want == intake.listening)
         return;
     for (size_t i = 0; i < intake.nlisteners; i++) {
@@ -105,12 +133,112 @@ static void set_listening(void)
     intake.listening = want;
 }
 
+/* ---- the accept balance ---- */
+
+/* What this worker's balance entry should say. */
+static int32_t balance_entry(void)
+{
+    bool may_accept = !intake.paused && intake.in_use < intake.count && intake.nlisteners > 0;
+    return may_accept ? (int32_t)intake.in_use : ACCEPT_BALANCE_ABSENT;
+}
+
+/* Publishes the entry when it changed and re-evaluates the rule. */
+static void balance_update(void)
+{
+    if (intake.balance == NULL)
+        return;
+    int32_t entry = balance_entry();
+    if (entry != intake.published) {
+        accept_balance_publish(intake.balance, intake.balance_slot, entry);
+        intake.published = entry;
+    }
+    intake.balanced =
+        accept_balance_may_accept(intake.balance, intake.balance_slot, (int32_t)intake.in_use);
+}
+
+/* True when a connection waits in the queue of one of the listeners. */
+static bool connections_waiting(void)
+{
+    struct pollfd fds[MAX_LISTENERS];
+    for (size_t i = 0; i < intake.nlisteners; i++)
+        fds[i] =
+            (struct pollfd){.fd = evconnlistener_get_fd(intake.listeners[i]), .events = POLLIN};
+    return intake.nlisteners > 0 && poll(fds, (nfds_t)intake.nlisteners, 0) > 0;
+}
+
+static void balance_schedule(void)
+{
+    if (intake.balance == NULL || intake.nlisteners == 0)
+        return;
+    int ms = !intake.balanced    ? INTAKE_BALANCE_RECHECK_MS
+             : intake.in_use > 0 ? INTAKE_BALANCE_IDLE_CHECK_MS
+                                 : 0;
+    struct timeval every = {0, ms * 1000};
+    if (ms > 0)
+        event_add(intake.balance_timer, &every);
+}
+
+/* Re-evaluates the rule and publishes the count (on a new connection).
+ * An override for a starved queue ends once the queues are empty: it
+ * takes what waited, not what comes next. */
+static void balance_after_change(void)
+{
+    balance_update();
+    if (intake.starved && !intake.balanced && !connections_waiting())
+        intake.starved = false;
+    set_listening();
+    balance_schedule();
+}
+
+static void balance_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    balance_update();
+    if (intake.balanced || !connections_waiting()) {
+        intake.waited = 0;
+        intake.starved = false;
+    } else if (++intake.waited >= INTAKE_BALANCE_STARVE_MS / INTAKE_BALANCE_RECHECK_MS) {
+        intake.starved = true;
+    }
+    set_listening();
+    balance_schedule();
+}
+
+/* After closes: publishes only a net change of the loop iteration. */
+static void balance_after_close(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    if ((int32_t)intake.in_use != intake.published)
+        balance_after_change();
+}
+
+void intake_balance_join(struct accept_balance *table, unsigned slot)
+{
+    intake.balance = table;
+    intake.balance_slot = slot;
+    intake.published = ACCEPT_BALANCE_ABSENT;
+    intake.balanced = true;
+    balance_after_change();
+}
+
+static void balance_leave(void)
+{
+    if (intake.balance != NULL)
+        accept_balance_publish(intake.balance, intake.balance_slot, ACCEPT_BALANCE_ABSENT);
+    intake.published = ACCEPT_BALANCE_ABSENT;
+}
+
 static void resume_accepting(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     (void)arg;
     intake.paused = false;
+    balance_update();
     set_listening();
 }
 
@@ -134,6 +262,7 @@ static void on_accept_error(struct evconnlistener *listener, void *arg)
     int err = EVUTIL_SOCKET_ERROR();
     report_accept_error(err);
     intake.paused = true;
+    balance_update();
     set_listening();
     struct timeval pause = {0, INTAKE_ACCEPT_PAUSE_MS * 1000};
     if (intake.resume != NULL)
@@ -153,6 +282,7 @@ void intake_add_listener(struct evconnlistener *listener)
 void intake_forget_listeners(void)
 {
     intake.nlisteners = 0;
+    balance_leave();
 }
 
 /* ---- libevent's log ---- */
@@ -213,7 +343,11 @@ int intake_start(struct http_server *w, size_t max_connections, int request_time
     intake.timeout.tv_usec = (suseconds_t)(request_timeout_ms % 1000) * 1000;
     intake.guards = calloc(max_connections, sizeof *intake.guards);
     intake.resume = evtimer_new(w->base, resume_accepting, NULL);
-    if (intake.guards == NULL || intake.resume == NULL)
+    intake.balance_timer = evtimer_new(w->base, balance_tick, NULL);
+    intake.balance_soon = evtimer_new(w->base, balance_after_close, NULL);
+    intake.balanced = true;
+    if (intake.guards == NULL || intake.resume == NULL || intake.balance_timer == NULL ||
+        intake.balance_soon == NULL)
         goto fail;
     for (size_t i = 0; i < max_connections; i++) {
         struct guard *g = &intake.guards[i];
@@ -238,6 +372,11 @@ void intake_end(void)
     free(intake.guards);
     if (intake.resume != NULL)
         event_free(intake.resume);
+    if (intake.balance_timer != NULL)
+        event_free(intake.balance_timer);
+    if (intake.balance_soon != NULL)
+        event_free(intake.balance_soon);
+    balance_leave();
     memset(&intake, 0, sizeof intake);
 }
 
@@ -260,7 +399,10 @@ struct evhttp_request *evhttp_request_new(void (*cb)(struct evhttp_request *, vo
     *g = (struct guard){.req = req, .deadline = g->deadline, .surface = -1};
     evhttp_request_set_on_complete_cb(req, on_complete, g);
     intake.in_use++;
-    set_listening();
+    if ((int32_t)intake.in_use > intake.published)
+        balance_after_change(); /* a new connection, not a keep-alive one's next request */
+    else
+        set_listening();
     return req;
 }
 
@@ -277,6 +419,8 @@ void evhttp_request_free(struct evhttp_request *req)
         intake.free_list = g;
         intake.in_use--;
         set_listening();
+        if (intake.balance != NULL) /* after this iteration's callbacks */
+            event_active(intake.balance_soon, EV_TIMEOUT, 0);
     }
     real(req);
 }
