@@ -22,15 +22,19 @@
  * each accept (so a worker that got ahead stops before libevent's accept
  * loop takes the next queued connection), soon after each close (deferred
  * to the end of the loop iteration, so a keep-alive connection's request
- * ending and the next one starting publish nothing), and on a timer: every
- * INTAKE_BALANCE_RECHECK_MS while the rule keeps this worker from
- * accepting, every INTAKE_BALANCE_IDLE_CHECK_MS otherwise while it holds
- * connections (a sibling's count may have dropped). A worker held back
- * while a listening socket's queue stays non-empty for
- * INTAKE_BALANCE_STARVE_MS (the sibling that should take it is busy or
- * stuck) accepts anyway until the queues are empty (what waited, not what
- * comes next): the balance may delay a connection that long, never refuse
- * it. Every worker polls every
+ * ending and the next one starting publish nothing), every
+ * INTAKE_BALANCE_IDLE_CHECK_MS while the worker accepts and holds
+ * connections (a sibling's count may have dropped), and, while the rule
+ * holds the worker back, whenever a connection waits: its listeners are
+ * then disabled but a watcher event on each socket stays armed, so the
+ * worker re-reads the counts as soon as a connection is queued and again
+ * on each turn of its loop (yielding the CPU in between) until a sibling
+ * takes it or the counts let this worker take it. In a burst of
+ * connections two workers thus take turns without waiting for a timer. A
+ * connection that waits INTAKE_BALANCE_STARVE_MS (the sibling that should
+ * take it is busy or stopped) is taken anyway, with whatever else waits
+ * (not what comes next): the balance may delay a connection that long,
+ * never refuse it. Every worker polls every
  * socket, so each new connection wakes every worker that accepts (a small
  * thundering herd: with 2 to 8 workers, a few failed accept() calls).
  */
@@ -42,6 +46,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -82,9 +87,12 @@ struct intake {
     int32_t published;           /* this worker's entry in the balance table */
     bool balanced;               /* the balance rule lets this worker accept */
     bool starved;                /* a queue waited too long for a sibling: accept anyway */
-    unsigned waited;             /* consecutive rechecks that found a queue waiting */
+    bool watching;               /* the watchers are armed */
+    long long waiting_since_ms;  /* when the watchers began firing, or 0 */
+    long long last_watch_ms;     /* when they last fired */
     struct event *balance_timer; /* balance_tick: the periodic re-check */
     struct event *balance_soon;  /* balance_after_close: activated, never timed */
+    struct event *watchers[MAX_LISTENERS]; /* balance_watch on each listener's socket */
     struct guard *guards;
     size_t count, in_use;
     struct guard *free_list;
@@ -118,10 +126,27 @@ static void *original(const char *name)
 
 /* ---- accepting ---- */
 
+/* Held back by the balance alone: the watchers wake this worker while a
+ * connection waits, to re-evaluate the rule with fresh counts. */
+static void set_watching(bool want)
+{
+    if (want == intake.watching)
+        return;
+    for (size_t i = 0; i < intake.nlisteners; i++) {
+        if (intake.watchers[i] != NULL && want)
+            event_add(intake.watchers[i], NULL);
+        else if (intake.watchers[i] != NULL)
+            event_del(intake.watchers[i]);
+    }
+    intake.watching = want;
+    intake.waiting_since_ms = 0;
+}
+
 static void set_listening(void)
 {
-    bool want =
-        !intake.paused && intake.in_use < intake.count && (intake.balanced || intake.starved);
+    bool may = !intake.paused && intake.in_use < intake.count;
+    bool want = may && (intake.balanced || intake.starved);
+    set_watching(may && !want && intake.balance != NULL);
     if (want == intake.listening)
         return;
     for (size_t i = 0; i < intake.nlisteners; i++) {
@@ -166,16 +191,14 @@ static bool connections_waiting(void)
     return intake.nlisteners > 0 && poll(fds, (nfds_t)intake.nlisteners, 0) > 0;
 }
 
+/* While accepting with connections open, a sibling's count may drop
+ * below this worker's: re-check now and then. */
 static void balance_schedule(void)
 {
-    if (intake.balance == NULL || intake.nlisteners == 0)
+    if (intake.balance == NULL || intake.nlisteners == 0 || !intake.listening || intake.in_use == 0)
         return;
-    int ms = !intake.balanced    ? INTAKE_BALANCE_RECHECK_MS
-             : intake.in_use > 0 ? INTAKE_BALANCE_IDLE_CHECK_MS
-                                 : 0;
-    struct timeval every = {0, ms * 1000};
-    if (ms > 0)
-        event_add(intake.balance_timer, &every);
+    struct timeval every = {0, INTAKE_BALANCE_IDLE_CHECK_MS * 1000};
+    event_add(intake.balance_timer, &every);
 }
 
 /* Re-evaluates the rule and publishes the count (on a new connection).
@@ -184,7 +207,7 @@ static void balance_schedule(void)
 static void balance_after_change(void)
 {
     balance_update();
-    if (intake.starved && !intake.balanced && !connections_waiting())
+    if (intake.starved && (intake.balanced || !connections_waiting()))
         intake.starved = false;
     set_listening();
     balance_schedule();
@@ -195,15 +218,38 @@ static void balance_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
+    balance_after_change();
+}
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A connection waits while the balance holds this worker back: accept
+ * when the counts now allow it, or when it has waited
+ * INTAKE_BALANCE_STARVE_MS for the sibling that should take it; else
+ * yield the CPU to that sibling (the watcher fires again on the next turn
+ * of the loop while the connection waits). */
+static void balance_watch(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
     balance_update();
-    if (intake.balanced || !connections_waiting()) {
-        intake.waited = 0;
-        intake.starved = false;
-    } else if (++intake.waited >= INTAKE_BALANCE_STARVE_MS / INTAKE_BALANCE_RECHECK_MS) {
+    long long now = monotonic_ms();
+    if (intake.waiting_since_ms == 0 || now - intake.last_watch_ms > INTAKE_BALANCE_STARVE_MS)
+        intake.waiting_since_ms = now;
+    intake.last_watch_ms = now;
+    if (!intake.balanced && now - intake.waiting_since_ms >= INTAKE_BALANCE_STARVE_MS)
         intake.starved = true;
-    }
     set_listening();
-    balance_schedule();
+    if (intake.watching)
+        sched_yield();
+    else
+        balance_schedule();
 }
 
 /* After closes: publishes only a net change of the loop iteration. */
@@ -238,8 +284,7 @@ static void resume_accepting(evutil_socket_t fd, short what, void *arg)
     (void)what;
     (void)arg;
     intake.paused = false;
-    balance_update();
-    set_listening();
+    balance_after_change();
 }
 
 static void report_accept_error(int err)
@@ -274,13 +319,25 @@ void intake_add_listener(struct evconnlistener *listener)
     if (listener == NULL || intake.nlisteners >= MAX_LISTENERS)
         return;
     evconnlistener_set_error_cb(listener, on_accept_error);
+    intake.watchers[intake.nlisteners] =
+        intake.w != NULL ? event_new(intake.w->base, evconnlistener_get_fd(listener),
+                                     EV_READ | EV_PERSIST, balance_watch, NULL)
+                         : NULL;
     intake.listeners[intake.nlisteners++] = listener;
     if (!intake.listening)
         evconnlistener_disable(listener);
+    if (intake.watching && intake.watchers[intake.nlisteners - 1] != NULL)
+        event_add(intake.watchers[intake.nlisteners - 1], NULL);
 }
 
 void intake_forget_listeners(void)
 {
+    set_watching(false);
+    for (size_t i = 0; i < intake.nlisteners; i++) {
+        if (intake.watchers[i] != NULL)
+            event_free(intake.watchers[i]);
+        intake.watchers[i] = NULL;
+    }
     intake.nlisteners = 0;
     balance_leave();
 }
@@ -366,6 +423,7 @@ fail:
 
 void intake_end(void)
 {
+    intake_forget_listeners();
     for (size_t i = 0; intake.guards != NULL && i < intake.count; i++)
         if (intake.guards[i].deadline != NULL)
             event_free(intake.guards[i].deadline);

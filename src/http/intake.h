@@ -48,9 +48,8 @@ struct accept_balance;
 
 #define INTAKE_ACCEPT_PAUSE_MS 100
 #define INTAKE_LOG_INTERVAL_S 10
-#define INTAKE_BALANCE_RECHECK_MS 5     /* while held back by the balance */
-#define INTAKE_BALANCE_IDLE_CHECK_MS 25 /* otherwise, while connections are open */
-#define INTAKE_BALANCE_STARVE_MS 20     /* a queue waiting this long is taken anyway */
+#define INTAKE_BALANCE_IDLE_CHECK_MS 25 /* re-check while accepting with connections open */
+#define INTAKE_BALANCE_STARVE_MS 20     /* a connection waiting this long is taken anyway */
 
 /* Starts guarding w's evhttp: a pool of max_connections guards. 0 or -1. */
 int intake_start(struct http_server *w, size_t max_connections, int request_timeout_ms);

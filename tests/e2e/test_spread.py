@@ -5,12 +5,14 @@ no more connections than its least loaded sibling (src/http/accept_balance.h),
 so keep-alive connections end up within one of even, whatever socket the
 kernel's SO_REUSEPORT hash queued them on (the hash alone gave one of two
 workers 60-65% of 16 connections). What each worker holds is read from
-/proc: the socket inodes of its descriptors matched against /proc/net/tcp.
+/proc (contrib/bench.d/spread.py, which the bench uses too): the socket
+inodes of its descriptors matched against /proc/net/tcp.
 
 Connections are opened one after another and each answers a request before
 the next opens, as a client pool warming up does. Run by tests/e2e/run.
 """
 
+import importlib.util
 import os
 import signal
 import socket
@@ -18,42 +20,19 @@ import time
 
 import harness
 
-TCP_LISTEN = "0A"
 REQUEST = b"GET /v1/healthz HTTP/1.1\r\nHost: spread\r\n\r\n"
 
 
-def tcp_sockets(port):
-    """{inode: client port} of the TCP sockets whose local port is port, but
-    the listening ones (/proc/net/tcp and tcp6)."""
-    found = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                lines = f.readlines()[1:]
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local_port = int(fields[1].rsplit(":", 1)[1], 16)
-            if local_port == port and fields[3] != TCP_LISTEN:
-                found[int(fields[9])] = int(fields[2].rsplit(":", 1)[1], 16)
-    return found
+def load_spread():
+    """contrib/bench.d/spread.py: the /proc readers the bench uses too."""
+    path = os.path.join(harness.SRC_DIR, "contrib", "bench.d", "spread.py")
+    spec = importlib.util.spec_from_file_location("spread", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def socket_inodes(pid):
-    inodes = set()
-    try:
-        names = os.listdir(f"/proc/{pid}/fd")
-    except FileNotFoundError:
-        return inodes
-    for name in names:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{name}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    return inodes
+spread = load_spread()
 
 
 class SpreadMixin:
@@ -68,14 +47,12 @@ class SpreadMixin:
             client.close()
 
     def worker_pids(self):
-        return sorted(pid for pid, title in self.server.children().items()
-                      if title.startswith("ensignd: worker"))
+        return spread.workers(self.server.pid)
 
     def held(self):
         """{worker pid: set of client ports of the connections it holds}."""
-        table = tcp_sockets(self.server.port)
-        return {pid: {table[i] for i in socket_inodes(pid) if i in table}
-                for pid in self.worker_pids()}
+        table = spread.connections(self.server.port)
+        return {pid: spread.held(pid, table) for pid in self.worker_pids()}
 
     def wait_held(self, predicate, what):
         held = harness.wait_for(lambda: (lambda h: h if predicate(h) else None)(self.held()),
@@ -102,6 +79,21 @@ class SpreadMixin:
                 received += chunk
             self.assertTrue(received.startswith(b"HTTP/1.1 200"), received[:80])
 
+    def connect_at_once(self, n):
+        """Opens n keep-alive connections together, then sends a request on
+        each: the workers find them queued all at once."""
+        clients = [socket.create_connection(("127.0.0.1", self.server.port),
+                                            timeout=harness.HTTP_TIMEOUT) for _ in range(n)]
+        self.clients.extend(clients)
+        for client in clients:
+            client.sendall(REQUEST)
+        for client in clients:
+            received = b""
+            while not harness.raw_response_complete(received):
+                chunk = client.recv(65536)
+                self.assertTrue(chunk, "the server closed a keep-alive connection")
+                received += chunk
+
     def close_clients(self, ports):
         for client in [c for c in self.clients if c.getsockname()[1] in ports]:
             client.close()
@@ -121,6 +113,10 @@ class SpreadTest(SpreadMixin, harness.ServerTestCase):
 
     def test_sixteen_connections_spread_evenly(self):
         self.connect(16)
+        self.assert_even(16)
+
+    def test_a_burst_of_sixteen_spreads_evenly(self):
+        self.connect_at_once(16)
         self.assert_even(16)
 
     def test_new_connections_go_to_the_worker_that_lost_some(self):
@@ -153,21 +149,19 @@ class SpreadTest(SpreadMixin, harness.ServerTestCase):
 
 
 class SpreadAfterReloadTest(SpreadMixin, harness.ServerTestCase):
-    """After SIGHUP the new workers share the connections, the draining ones
-    hold nobody back."""
+    """After SIGHUP the new workers share the connections evenly: the old
+    generation's entries in the balance no longer count."""
 
     workers = 2
 
     def test_connections_spread_over_the_new_workers(self):
-        old = {pid for pid, title in self.server.children().items()
-               if title.startswith("ensignd: worker")}
+        old = set(self.worker_pids())
         self.connect(4)
         clients, self.clients = self.clients, []
         self.server.signal(signal.SIGHUP)
 
         def new_workers():
-            pids = {pid for pid, title in self.server.children().items()
-                    if title.startswith("ensignd: worker")}
+            pids = set(self.worker_pids())
             return pids if len(pids) == 2 and not pids & old else None
 
         self.assertIsNotNone(harness.wait_for(new_workers, 10.0), self.server.stderr())
