@@ -15,7 +15,8 @@
  * is pending only between the request's first byte and its dispatch; the
  * listeners are enabled exactly when accepting is not paused, fewer than
  * the maximum connections are open and the accept balance allows it
- * (below). Nothing is allocated after intake_start.
+ * (below). Nothing is allocated once the listeners are added (each gets
+ * its watcher event then).
  *
  * The accept balance (accept_balance.h): the open connections (in_use)
  * are published in shared memory, and the rule is evaluated right after
@@ -34,9 +35,9 @@
  * connection that waits INTAKE_BALANCE_STARVE_MS (the sibling that should
  * take it is busy or stopped) is taken anyway, with whatever else waits
  * (not what comes next): the balance may delay a connection that long,
- * never refuse it. Every worker polls every
- * socket, so each new connection wakes every worker that accepts (a small
- * thundering herd: with 2 to 8 workers, a few failed accept() calls).
+ * never refuse it. Every worker polls every socket, so each new
+ * connection wakes every worker (a small thundering herd: with 2 to 8
+ * workers, a few failed accept() calls and re-reads of the counts).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
