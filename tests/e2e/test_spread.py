@@ -171,3 +171,25 @@ class SpreadAfterReloadTest(SpreadMixin, harness.ServerTestCase):
         self.connect(16)
         held = self.assert_even(16)
         self.assertFalse(set(held) & old, "an old worker still holds connections")
+
+
+class SpreadAtTheCapTest(SpreadMixin, harness.ServerTestCase):
+    """A worker at max_connections_per_worker is absent from the balance:
+    its sibling takes what it cannot, and a client beyond both caps waits in
+    the kernel's queue until a connection closes."""
+
+    workers = 2
+    settings = {"max_connections_per_worker": 16}  # the smallest allowed
+
+    def test_full_workers_hold_nobody_back_and_the_next_client_waits(self):
+        self.connect(32)
+        held = self.assert_even(32)
+        waiting = socket.create_connection(("127.0.0.1", self.server.port))
+        self.clients.append(waiting)
+        waiting.sendall(REQUEST)
+        waiting.settimeout(0.8)
+        with self.assertRaises(socket.timeout):
+            waiting.recv(1)
+        self.close_clients({min(next(iter(held.values())))})
+        waiting.settimeout(5)
+        self.assertTrue(waiting.recv(64).startswith(b"HTTP/1.1 200"))
