@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+import spread  # beside this script: the workers of a master
+
 UPDATE = ("UPDATE flag_environments fe SET default_serve = jsonb_build_object('variant', :'v')"
           " FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id"
           " WHERE fe.flag_id = f.id AND fe.environment_id = e.id AND o.slug = :'org'"
@@ -38,22 +40,6 @@ def stream_path(port, key):
     url = json.loads(conn.getresponse().read())["eventStreams"][0]["url"]
     conn.close()
     return url[url.index("/ofrep/"):]
-
-
-def workers_of(master):
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if ppid == master and b"worker" in f.read():
-                    found.append(int(pid))
-        except (OSError, IndexError, ValueError):
-            continue
-    return sorted(found)
 
 
 def rss_kb(pid):
@@ -84,7 +70,7 @@ def percentile(values, p):
 
 def main(port, key, conninfo, org, master, count, changes, client, holders):
     path = stream_path(port, key)
-    workers = workers_of(master)
+    workers = spread.workers(master)
     before = sum(rss_kb(pid) for pid in workers)
     started = time.monotonic()
     held = [start_client(client, port, path, count) for _ in range(holders)]

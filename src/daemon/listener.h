@@ -1,10 +1,12 @@
 /*
  * listener.h - the listening sockets the master binds for its workers.
  *
- * One SO_REUSEPORT socket per worker slot, all on the configured address,
- * so the kernel balances connections across workers. The master holds
- * every socket open for its lifetime: replacing a worker never closes a
- * socket, so no queued connection is refused.
+ * One SO_REUSEPORT socket per worker slot, all on the configured address.
+ * Every worker polls all of them and the accept balance (accept_balance.h)
+ * decides which worker takes a queued connection: the kernel's hash alone
+ * spread few keep-alive connections unevenly. The master holds every
+ * socket open for its lifetime: replacing a worker never closes a socket,
+ * so no queued connection is refused.
  */
 #ifndef ENSIGN_LISTENER_H
 #define ENSIGN_LISTENER_H

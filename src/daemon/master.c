@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "accept_balance.h"
 #include "config.h"
 #include "flusher.h"
 #include "heartbeat.h"
@@ -108,31 +109,17 @@ static const char *role_name(const struct child *c, char *buf, size_t len)
 
 /* ---- running a child ---- */
 
-static size_t sockets_for_slot(const struct master *m, int slot, int *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < m->sockets.count; i++)
-        if ((int)(i % (size_t)m->cfg.workers) == slot)
-            out[n++] = m->sockets.fds[i];
-    return n;
-}
-
 static unsigned child_slot(const struct master *m, const struct child *c)
 {
     return (unsigned)(c - m->children);
 }
 
+/* A worker keeps every listening socket (the accept balance spreads the
+ * connections, accept_balance.h); the other children close them. */
 static int run_child(struct master *m, const struct child *c)
 {
-    int own[LISTENER_MAX];
-    size_t nown = c->role == ROLE_WORKER ? sockets_for_slot(m, c->slot, own) : 0;
-    for (size_t i = 0; i < m->sockets.count; i++) {
-        bool mine = false;
-        for (size_t j = 0; j < nown; j++)
-            mine = mine || own[j] == m->sockets.fds[i];
-        if (!mine)
-            close(m->sockets.fds[i]);
-    }
+    for (size_t i = 0; c->role != ROLE_WORKER && i < m->sockets.count; i++)
+        close(m->sockets.fds[i]);
     if (c->role != ROLE_WORKER && m->metrics_fd >= 0)
         close(m->metrics_fd);
     if (m->ready_pipe[0] >= 0)
@@ -141,8 +128,8 @@ static int run_child(struct master *m, const struct child *c)
         close(m->ready_pipe[1]);
     switch (c->role) {
     case ROLE_WORKER:
-        return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, own, nown, m->metrics_fd,
-                           m->ready_pipe[1]);
+        return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, m->sockets.fds,
+                           m->sockets.count, m->metrics_fd, m->ready_pipe[1]);
     case ROLE_REFRESHER:
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
@@ -156,6 +143,7 @@ static void spawn(struct master *m, struct child *c)
     char name[32];
     c->stall_killed = false;
     heartbeat_beat(m->shm.heartbeat, child_slot(m, c), heartbeat_now_ms());
+    accept_balance_publish(m->shm.accept_balance, child_slot(m, c), ACCEPT_BALANCE_ABSENT);
     pid_t pid = fork();
     if (pid < 0) {
         log_error("fork %s: %s", role_name(c, name, sizeof name), strerror(errno));
@@ -302,6 +290,7 @@ static void reap(struct master *m)
             if (!c->used || c->pid != pid)
                 continue;
             describe_exit(c, status);
+            accept_balance_publish(m->shm.accept_balance, child_slot(m, c), ACCEPT_BALANCE_ABSENT);
             if (m->stopping || c->generation != m->generation)
                 c->used = false;
             else

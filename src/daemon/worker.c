@@ -1,9 +1,13 @@
 /*
  * worker.c - a worker process: one libevent loop serving HTTP.
  *
- * The master hands each worker the listening sockets of its slot (one
- * SO_REUSEPORT socket per slot; the master keeps them open, so a worker's
- * death or replacement never closes a socket or drops its accept queue).
+ * The master hands every worker all the listening sockets (one
+ * SO_REUSEPORT socket per worker slot; the master keeps them open, so a
+ * worker's death or replacement never closes a socket or drops its accept
+ * queue). Every worker polls every socket and joins the node's accept
+ * balance (accept_balance.h, through intake.h) as its heartbeat slot, so
+ * connections spread evenly over the workers whatever socket the kernel
+ * queued them on.
  * The worker answers every route of the route table, keeps its own
  * asynchronous PostgreSQL connection for management routes, and on
  * SIGTERM/SIGINT/SIGQUIT drains: it ends its change streams (streams.h;
@@ -302,6 +306,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
     if (rt->w.base != NULL && rt->w.eval_scratch != NULL && rt->w.usage_batch != NULL &&
         rt->w.snapshot != NULL && setup_http(rt, fds, nfds) == 0 &&
         setup_metrics_http(rt, metrics_fd) == 0) {
+        intake_balance_join(shm != NULL ? shm->accept_balance : NULL, heartbeat_slot);
         http_bind_server(&rt->w);
         setup_signals(rt);
         start_usage_timer(rt);

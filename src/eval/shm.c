@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "accept_balance.h"
 #include "config.h"
 #include "heartbeat.h"
 #include "metrics.h"
@@ -110,6 +111,11 @@ static void heartbeat_attach(struct shm_region *region, void *area)
     region->heartbeat = area;
 }
 
+static void accept_balance_attach(struct shm_region *region, void *area)
+{
+    region->accept_balance = area;
+}
+
 static const struct shm_user shm_users[] = {
     {"header", header_size, header_init, header_attach},
     {"ratelimit", ratelimit_size, ratelimit_init, ratelimit_attach},
@@ -117,6 +123,7 @@ static const struct shm_user shm_users[] = {
     {"metrics", metrics_area_size, metrics_init, metrics_attach},
     {"heartbeat", heartbeat_size, heartbeat_init, heartbeat_attach},
     {"streams", stream_slots_shm_size, stream_slots_shm_init, stream_slots_shm_attach},
+    {"accept_balance", accept_balance_shm_size, accept_balance_shm_init, accept_balance_attach},
 };
 
 #define SHM_ALIGN 64
@@ -163,5 +170,6 @@ void shm_destroy(struct shm_region *shm)
     shm->ratelimit = NULL;
     shm->metrics = NULL;
     shm->heartbeat = NULL;
+    shm->accept_balance = NULL;
     shm->size = 0;
 }

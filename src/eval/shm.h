@@ -33,6 +33,7 @@ struct ratelimit_table;
 struct metrics_area;
 struct heartbeat_table;
 struct stream_slots;
+struct accept_balance;
 
 struct shm_region {
     struct shm_header *header;
@@ -41,6 +42,8 @@ struct shm_region {
     struct metrics_area *metrics;      /* /metrics counters (metrics.h) */
     struct heartbeat_table *heartbeat; /* workers' liveness (heartbeat.h) */
     struct stream_slots *stream_slots; /* open streams per SDK key (stream_slots.h) */
+    /* the workers' open connections (accept_balance.h) */
+    struct accept_balance *accept_balance;
     void *base;
     size_t size;
 };

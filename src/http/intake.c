@@ -13,9 +13,31 @@
  * Invariants: a guard is in use exactly while its request lives (taken in
  * evhttp_request_new, returned in evhttp_request_free); its deadline timer
  * is pending only between the request's first byte and its dispatch; the
- * listeners are enabled exactly when accepting is not paused and fewer than
- * the maximum connections are open. Nothing is allocated after
- * intake_start.
+ * listeners are enabled exactly when accepting is not paused, fewer than
+ * the maximum connections are open and the accept balance allows it
+ * (below). Nothing is allocated once the listeners are added (each gets
+ * its watcher event then).
+ *
+ * The accept balance (accept_balance.h): the open connections (in_use)
+ * are published in shared memory, and the rule is evaluated right after
+ * each accept (so a worker that got ahead stops before libevent's accept
+ * loop takes the next queued connection), soon after each close (deferred
+ * to the end of the loop iteration, so a keep-alive connection's request
+ * ending and the next one starting publish nothing), every
+ * INTAKE_BALANCE_IDLE_CHECK_MS while the worker accepts and holds
+ * connections (a sibling's count may have dropped), and, while the rule
+ * holds the worker back, whenever a connection waits: its listeners are
+ * then disabled but a watcher event on each socket stays armed, so the
+ * worker re-reads the counts as soon as a connection is queued and again
+ * on each turn of its loop (yielding the CPU in between) until a sibling
+ * takes it or the counts let this worker take it. In a burst of
+ * connections two workers thus take turns without waiting for a timer. A
+ * connection that waits INTAKE_BALANCE_STARVE_MS (the sibling that should
+ * take it is busy or stopped) is taken anyway, with whatever else waits
+ * (not what comes next): the balance may delay a connection that long,
+ * never refuse it. Every worker polls every socket, so each new
+ * connection wakes every worker (a small thundering herd: with 2 to 8
+ * workers, a few failed accept() calls and re-reads of the counts).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
@@ -24,6 +46,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
+#include <sched.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -37,6 +61,7 @@
 #include <sys/queue.h>
 #include <time.h>
 
+#include "accept_balance.h"
 #include "log.h"
 #include "server.h"
 
@@ -58,6 +83,17 @@ struct guard {
 
 struct intake {
     struct http_server *w;
+    struct accept_balance *balance; /* NULL: no balance (accept below the cap) */
+    unsigned balance_slot;
+    int32_t published;           /* this worker's entry in the balance table */
+    bool balanced;               /* the balance rule lets this worker accept */
+    bool starved;                /* a queue waited too long for a sibling: accept anyway */
+    bool watching;               /* the watchers are armed */
+    long long waiting_since_ms;  /* when the watchers began firing, or 0 */
+    long long last_watch_ms;     /* when they last fired */
+    struct event *balance_timer; /* balance_tick: the periodic re-check */
+    struct event *balance_soon;  /* balance_after_close: activated, never timed */
+    struct event *watchers[MAX_LISTENERS]; /* balance_watch on each listener's socket */
     struct guard *guards;
     size_t count, in_use;
     struct guard *free_list;
@@ -91,9 +127,27 @@ static void *original(const char *name)
 
 /* ---- accepting ---- */
 
+/* Held back by the balance alone: the watchers wake this worker while a
+ * connection waits, to re-evaluate the rule with fresh counts. */
+static void set_watching(bool want)
+{
+    if (want == intake.watching)
+        return;
+    for (size_t i = 0; i < intake.nlisteners; i++) {
+        if (intake.watchers[i] != NULL && want)
+            event_add(intake.watchers[i], NULL);
+        else if (intake.watchers[i] != NULL)
+            event_del(intake.watchers[i]);
+    }
+    intake.watching = want;
+    intake.waiting_since_ms = 0;
+}
+
 static void set_listening(void)
 {
-    bool want = !intake.paused && intake.in_use < intake.count;
+    bool may = !intake.paused && intake.in_use < intake.count;
+    bool want = may && (intake.balanced || intake.starved);
+    set_watching(may && !want && intake.balance != NULL);
     if (want == intake.listening)
         return;
     for (size_t i = 0; i < intake.nlisteners; i++) {
@@ -105,13 +159,133 @@ static void set_listening(void)
     intake.listening = want;
 }
 
+/* ---- the accept balance ---- */
+
+/* What this worker's balance entry should say. */
+static int32_t balance_entry(void)
+{
+    bool may_accept = !intake.paused && intake.in_use < intake.count && intake.nlisteners > 0;
+    return may_accept ? (int32_t)intake.in_use : ACCEPT_BALANCE_ABSENT;
+}
+
+/* Publishes the entry when it changed and re-evaluates the rule. */
+static void balance_update(void)
+{
+    if (intake.balance == NULL)
+        return;
+    int32_t entry = balance_entry();
+    if (entry != intake.published) {
+        accept_balance_publish(intake.balance, intake.balance_slot, entry);
+        intake.published = entry;
+    }
+    intake.balanced =
+        accept_balance_may_accept(intake.balance, intake.balance_slot, (int32_t)intake.in_use);
+}
+
+/* True when a connection waits in the queue of one of the listeners. */
+static bool connections_waiting(void)
+{
+    struct pollfd fds[MAX_LISTENERS];
+    for (size_t i = 0; i < intake.nlisteners; i++)
+        fds[i] =
+            (struct pollfd){.fd = evconnlistener_get_fd(intake.listeners[i]), .events = POLLIN};
+    return intake.nlisteners > 0 && poll(fds, (nfds_t)intake.nlisteners, 0) > 0;
+}
+
+/* While accepting with connections open, a sibling's count may drop
+ * below this worker's: re-check now and then. */
+static void balance_schedule(void)
+{
+    if (intake.balance == NULL || intake.nlisteners == 0 || !intake.listening || intake.in_use == 0)
+        return;
+    struct timeval every = {0, INTAKE_BALANCE_IDLE_CHECK_MS * 1000};
+    event_add(intake.balance_timer, &every);
+}
+
+/* Re-evaluates the rule and publishes the count (on a new connection).
+ * An override for a starved queue ends once the queues are empty: it
+ * takes what waited, not what comes next. */
+static void balance_after_change(void)
+{
+    balance_update();
+    if (intake.starved && (intake.balanced || !connections_waiting()))
+        intake.starved = false;
+    set_listening();
+    balance_schedule();
+}
+
+static void balance_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    balance_after_change();
+}
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A connection waits while the balance holds this worker back: accept
+ * when the counts now allow it, or when it has waited
+ * INTAKE_BALANCE_STARVE_MS for the sibling that should take it; else
+ * yield the CPU to that sibling (the watcher fires again on the next turn
+ * of the loop while the connection waits). */
+static void balance_watch(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    balance_update();
+    long long now = monotonic_ms();
+    if (intake.waiting_since_ms == 0 || now - intake.last_watch_ms > INTAKE_BALANCE_STARVE_MS)
+        intake.waiting_since_ms = now;
+    intake.last_watch_ms = now;
+    if (!intake.balanced && now - intake.waiting_since_ms >= INTAKE_BALANCE_STARVE_MS)
+        intake.starved = true;
+    set_listening();
+    if (intake.watching)
+        sched_yield();
+    else
+        balance_schedule();
+}
+
+/* After closes: publishes only a net change of the loop iteration. */
+static void balance_after_close(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    if ((int32_t)intake.in_use != intake.published)
+        balance_after_change();
+}
+
+void intake_balance_join(struct accept_balance *table, unsigned slot)
+{
+    intake.balance = table;
+    intake.balance_slot = slot;
+    intake.published = ACCEPT_BALANCE_ABSENT;
+    intake.balanced = true;
+    balance_after_change();
+}
+
+static void balance_leave(void)
+{
+    if (intake.balance != NULL)
+        accept_balance_publish(intake.balance, intake.balance_slot, ACCEPT_BALANCE_ABSENT);
+    intake.published = ACCEPT_BALANCE_ABSENT;
+}
+
 static void resume_accepting(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     (void)arg;
     intake.paused = false;
-    set_listening();
+    balance_after_change();
 }
 
 static void report_accept_error(int err)
@@ -134,6 +308,7 @@ static void on_accept_error(struct evconnlistener *listener, void *arg)
     int err = EVUTIL_SOCKET_ERROR();
     report_accept_error(err);
     intake.paused = true;
+    balance_update();
     set_listening();
     struct timeval pause = {0, INTAKE_ACCEPT_PAUSE_MS * 1000};
     if (intake.resume != NULL)
@@ -145,14 +320,27 @@ void intake_add_listener(struct evconnlistener *listener)
     if (listener == NULL || intake.nlisteners >= MAX_LISTENERS)
         return;
     evconnlistener_set_error_cb(listener, on_accept_error);
+    intake.watchers[intake.nlisteners] =
+        intake.w != NULL ? event_new(intake.w->base, evconnlistener_get_fd(listener),
+                                     EV_READ | EV_PERSIST, balance_watch, NULL)
+                         : NULL;
     intake.listeners[intake.nlisteners++] = listener;
     if (!intake.listening)
         evconnlistener_disable(listener);
+    if (intake.watching && intake.watchers[intake.nlisteners - 1] != NULL)
+        event_add(intake.watchers[intake.nlisteners - 1], NULL);
 }
 
 void intake_forget_listeners(void)
 {
+    set_watching(false);
+    for (size_t i = 0; i < intake.nlisteners; i++) {
+        if (intake.watchers[i] != NULL)
+            event_free(intake.watchers[i]);
+        intake.watchers[i] = NULL;
+    }
     intake.nlisteners = 0;
+    balance_leave();
 }
 
 /* ---- libevent's log ---- */
@@ -213,7 +401,11 @@ int intake_start(struct http_server *w, size_t max_connections, int request_time
     intake.timeout.tv_usec = (suseconds_t)(request_timeout_ms % 1000) * 1000;
     intake.guards = calloc(max_connections, sizeof *intake.guards);
     intake.resume = evtimer_new(w->base, resume_accepting, NULL);
-    if (intake.guards == NULL || intake.resume == NULL)
+    intake.balance_timer = evtimer_new(w->base, balance_tick, NULL);
+    intake.balance_soon = evtimer_new(w->base, balance_after_close, NULL);
+    intake.balanced = true;
+    if (intake.guards == NULL || intake.resume == NULL || intake.balance_timer == NULL ||
+        intake.balance_soon == NULL)
         goto fail;
     for (size_t i = 0; i < max_connections; i++) {
         struct guard *g = &intake.guards[i];
@@ -232,12 +424,18 @@ fail:
 
 void intake_end(void)
 {
+    intake_forget_listeners();
     for (size_t i = 0; intake.guards != NULL && i < intake.count; i++)
         if (intake.guards[i].deadline != NULL)
             event_free(intake.guards[i].deadline);
     free(intake.guards);
     if (intake.resume != NULL)
         event_free(intake.resume);
+    if (intake.balance_timer != NULL)
+        event_free(intake.balance_timer);
+    if (intake.balance_soon != NULL)
+        event_free(intake.balance_soon);
+    balance_leave();
     memset(&intake, 0, sizeof intake);
 }
 
@@ -260,7 +458,10 @@ struct evhttp_request *evhttp_request_new(void (*cb)(struct evhttp_request *, vo
     *g = (struct guard){.req = req, .deadline = g->deadline, .surface = -1};
     evhttp_request_set_on_complete_cb(req, on_complete, g);
     intake.in_use++;
-    set_listening();
+    if ((int32_t)intake.in_use > intake.published)
+        balance_after_change(); /* a new connection, not a keep-alive one's next request */
+    else
+        set_listening();
     return req;
 }
 
@@ -277,6 +478,8 @@ void evhttp_request_free(struct evhttp_request *req)
         intake.free_list = g;
         intake.in_use--;
         set_listening();
+        if (intake.balance != NULL) /* after this iteration's callbacks */
+            event_active(intake.balance_soon, EV_TIMEOUT, 0);
     }
     real(req);
 }

@@ -23,6 +23,9 @@
  *    accepting (new clients wait in the kernel's queue) until one closes;
  *  - chunk-size lines are checked by RFC 9112 section 7.1: a chunk
  *    extension ("20;ext=1") is accepted, a malformed size is 400;
+ *  - with the node's accept balance joined (accept_balance.h), the worker
+ *    accepts only while it holds no more connections than the least
+ *    loaded sibling that accepts;
  *  - accept() failing for want of descriptors (EMFILE, ENFILE) pauses
  *    accepting for INTAKE_ACCEPT_PAUSE_MS and is logged once per
  *    INTAKE_LOG_INTERVAL_S, instead of libevent's retry loop and log flood.
@@ -41,9 +44,12 @@ struct evhttp_request;
 struct evkeyvalq;
 struct evconnlistener;
 struct http_server;
+struct accept_balance;
 
 #define INTAKE_ACCEPT_PAUSE_MS 100
 #define INTAKE_LOG_INTERVAL_S 10
+#define INTAKE_BALANCE_IDLE_CHECK_MS 25 /* re-check while accepting with connections open */
+#define INTAKE_BALANCE_STARVE_MS 20     /* a connection waiting this long is taken anyway */
 
 /* Starts guarding w's evhttp: a pool of max_connections guards. 0 or -1. */
 int intake_start(struct http_server *w, size_t max_connections, int request_timeout_ms);
@@ -53,6 +59,12 @@ void intake_end(void);
 
 /* Adds a listening socket: its accept errors and pauses are handled here. */
 void intake_add_listener(struct evconnlistener *listener);
+
+/* Joins the accept balance as the given slot (after the listeners are
+ * added): publishes this worker's open connections and from then on
+ * accepts only while the balance rule allows it. Leaves it (the entry
+ * says absent) in intake_forget_listeners and intake_end. */
+void intake_balance_join(struct accept_balance *table, unsigned slot);
 
 /* Forgets every listener (before the worker deletes them to drain). */
 void intake_forget_listeners(void);
