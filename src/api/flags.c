@@ -85,9 +85,9 @@ static const char CREATE_SQL[] =
 static const char DETAIL_SQL[] =
     "SELECT 200, json_build_object("
     "  'flag', ensign_flag_detail_json(f),"
-    "  'revisions', COALESCE((SELECT json_agg(x.j ORDER BY x.created_at DESC, x.id DESC)"
-    "                           FROM (SELECT ensign_revision_json(r) AS j, r.created_at, r.id"
-    "                                   FROM revisions r WHERE r.flag_id = f.id"
+    "  'revisions', COALESCE((SELECT json_agg(ensign_revision_json(x.r)"
+    "                                         ORDER BY (x.r).created_at DESC, (x.r).id DESC)"
+    "                           FROM (SELECT r FROM revisions r WHERE r.flag_id = f.id"
     "                                  ORDER BY r.created_at DESC, r.id DESC"
     "                                  LIMIT 100) AS x), '[]'),"
     "  'variants', COALESCE((SELECT json_agg(ensign_variant_json(v)"
