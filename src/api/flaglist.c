@@ -13,11 +13,15 @@
  * Invariants: text columns are escaped as PostgreSQL's JSON output escapes
  * them; columns that are JSON already (tags, value) and the total are
  * copied as PostgreSQL wrote them; checksPerHour is written as
- * round(sum / 24.0, 2) writes it.
+ * round(sum / 24.0, 2) writes it; timestamps come as plain timestamptz
+ * and are written as ensign_iso() writes them (pgtime.h): to_char in
+ * 4,000 rows was a third of the statement's execution.
  *
  * Called by flags.c (flags_list).
  */
 #include "flaglist.h"
+
+#include "pgtime.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,10 +45,10 @@
 const char FLAGLIST_SQL[] =
     "SELECT f.id, f.key, f.name, to_jsonb(f.tags), f.type,"
     "       CASE WHEN pfe.default_serve ? 'variant' THEN pv.value END,"
-    "       ensign_iso(f.created_at), f.permanent, ensign_iso(f.updated_at),"
-    "       ensign_iso(f.archived_at), f.description, cu.name, mu.name,"
+    "       f.created_at, f.permanent, f.updated_at,"
+    "       f.archived_at, f.description, cu.name, mu.name,"
     "       f.created_by_user_id, f.maintainer_user_id,"
-    "       ut.total, ensign_iso(ut.last_seen_at),"
+    "       ut.total, ut.last_seen_at,"
     "       CASE WHEN s.newest_hour > date_trunc('hour', now(), 'UTC') THEN 0"
     "            ELSE (extract(epoch FROM date_trunc('hour', now(), 'UTC') - s.newest_hour)"
     "                  / 3600)::bigint END,"
@@ -195,6 +199,22 @@ static void put_text(struct out *pb, const PGresult *res, int row, int col)
         put_string(pb, PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col));
 }
 
+/* Column col of row (a timestamptz) in the API's form, or null. */
+static void put_time(struct out *pb, const PGresult *res, int row, int col)
+{
+    char iso[PGTIME_ISO_SIZE];
+    size_t n = PQgetisnull(res, row, col)
+                   ? 0
+                   : pgtime_iso(PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col), iso);
+    if (n == 0) {
+        put(pb, "null");
+        return;
+    }
+    append(pb, "\"", 1);
+    append(pb, iso, n);
+    append(pb, "\"", 1);
+}
+
 /* Column col of row copied as it is (JSON or a number), or null. */
 static void put_raw(struct out *pb, const PGresult *res, int row, int col)
 {
@@ -273,7 +293,7 @@ static void put_usage(struct out *pb, const PGresult *res, int row)
     put_key(pb, "series", false);
     put_series(pb, series);
     put_key(pb, "lastSeenAt", false);
-    put_text(pb, res, row, COL_USAGE_LAST_SEEN);
+    put_time(pb, res, row, COL_USAGE_LAST_SEEN);
     put_key(pb, "checksPerHour", false);
     put_per_hour(pb, series);
     put(pb, "}");
@@ -284,7 +304,7 @@ static void put_flag(struct out *pb, const PGresult *res, int row)
     static const struct {
         const char *name;
         int col;
-        enum { TEXT, RAW, BOOL } kind;
+        enum { TEXT, RAW, BOOL, TIME } kind;
     } members[] = {
         {"id", COL_ID, TEXT},
         {"key", COL_KEY, TEXT},
@@ -293,10 +313,10 @@ static void put_flag(struct out *pb, const PGresult *res, int row)
         {"type", COL_TYPE, TEXT},
         {"usage", -1, RAW},
         {"value", COL_VALUE, RAW},
-        {"createdAt", COL_CREATED_AT, TEXT},
+        {"createdAt", COL_CREATED_AT, TIME},
         {"permanent", COL_PERMANENT, BOOL},
-        {"updatedAt", COL_UPDATED_AT, TEXT},
-        {"archivedAt", COL_ARCHIVED_AT, TEXT},
+        {"updatedAt", COL_UPDATED_AT, TIME},
+        {"archivedAt", COL_ARCHIVED_AT, TIME},
         {"description", COL_DESCRIPTION, TEXT},
         {"createdByName", COL_CREATED_BY_NAME, TEXT},
         {"maintainerName", COL_MAINTAINER_NAME, TEXT},
@@ -310,6 +330,8 @@ static void put_flag(struct out *pb, const PGresult *res, int row)
             put_usage(pb, res, row);
         else if (members[i].kind == TEXT)
             put_text(pb, res, row, members[i].col);
+        else if (members[i].kind == TIME)
+            put_time(pb, res, row, members[i].col);
         else if (members[i].kind == BOOL && !PQgetisnull(res, row, members[i].col))
             put(pb, strcmp(PQgetvalue(res, row, members[i].col), "t") == 0 ? "true" : "false");
         else

@@ -28,5 +28,6 @@ Suite *suite_agent_parse(void);
 Suite *suite_stream_slots(void);
 Suite *suite_auditchain(void);
 Suite *suite_query_method(void);
+Suite *suite_pgtime(void);
 
 #endif
