@@ -7,7 +7,7 @@
  * that shape (DateStyle other than ISO, a zone other than UTC, BC, the
  * infinities) is refused rather than half rewritten.
  *
- * Called by flaglist.c.
+ * Called by jsonout.c.
  */
 #include "pgtime.h"
 

@@ -10,7 +10,7 @@
  * MS truncates; no calendar arithmetic happens, so every year stays as
  * PostgreSQL wrote it. Pure function, no allocation.
  *
- * Called by flaglist.c.
+ * Called by jsonout.c.
  */
 #ifndef ENSIGN_PGTIME_H
 #define ENSIGN_PGTIME_H
