@@ -35,28 +35,21 @@ char *jsonout_finish(struct jsonout *pb)
     return pb->data;
 }
 
-void jsonout_append(struct jsonout *pb, const char *s, size_t n)
+bool jsonout_reserve(struct jsonout *pb, size_t n)
 {
     if (pb->failed)
-        return;
-    if (pb->len + n + 1 > pb->cap) {
-        size_t cap = pb->cap * 2 > pb->len + n + 1 ? pb->cap * 2 : pb->len + n + 1;
-        char *data = realloc(pb->data, cap);
-        if (data == NULL) {
-            pb->failed = true;
-            return;
-        }
-        pb->data = data;
-        pb->cap = cap;
+        return false;
+    if (pb->len + n + 1 <= pb->cap)
+        return true;
+    size_t cap = pb->cap * 2 > pb->len + n + 1 ? pb->cap * 2 : pb->len + n + 1;
+    char *data = realloc(pb->data, cap);
+    if (data == NULL) {
+        pb->failed = true;
+        return false;
     }
-    memcpy(pb->data + pb->len, s, n);
-    pb->len += n;
-    pb->data[pb->len] = '\0';
-}
-
-void jsonout_put(struct jsonout *pb, const char *s)
-{
-    jsonout_append(pb, s, strlen(s));
+    pb->data = data;
+    pb->cap = cap;
+    return true;
 }
 
 /* The escape of byte ch in a JSON string, or NULL when it stands as it is. */
@@ -91,8 +84,11 @@ void jsonout_string(struct jsonout *pb, const char *s, size_t len)
     jsonout_append(pb, "\"", 1);
     const char *run = s, *end = s + len;
     for (const char *c = s; c < end; c++) {
+        unsigned char ch = (unsigned char)*c;
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue; /* the common case, without the switch */
         char hex[8];
-        const char *esc = escape_of((unsigned char)*c, hex);
+        const char *esc = escape_of(ch, hex);
         if (esc == NULL)
             continue;
         jsonout_append(pb, run, (size_t)(c - run));

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <libpq-fe.h>
 
 struct jsonout {
@@ -31,8 +32,23 @@ bool jsonout_init(struct jsonout *pb, size_t cap);
 /* The body (caller frees), or NULL after an allocation failure (freed). */
 char *jsonout_finish(struct jsonout *pb);
 
-void jsonout_append(struct jsonout *pb, const char *s, size_t n);
-void jsonout_put(struct jsonout *pb, const char *s);
+/* Makes room for n more bytes and the NUL; false after an allocation failure. */
+bool jsonout_reserve(struct jsonout *pb, size_t n);
+
+/* Inline: a 1,000-flag list makes about 100,000 of these calls. */
+static inline void jsonout_append(struct jsonout *pb, const char *s, size_t n)
+{
+    if (pb->len + n >= pb->cap && !jsonout_reserve(pb, n))
+        return;
+    memcpy(pb->data + pb->len, s, n);
+    pb->len += n;
+    pb->data[pb->len] = '\0';
+}
+
+static inline void jsonout_put(struct jsonout *pb, const char *s)
+{
+    jsonout_append(pb, s, strlen(s));
+}
 
 /* s (len bytes) as a JSON string, escaped as PostgreSQL's escape_json does. */
 void jsonout_string(struct jsonout *pb, const char *s, size_t len);
