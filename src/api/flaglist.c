@@ -231,8 +231,8 @@ static size_t estimated_size(const PGresult *res)
     size_t size = 64;
     for (int row = 0; row < PQntuples(res); row++) {
         for (int col = 0; col < COL_COUNT; col++)
-            size += 2 * (size_t)PQgetlength(res, row, col);
-        size += 512;
+            size += (size_t)PQgetlength(res, row, col);
+        size += 384;
     }
     return size;
 }
