@@ -5,8 +5,9 @@ from plain timestamptz (src/api/pgtime.c) and must equal ensign_iso()
 usage timestamps); odd characters in names, descriptions and revision
 summaries are escaped as PostgreSQL escapes them; the detail shows the
 newest 100 revisions in (createdAt, id) order, ties included, null user
-names kept; statements prepared per session (src/db/db.c) are prepared
-again after the database restarts.
+names kept; the detail's body (src/api/flagdetail.c) is byte for byte
+what the SQL record forms of sql/0002 write; statements prepared per
+session (src/db/db.c) are prepared again after the database restarts.
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """
@@ -112,6 +113,48 @@ class MgmtBodiesTest(FlagTestCase):
         self.assertIn(None, [r["userName"] for r in revisions])
         self.assertTrue(all(r["summary"].endswith(' "\\ \t') for r in revisions), revisions[0])
         self.assertEqual(revisions[0]["changes"], ["name: a → b"])
+
+    def test_detail_equals_the_sql_record_forms_byte_for_byte(self):
+        self.string_flag("byte-exact", "a", "b")
+        flag = self.flag_id("byte-exact")
+        # rules in two environments: equal priorities and equal creation
+        # times (ties broken by id), null and odd descriptions, rollouts
+        self.sql("INSERT INTO rules (flag_id, environment_id, priority, description, conditions,"
+                 " serve, created_at)"
+                 f" SELECT '{flag}', e.id, i % 2, CASE WHEN i % 3 = 0 THEN NULL"
+                 " ELSE 'rule \"' || i || '\" \\ é' END,"
+                 " '[{\"attribute\": \"country\", \"operator\": \"in\", \"values\": [\"NL\"]}]',"
+                 " CASE WHEN i % 2 = 0 THEN '{\"variant\": \"a\"}'::jsonb ELSE"
+                 " '{\"rollout\": [{\"variant\": \"a\", \"weight\": 1},"
+                 " {\"variant\": \"b\", \"weight\": 2}]}'::jsonb END,"
+                 " '2030-01-01 00:00:00+00'::timestamptz + (i / 4) * interval '1 ms'"
+                 " FROM environments e JOIN orgs o ON o.id = e.org_id, generate_series(1, 8) AS i"
+                 " WHERE o.slug = 'acme' AND e.key IN ('production', 'development')")
+        self.sql("INSERT INTO revisions (flag_id, action, summary, user_name, created_at)"
+                 f" SELECT '{flag}', 'flag.updated', NULL, NULL, '2030-01-01 00:00:00+00'"
+                 " FROM generate_series(1, 3)")
+        body = self.call("GET", "/acme/flags/byte-exact", "viewer")
+        self.assertStatus(body, 200)
+        expected = {
+            "flag": f"SELECT ensign_flag_detail_json(f)::text FROM flags f WHERE f.id = '{flag}'",
+            "revisions": "SELECT json_agg(ensign_revision_json(r)"
+                         " ORDER BY r.created_at DESC, r.id DESC)::text FROM revisions r"
+                         f" WHERE r.flag_id = '{flag}'",
+            "variants": "SELECT json_agg(ensign_variant_json(v)"
+                        " ORDER BY v.sort_order, v.created_at, v.id)::text FROM variants v"
+                        f" WHERE v.flag_id = '{flag}'",
+            "environments": "SELECT json_agg(ensign_flag_environment_json(fe, e)"
+                            " ORDER BY e.sort_order, e.key)::text FROM flag_environments fe"
+                            " JOIN environments e ON e.id = fe.environment_id"
+                            f" WHERE fe.flag_id = '{flag}'",
+        }
+        text = "{" + ", ".join(f'"{name}" : {self.sql(sql)}' for name, sql in expected.items()) + "}"
+        self.assertEqual(body.body.decode(), text)
+        rules = body.json["environments"][0]["rules"]
+        self.assertEqual([r["priority"] for r in rules], [0, 0, 0, 0, 1, 1, 1, 1])
+        self.assertEqual([e["key"] for e in body.json["environments"]],
+                         ["production", "preview", "development"])
+        self.assertEqual(body.json["environments"][1]["rules"], [])
 
     def test_prepared_statements_survive_a_database_restart(self):
         self.flag("restart-proof")
