@@ -36,10 +36,12 @@
  * and comparison, not the pointer: a caller may reuse a buffer), holds at
  * most DB_PREPARED_MAX texts per session and is forgotten with the
  * session (a new one prepares again). A text PostgreSQL refuses to
- * prepare, one past the cap, and one whose prepared form failed with
- * SQLSTATE 0A000 (a cached plan whose result type changed under a schema
- * change) is sent with PQsendQueryParams from then on, so the caller
- * sees the same answers and errors either way.
+ * prepare and one past the cap are sent with PQsendQueryParams, so the
+ * caller sees the same answers and errors either way. A prepared
+ * statement that fails because it is prepared (SQLSTATE 26000: unknown in
+ * the session, as behind a transaction-pooling proxy; 0A000: a cached
+ * plan whose result type changed under a schema change) did not run: it
+ * is sent again at once as text, and stays text in that session.
  *
  * Called by worker.c (db_open/db_close) and by management handlers.
  */
@@ -456,8 +458,6 @@ static void finish_job(struct db *db)
 {
     struct db_job *job = db->inflight;
     PGresult *res = db->last;
-    if (db->inflight_stmt != NULL && strcmp(db_sqlstate(res), "0A000") == 0)
-        db->inflight_stmt->prepared = false; /* e.g. its plan's result type changed */
     db->inflight = NULL;
     db->inflight_stmt = NULL;
     db->last = NULL;
@@ -472,6 +472,27 @@ static void finish_job(struct db *db)
     job->cb(res, error, job->arg);
     PQclear(res);
     job_free(job);
+}
+
+/*
+ * When the prepared statement in flight failed because it is prepared
+ * (26000: the session does not have it, as behind a transaction-pooling
+ * proxy; 0A000: its cached plan's result type changed under a schema
+ * change), the statement did not run: sends the job again as text and
+ * keeps that text unprepared in this session. True when it did.
+ */
+static bool resent_unprepared(struct db *db)
+{
+    const char *state = db_sqlstate(db->last);
+    if (db->inflight_stmt == NULL || (strcmp(state, "26000") != 0 && strcmp(state, "0A000") != 0))
+        return false;
+    log_debug("database: statement %u sent unprepared from now on: SQLSTATE %s",
+              db->inflight_stmt->number, state);
+    db->inflight_stmt->prepared = false;
+    PQclear(db->last);
+    db->last = NULL;
+    after_send(db, send_inflight(db));
+    return true;
 }
 
 static bool awaiting_result(const struct db *db)
@@ -497,6 +518,8 @@ static void collect_results(struct db *db)
             finish_setup(db);
         } else if (db->preparing) {
             finish_prepare(db);
+            continue;
+        } else if (resent_unprepared(db)) {
             continue;
         } else {
             finish_job(db);

@@ -178,3 +178,24 @@ class MgmtBodiesTest(FlagTestCase):
             self.assertIn("restart-proof", flags)
         self.assertEqual(json.loads(self.server.request("GET", "/v1/healthz").body)["status"],
                          "ok")
+
+
+class PrepareFallbackTest(FlagTestCase):
+    """A statement PostgreSQL refuses to prepare (here: a function it calls
+    is missing for a moment) answers as the unprepared statement would, and
+    the session goes on serving it as text once it can run again."""
+
+    def test_a_statement_refused_at_prepare_is_sent_as_text(self):
+        self.flag("usage-flag")
+        self.database.query("ALTER FUNCTION ensign_iso(timestamptz) RENAME TO ensign_iso_away")
+        try:
+            for _ in range(4):  # both workers' sessions
+                response = self.call("GET", "/acme/flags/usage-flag/usage", "viewer")
+                self.assertEqual(response.status, 500, response)
+        finally:
+            self.database.query("ALTER FUNCTION ensign_iso_away(timestamptz) RENAME TO ensign_iso")
+        for _ in range(6):
+            response = self.call("GET", "/acme/flags/usage-flag/usage", "viewer")
+            self.assertStatus(response, 200)
+            self.assertEqual(response.json["usage"]["total"], 0)
+        self.assertEqual(self.server.sanitizer_reports(), [])
