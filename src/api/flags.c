@@ -292,6 +292,18 @@ void flags_create(struct http_request *r)
 
 /* ---- list, detail, usage, delete ---- */
 
+/* Answers 200 with body written in C from res (freed here), or 500 with
+ * why when writing it failed. */
+static void send_written(struct http_request *r, const PGresult *res, char *body, const char *why)
+{
+    if (body == NULL) {
+        auth_send_db_failure(r, res, why);
+        return;
+    }
+    http_send_json_text(r, 200, body);
+    free(body);
+}
+
 static void on_list_rows(PGresult *res, const char *error, void *arg)
 {
     struct http_request *r = arg;
@@ -299,13 +311,7 @@ static void on_list_rows(PGresult *res, const char *error, void *arg)
         mgmt_send_failure(r, res, error);
         return;
     }
-    char *body = flaglist_json(res);
-    if (body == NULL) {
-        auth_send_db_failure(r, res, "cannot write the flag list");
-        return;
-    }
-    http_send_json_text(r, 200, body);
-    free(body);
+    send_written(r, res, flaglist_json(res), "cannot write the flag list");
 }
 
 static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
@@ -346,13 +352,7 @@ static void on_detail_rows(PGresult *res, const char *error, void *arg)
         http_send_error(r, 404, "flag not found");
         return;
     }
-    char *body = flagdetail_json(res);
-    if (body == NULL) {
-        auth_send_db_failure(r, res, "cannot write the flag detail");
-        return;
-    }
-    http_send_json_text(r, 200, body);
-    free(body);
+    send_written(r, res, flagdetail_json(res), "cannot write the flag detail");
 }
 
 static void on_detail(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
