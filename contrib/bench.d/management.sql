@@ -54,3 +54,14 @@ FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.
 WHERE o.slug = :'org' AND e.key = 'production';
 
 COMMIT;
+
+-- The steady state: planner statistics as autovacuum would have them a
+-- minute later (without them the first minutes plan the list as nested
+-- loops over what looks like empty tables, and autovacuum's ANALYZE in the
+-- middle of a run changes the figures between rounds), and tables without
+-- this script's own leftovers: the 24 hours per flag above are one
+-- transaction, so the usage roll-up triggers wrote 24 versions of each
+-- flag's flag_usage_series row that no page pruning could reuse (800
+-- pages for 1,000 rows, a third of the list's execution), where the
+-- flusher's separate transactions leave a compact table.
+VACUUM (FULL, ANALYZE);

@@ -6,7 +6,8 @@
  * caller is resolved (mgmt.c): the JSON answer is built by PostgreSQL with
  * the record forms of sql/0002_flag_management.sql (the list: plain rows
  * written as JSON by flaglist.c, with their per-row extras: names,
- * production value, usage, from the same query), and
+ * production value, usage, from the same query; the detail: flagdetail.c,
+ * its revisions as plain rows), and
  * writes record their revision in the same statement (revisions.h).
  *
  * Creation (decisions.md sections 2, 3 and 9): the name starts as the key;
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flagdetail.h"
 #include "flaglist.h"
 #include "http.h"
 #include "mgmt.h"
@@ -80,25 +82,6 @@ static const char CREATE_SQL[] =
     "        json_build_object('flag', f.body),"
     "        'a flag with this key already exists'"
     "   FROM (SELECT 1) AS one LEFT JOIN f ON true";
-
-/* $1 org, $2 key. */
-static const char DETAIL_SQL[] =
-    "SELECT 200, json_build_object("
-    "  'flag', ensign_flag_detail_json(f),"
-    "  'revisions', COALESCE((SELECT json_agg(x.j ORDER BY x.created_at DESC, x.id DESC)"
-    "                           FROM (SELECT ensign_revision_json(r) AS j, r.created_at, r.id"
-    "                                   FROM revisions r WHERE r.flag_id = f.id"
-    "                                  ORDER BY r.created_at DESC, r.id DESC"
-    "                                  LIMIT 100) AS x), '[]'),"
-    "  'variants', COALESCE((SELECT json_agg(ensign_variant_json(v)"
-    "                                        ORDER BY v.sort_order, v.created_at, v.id)"
-    "                          FROM variants v WHERE v.flag_id = f.id), '[]'),"
-    "  'environments', COALESCE((SELECT json_agg(ensign_flag_environment_json(fe, e)"
-    "                                            ORDER BY e.sort_order, e.key)"
-    "                              FROM flag_environments fe"
-    "                              JOIN environments e ON e.id = fe.environment_id"
-    "                             WHERE fe.flag_id = f.id), '[]'))"
-    "  FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2";
 
 /* $1 org, $2 key, $3 patch (JSON, only the given members), $4 actor id, $5 actor name,
  * $6 audit actor. */
@@ -309,6 +292,18 @@ void flags_create(struct http_request *r)
 
 /* ---- list, detail, usage, delete ---- */
 
+/* Answers 200 with body written in C from res (freed here), or 500 with
+ * why when writing it failed. */
+static void send_written(struct http_request *r, const PGresult *res, char *body, const char *why)
+{
+    if (body == NULL) {
+        auth_send_db_failure(r, res, why);
+        return;
+    }
+    http_send_json_text(r, 200, body);
+    free(body);
+}
+
 static void on_list_rows(PGresult *res, const char *error, void *arg)
 {
     struct http_request *r = arg;
@@ -316,13 +311,7 @@ static void on_list_rows(PGresult *res, const char *error, void *arg)
         mgmt_send_failure(r, res, error);
         return;
     }
-    char *body = flaglist_json(res);
-    if (body == NULL) {
-        auth_send_db_failure(r, res, "cannot write the flag list");
-        return;
-    }
-    http_send_json_text(r, 200, body);
-    free(body);
+    send_written(r, res, flaglist_json(res), "cannot write the flag list");
 }
 
 static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
@@ -352,10 +341,25 @@ static void query_by_key(struct http_request *r, const struct mgmt_ctx *ctx, con
     mgmt_query(r, sql, 2, params, on_flag_not_found, r);
 }
 
+static void on_detail_rows(PGresult *res, const char *error, void *arg)
+{
+    struct http_request *r = arg;
+    if (!db_result_ok(res)) {
+        mgmt_send_failure(r, res, error);
+        return;
+    }
+    if (PQntuples(res) == 0) {
+        http_send_error(r, 404, "flag not found");
+        return;
+    }
+    send_written(r, res, flagdetail_json(res), "cannot write the flag detail");
+}
+
 static void on_detail(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
-    query_by_key(r, ctx, DETAIL_SQL);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
+    mgmt_query(r, FLAGDETAIL_SQL, 2, params, on_detail_rows, r);
 }
 
 void flags_get(struct http_request *r)

@@ -6,13 +6,14 @@
  *
  *   CONNECTING  PQconnectPoll steps, each waiting on a fresh one-shot event
  *               (PQsocket may change between steps), under a deadline.
- *   SETTING_UP  the session's first query sets statement_timeout and
- *               TimeZone UTC; queued queries wait for it.
- *   READY       queries are sent one at a time with PQsendQueryParams; a
- *               persistent EV_READ event collects results, an EV_WRITE
- *               event finishes PQflush when the socket buffer was full. A
- *               watchdog drops the connection when an answer takes far
- *               longer than statement_timeout (a silent network).
+ *   SETTING_UP  the session's first query sets statement_timeout,
+ *               TimeZone UTC and DateStyle ISO; queued queries wait for it.
+ *   READY       queries are sent one at a time, each as a prepared
+ *               statement of the session (see below); a persistent EV_READ
+ *               event collects results, an EV_WRITE event finishes PQflush
+ *               when the socket buffer was full. A watchdog drops the
+ *               connection when an answer takes far longer than
+ *               statement_timeout (a silent network).
  *   WAITING     after a failure: retry after a backoff of 100 ms doubling
  *               to 5 s, reset once a session is ready again.
  *   CLOSING     inside db_close.
@@ -26,6 +27,21 @@
  * may hold a password). Note that libpq resolves host names during
  * PQconnectPoll, which can block briefly; configure an address or a socket
  * directory to avoid it.
+ *
+ * Prepared statements: the first time a session sees a statement text it
+ * sends PQsendPrepare (one extra round trip, once per session and text),
+ * then PQsendQueryPrepared, so PostgreSQL parses and plans a statement
+ * once per session rather than once per request (a third of a 1,000-flag
+ * list's server time was planning). The cache is keyed by the text (hash
+ * and comparison, not the pointer: a caller may reuse a buffer), holds at
+ * most DB_PREPARED_MAX texts per session and is forgotten with the
+ * session (a new one prepares again). A text PostgreSQL refuses to
+ * prepare and one past the cap are sent with PQsendQueryParams, so the
+ * caller sees the same answers and errors either way. A prepared
+ * statement that fails because it is prepared (SQLSTATE 26000: unknown in
+ * the session, as behind a transaction-pooling proxy; 0A000: a cached
+ * plan whose result type changed under a schema change) did not run: it
+ * is sent again at once as text, and stays text in that session.
  *
  * Called by worker.c (db_open/db_close) and by management handlers.
  */
@@ -45,10 +61,13 @@
 #define DB_WATCHDOG_GRACE_MS 5000
 #define DB_QUEUE_MAX 1024
 #define DB_ERROR_LEN 256
+#define DB_PREPARED_MAX 256
+#define DB_STMT_NAME_LEN 24
 
 static const char SESSION_SETUP_SQL[] =
     "SELECT pg_catalog.set_config('statement_timeout', $1, false),"
-    " pg_catalog.set_config('TimeZone', 'UTC', false)";
+    " pg_catalog.set_config('TimeZone', 'UTC', false),"
+    " pg_catalog.set_config('DateStyle', 'ISO', false)";
 
 enum db_state { DB_CONNECTING, DB_SETTING_UP, DB_READY, DB_WAITING, DB_CLOSING };
 
@@ -60,6 +79,15 @@ struct db_job {
     db_result_cb cb;
     void *arg;
     char error[DB_ERROR_LEN]; /* set when the job fails without a result */
+};
+
+/* A statement text of the session: prepared as "ensign_<number>", or
+ * sent unprepared (prepared false) after PostgreSQL refused it. */
+struct db_stmt {
+    uint64_t hash;
+    char *sql;
+    unsigned number;
+    bool prepared;
 };
 
 struct job_list {
@@ -83,6 +111,10 @@ struct db {
     struct job_list queue;
     struct job_list failed;
     struct db_job *inflight;
+    struct db_stmt *inflight_stmt; /* its cache entry, NULL when sent unprepared */
+    bool preparing;                /* the result awaited is the PQsendPrepare's */
+    struct db_stmt stmts[DB_PREPARED_MAX];
+    size_t nstmts;
     PGresult *last; /* latest result of the query in flight */
     char error[DB_ERROR_LEN];
     _Atomic uint64_t *errors; /* /metrics counter, or NULL */
@@ -225,8 +257,19 @@ static void free_event(struct event **ev)
     }
 }
 
+/* Forgets the session's prepared statements (they die with it). */
+static void forget_statements(struct db *db)
+{
+    for (size_t i = 0; i < db->nstmts; i++)
+        free(db->stmts[i].sql);
+    db->nstmts = 0;
+    db->inflight_stmt = NULL;
+    db->preparing = false;
+}
+
 static void teardown(struct db *db)
 {
+    forget_statements(db);
     free_event(&db->io);
     free_event(&db->writer);
     evtimer_del(db->timer);
@@ -275,25 +318,117 @@ static int flush_output(struct db *db)
     return 0;
 }
 
+/* ---- prepared statements ---- */
+
+/* FNV-1a of the statement text. */
+static uint64_t text_hash(const char *text)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+static struct db_stmt *stmt_find(struct db *db, const char *sql, uint64_t hash)
+{
+    for (size_t i = 0; i < db->nstmts; i++) {
+        if (db->stmts[i].hash == hash && strcmp(db->stmts[i].sql, sql) == 0)
+            return &db->stmts[i];
+    }
+    return NULL;
+}
+
+/* A new entry for sql (not prepared yet), or NULL when the cache is full. */
+static struct db_stmt *stmt_add(struct db *db, const char *sql, uint64_t hash)
+{
+    if (db->nstmts >= DB_PREPARED_MAX)
+        return NULL;
+    char *copy = strdup(sql);
+    if (copy == NULL)
+        return NULL;
+    struct db_stmt *st = &db->stmts[db->nstmts];
+    *st = (struct db_stmt){.hash = hash, .sql = copy, .number = (unsigned)db->nstmts};
+    db->nstmts++;
+    return st;
+}
+
+static void stmt_name(const struct db_stmt *st, char name[DB_STMT_NAME_LEN])
+{
+    snprintf(name, DB_STMT_NAME_LEN, "ensign_%u", st->number);
+}
+
+/*
+ * Sends the job in flight: its prepared statement, or a PQsendPrepare
+ * first when the session has not seen the text (db->preparing; the job is
+ * sent again when that answer is in), or the text itself. Returns libpq's
+ * 1 (sent) or 0.
+ */
+static int send_inflight(struct db *db)
+{
+    struct db_job *job = db->inflight;
+    const char *const *values = (const char *const *)job->values;
+    uint64_t hash = text_hash(job->sql);
+    struct db_stmt *st = stmt_find(db, job->sql, hash);
+    char name[DB_STMT_NAME_LEN];
+    db->inflight_stmt = NULL;
+    if (st == NULL && (st = stmt_add(db, job->sql, hash)) != NULL) {
+        stmt_name(st, name);
+        db->inflight_stmt = st;
+        db->preparing = true;
+        return PQsendPrepare(db->conn, name, job->sql, job->nparams, NULL);
+    }
+    if (st != NULL && st->prepared) {
+        stmt_name(st, name);
+        db->inflight_stmt = st;
+        return PQsendQueryPrepared(db->conn, name, job->nparams, values, NULL, NULL, 0);
+    }
+    return PQsendQueryParams(db->conn, job->sql, job->nparams, NULL, values, NULL, NULL, 0);
+}
+
+/* After send_inflight: arms the watchdog and flushes, or fails the job. */
+static void after_send(struct db *db, int sent)
+{
+    if (!sent) {
+        if (PQstatus(db->conn) == CONNECTION_BAD) {
+            connection_down(db, "connection lost", PQerrorMessage(db->conn));
+            return;
+        }
+        struct db_job *job = db->inflight;
+        db->inflight = NULL;
+        db->inflight_stmt = NULL;
+        db->preparing = false;
+        job_fail(db, job, PQerrorMessage(db->conn));
+        return;
+    }
+    if (db->statement_timeout_ms > 0)
+        arm_timer(db, db->statement_timeout_ms + DB_WATCHDOG_GRACE_MS);
+    flush_output(db);
+}
+
+/* The PQsendPrepare's answer is in: the job goes out prepared, or (refused)
+ * as text, which then answers with PostgreSQL's own error if any. */
+static void finish_prepare(struct db *db)
+{
+    PGresult *res = db->last;
+    db->last = NULL;
+    db->preparing = false;
+    struct db_stmt *st = db->inflight_stmt;
+    st->prepared = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!st->prepared) {
+        const char *why = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+        log_debug("database: statement %u sent unprepared: %s", st->number,
+                  why ? why : "no result");
+    }
+    PQclear(res);
+    after_send(db, send_inflight(db));
+}
+
 static void dispatch_next(struct db *db)
 {
     if (db->state != DB_READY || db->inflight || !db->queue.head)
         return;
-    struct db_job *job = list_pop(&db->queue);
-    if (!PQsendQueryParams(db->conn, job->sql, job->nparams, NULL, (const char *const *)job->values,
-                           NULL, NULL, 0)) {
-        if (PQstatus(db->conn) == CONNECTION_BAD) {
-            db->inflight = job;
-            connection_down(db, "connection lost", PQerrorMessage(db->conn));
-            return;
-        }
-        job_fail(db, job, PQerrorMessage(db->conn));
-        return;
-    }
-    db->inflight = job;
-    if (db->statement_timeout_ms > 0)
-        arm_timer(db, db->statement_timeout_ms + DB_WATCHDOG_GRACE_MS);
-    flush_output(db);
+    db->inflight = list_pop(&db->queue);
+    after_send(db, send_inflight(db));
 }
 
 static void finish_setup(struct db *db)
@@ -324,6 +459,7 @@ static void finish_job(struct db *db)
     struct db_job *job = db->inflight;
     PGresult *res = db->last;
     db->inflight = NULL;
+    db->inflight_stmt = NULL;
     db->last = NULL;
     evtimer_del(db->timer);
     const char *error = NULL;
@@ -336,6 +472,27 @@ static void finish_job(struct db *db)
     job->cb(res, error, job->arg);
     PQclear(res);
     job_free(job);
+}
+
+/*
+ * When the prepared statement in flight failed because it is prepared
+ * (26000: the session does not have it, as behind a transaction-pooling
+ * proxy; 0A000: its cached plan's result type changed under a schema
+ * change), the statement did not run: sends the job again as text and
+ * keeps that text unprepared in this session. True when it did.
+ */
+static bool resent_unprepared(struct db *db)
+{
+    const char *state = db_sqlstate(db->last);
+    if (db->inflight_stmt == NULL || (strcmp(state, "26000") != 0 && strcmp(state, "0A000") != 0))
+        return false;
+    log_debug("database: statement %u sent unprepared from now on: SQLSTATE %s",
+              db->inflight_stmt->number, state);
+    db->inflight_stmt->prepared = false;
+    PQclear(db->last);
+    db->last = NULL;
+    after_send(db, send_inflight(db));
+    return true;
 }
 
 static bool awaiting_result(const struct db *db)
@@ -357,10 +514,16 @@ static void collect_results(struct db *db)
             connection_down(db, "connection lost", PQerrorMessage(db->conn));
             return;
         }
-        if (db->state == DB_SETTING_UP)
+        if (db->state == DB_SETTING_UP) {
             finish_setup(db);
-        else
+        } else if (db->preparing) {
+            finish_prepare(db);
+            continue;
+        } else if (resent_unprepared(db)) {
+            continue;
+        } else {
             finish_job(db);
+        }
         dispatch_next(db);
     }
 }

@@ -14,7 +14,9 @@
  * query failed at the connection level. The callback must not PQclear the
  * result: db.c clears it after the callback returns. While the connection
  * is down (after a failure, until the next session is ready), db_query
- * fails fast instead of queueing. Every session runs with TimeZone UTC.
+ * fails fast instead of queueing. Every session runs with TimeZone UTC and
+ * DateStyle ISO (timestamptz text "2025-01-31 12:00:00.123+00", which
+ * api/pgtime.c reads). Statements are prepared once per session (db.c).
  *
  * Not used on the evaluation path, and not linked into the core library.
  */

@@ -30,5 +30,6 @@ Suite *suite_stream_slots(void);
 Suite *suite_auditchain(void);
 Suite *suite_query_method(void);
 Suite *suite_answer(void);
+Suite *suite_pgtime(void);
 
 #endif

@@ -1,0 +1,24 @@
+/*
+ * flagdetail.h - the flag detail's statement and its JSON body (GET
+ * /v1/orgs/{org}/flags/{key}, flags-and-evaluation-api.md section 2): the
+ * flag with its creator's and maintainer's names, its newest 100
+ * revisions (newest first, ties by id), its variants and its
+ * configuration in every environment with the rules in evaluation order.
+ *
+ * Called by flags.c.
+ */
+#ifndef ENSIGN_FLAGDETAIL_H
+#define ENSIGN_FLAGDETAIL_H
+
+#include <libpq-fe.h>
+
+/* $1 org id, $2 flag key. No rows when there is no such flag; else the
+ * flag's row (kind 0) and then one row per revision shown (kind 1). */
+extern const char FLAGDETAIL_SQL[];
+
+/* The body {"flag", "revisions", "variants", "environments"} of
+ * FLAGDETAIL_SQL's rows (caller frees), or NULL when out of memory or the
+ * result has another shape (no rows included: the caller answers 404). */
+char *flagdetail_json(const PGresult *res);
+
+#endif
