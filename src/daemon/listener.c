@@ -5,6 +5,13 @@
  * the IPv4 wildcard where IPv6 is unavailable. Because SO_REUSEPORT would
  * let a second ensignd join our port silently, the master first probes the
  * address with a plain socket: "port in use" is a startup error.
+ *
+ * Every socket has TCP_NODELAY, which the connections accepted on it
+ * inherit: an answer larger than one write of libevent's (16 KB by
+ * default; query_method.c raises it) leaves in several segments, and with
+ * Nagle's algorithm the last one waited for the client's delayed ACK,
+ * 40 ms per large answer on a keep-alive connection. Every answer is
+ * written whole by one writev, so no small segments come of it.
  */
 #include "listener.h"
 
@@ -12,6 +19,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,11 +55,13 @@ static int open_address(const char *label, const char *host, int port_number, bo
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (reuseport)
             setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        /* inherited by every accepted connection (Linux copies the
+         * listener's TCP options): see the header */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (res->ai_family == AF_INET6 && wildcard)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
     }
-    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
-        listen(fd, LISTEN_BACKLOG) != 0) {
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
         snprintf(err, errlen, "%s: %s", label, strerror(errno));
         if (fd >= 0)
             close(fd);

@@ -29,9 +29,11 @@ struct evbuffer;
 struct event_base;
 
 #define QUERY_METHOD_OVERRIDE_HEADER "X-HTTP-Method-Override"
+#define QUERY_METHOD_MAX_SINGLE_WRITE (256 * 1024) /* bytes one write(2) may take */
 
 /* evhttp_set_bevcb callback: a socket bufferevent with the rewrite on its
- * input buffer (arg unused). */
+ * input buffer and writes of up to QUERY_METHOD_MAX_SINGLE_WRITE (arg
+ * unused). */
 struct bufferevent *query_method_bufferevent(struct event_base *base, void *arg);
 
 /* Puts the rewrite on an input buffer (what query_method_bufferevent does
