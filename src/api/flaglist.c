@@ -34,10 +34,13 @@
 /*
  * The usage summary of a flag, from the roll-ups of sql/0002 and 0008:
  * none until anything was counted (no flag_usage_totals row); the 24
- * hourly counts of flag_usage_series (one row per flag) and how many hours
- * its newest hour lies behind the current one. When the newest hour is
- * ahead of the current one (a clock ahead), the 24 hours up to the current
- * one are read from flag_usage_hours instead (ensign_usage_counts of sql/0008, behind 0).
+ * hourly counts of flag_usage_series (one row per flag; as the text
+ * sql/0009 keeps beside them) and how many hours its newest hour lies
+ * behind the current one. When the newest hour is ahead of the current one
+ * (a clock ahead), the 24 hours up to the current one are read from
+ * flag_usage_hours instead (ensign_usage_counts of sql/0008, behind 0).
+ * The production default's variant is joined on sql/0009's stored
+ * default_variant_key (NULL for a rollout: no value).
  */
 /* The current hour, as an uncorrelated scalar subquery: PostgreSQL
  * computes it once per statement (an InitPlan) rather than once per row
@@ -51,22 +54,22 @@
 
 const char FLAGLIST_SQL[] =
     "SELECT f.id, f.key, f.name, to_jsonb(f.tags), f.type,"
-    "       CASE WHEN pfe.default_serve ? 'variant' THEN pv.value END,"
+    "       pv.value,"
     "       f.created_at, f.permanent, f.updated_at,"
     "       f.archived_at, f.description, cu.name, mu.name,"
     "       f.created_by_user_id, f.maintainer_user_id,"
     "       ut.total, ut.last_seen_at,"
     "       CASE WHEN s.newest_hour > " CURRENT_HOUR " THEN 0"
-    "            ELSE (extract(epoch FROM " CURRENT_HOUR " - s.newest_hour) / 3600)::bigint END,"
+    "            ELSE (date_part('epoch', " CURRENT_HOUR " - s.newest_hour) / 3600)::bigint END,"
     "       CASE WHEN s.newest_hour > " CURRENT_HOUR
-    "            THEN ensign_usage_counts(f.id, " CURRENT_HOUR ")"
-    "            ELSE s.counts END"
+    "            THEN array_to_string(ensign_usage_counts(f.id, " CURRENT_HOUR "), ',')"
+    "            ELSE s.counts_text END"
     "  FROM flags f"
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"
     "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id"
     "  LEFT JOIN environments pe ON pe.org_id = f.org_id AND pe.key = 'production'"
     "  LEFT JOIN flag_environments pfe ON pfe.flag_id = f.id AND pfe.environment_id = pe.id"
-    "  LEFT JOIN variants pv ON pv.flag_id = f.id AND pv.key = pfe.default_serve ->> 'variant' "
+    "  LEFT JOIN variants pv ON pv.flag_id = f.id AND pv.key = pfe.default_variant_key "
     USAGE_SQL
     " WHERE f.org_id = $1::uuid AND (f.archived_at IS NOT NULL) = ($2 = 't')"
     " ORDER BY f.key";
@@ -98,7 +101,7 @@ enum {
 
 #define HOURS 24
 
-/* The counts of a PostgreSQL bigint array text ("{3,0,12}") into out, at
+/* The counts of a list of bigints ("3,0,12", or array text "{3,0,12}") into out, at
  * most max; returns how many (strtoll's results for bigint values,
  * without its locale and errno work: 24,000 calls per list). */
 static int parse_int_array(const char *text, long long *out, int max)
