@@ -11,7 +11,13 @@
 --   0008's), so the list does not format 24,000 numbers per request
 --   (about 0.6 ms); written once per usage flush instead.
 --
--- Invariant: counts_text = array_to_string(counts, ',') on every row.
+-- - flags.tags_json: the tags as the JSON text the list returns
+--   (to_jsonb(tags)::text), kept by a trigger on every write of a flag's
+--   tags, so the list copies it instead of building a jsonb per flag
+--   (about 0.2 ms of a 1,000-flag list).
+--
+-- Invariants: counts_text = array_to_string(counts, ',') and
+-- tags_json = to_jsonb(tags)::text on every row.
 
 ALTER TABLE flag_environments
     ADD COLUMN default_variant_key text GENERATED ALWAYS AS (default_serve ->> 'variant') STORED;
@@ -41,3 +47,20 @@ BEGIN
             counts_text = EXCLUDED.counts_text;
 END
 $$;
+
+ALTER TABLE flags ADD COLUMN tags_json text;
+UPDATE flags SET tags_json = to_jsonb(tags)::text;
+ALTER TABLE flags ALTER COLUMN tags_json SET NOT NULL;
+
+CREATE FUNCTION ensign_flags_tags_json() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    NEW.tags_json := to_jsonb(NEW.tags)::text;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER flags_tags_json
+    BEFORE INSERT OR UPDATE OF tags ON flags
+    FOR EACH ROW EXECUTE FUNCTION ensign_flags_tags_json();

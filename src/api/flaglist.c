@@ -40,7 +40,8 @@
  * (a clock ahead), the 24 hours up to the current one are read from
  * flag_usage_hours instead (ensign_usage_counts of sql/0008, behind 0).
  * The production default's variant is joined on sql/0009's stored
- * default_variant_key (NULL for a rollout: no value).
+ * default_variant_key (NULL for a rollout: no value); the tags come as
+ * the JSON text sql/0009 keeps beside them.
  */
 /* The current hour, as an uncorrelated scalar subquery: PostgreSQL
  * computes it once per statement (an InitPlan) rather than once per row
@@ -53,7 +54,7 @@
     "LEFT JOIN flag_usage_series s ON s.flag_id = f.id AND ut.flag_id IS NOT NULL "
 
 const char FLAGLIST_SQL[] =
-    "SELECT f.id, f.key, f.name, to_jsonb(f.tags), f.type,"
+    "SELECT f.id, f.key, f.name, f.tags_json, f.type,"
     "       pv.value,"
     "       f.created_at, f.permanent, f.updated_at,"
     "       f.archived_at, f.description, cu.name, mu.name,"

@@ -210,6 +210,28 @@ class FlagReadTest(FlagTestCase):
         flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
         item = next(f for f in flags if f["key"] == "list-rollout")
         self.assertIsNone(item["value"])
+        # back to a single variant: the stored default_variant_key follows
+        self.assertAck(self.configure("list-rollout", {"defaultVariantKey": "b"}))
+        flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
+        item = next(f for f in flags if f["key"] == "list-rollout")
+        self.assertEqual(item["value"], "b")
+
+    def test_list_tags_follow_every_write(self):
+        # the list reads the tags' JSON text kept by a trigger (sql/0009)
+        self.flag("list-tags", tags=["a", "quote\"d", "sp ace"])
+        def listed():
+            flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
+            return next(f for f in flags if f["key"] == "list-tags")["tags"]
+        self.assertEqual(listed(), ["a", "quote\"d", "sp ace"])
+        self.assertStatus(self.call("PATCH", "/acme/flags/list-tags", "member",
+                                    body={"tags": ["b"]}), 200)
+        self.assertEqual(listed(), ["b"])
+        self.assertStatus(self.call("PATCH", "/acme/flags/list-tags", "member",
+                                    body={"name": "Renamed"}), 200)
+        self.assertEqual(listed(), ["b"])
+        self.assertStatus(self.call("PATCH", "/acme/flags/list-tags", "member",
+                                    body={"tags": []}), 200)
+        self.assertEqual(listed(), [])
 
     def test_usage_in_list_and_usage_endpoint(self):
         self.flag("counted")
