@@ -11,6 +11,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/util.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,65 @@ START_TEST(header_index_first_of_any_case)
     ck_assert_int_eq(header_index_slot("Hos"), -1);
     header_index_build(&ix, NULL);
     ck_assert_ptr_null(ix.value[HEADER_AUTHORIZATION]);
+    evhttp_clear_headers(&headers);
+}
+END_TEST
+
+/* libevent's definition of the compare (header_index.c replaces it) */
+static int reference_strcasecmp(const char *s1, const char *s2)
+{
+    for (;;) {
+        char c1 = *s1++, c2 = *s2++;
+        c1 = (char)(c1 >= 'A' && c1 <= 'Z' ? c1 + 32 : c1);
+        c2 = (char)(c2 >= 'A' && c2 <= 'Z' ? c2 + 32 : c2);
+        if (c1 < c2)
+            return -1;
+        if (c1 > c2)
+            return 1;
+        if (c1 == 0)
+            return 0;
+    }
+}
+
+START_TEST(header_compare_as_libevent_defines_it)
+{
+    static const char *const names[] = {"",
+                                        "a",
+                                        "A",
+                                        "Host",
+                                        "host",
+                                        "HOST",
+                                        "Hos",
+                                        "Hosts",
+                                        "Content-Length",
+                                        "content-length",
+                                        "Content-Type",
+                                        "X-API-Key",
+                                        "x-api-key",
+                                        "[",
+                                        "@",
+                                        "`",
+                                        "{",
+                                        "Z",
+                                        "z",
+                                        "\xc3\xa9",
+                                        "\xc3\x89",
+                                        "caf\xc3\xa9",
+                                        "CAF\xc3\xa9",
+                                        "\x7f",
+                                        "~"};
+    size_t n = sizeof names / sizeof names[0];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            ck_assert_msg(evutil_ascii_strcasecmp(names[i], names[j]) ==
+                              reference_strcasecmp(names[i], names[j]),
+                          "\"%s\" vs \"%s\"", names[i], names[j]);
+    /* and what evhttp's lookup answers through it */
+    struct evkeyvalq headers;
+    TAILQ_INIT(&headers);
+    evhttp_add_header(&headers, "content-LENGTH", "12");
+    ck_assert_str_eq(evhttp_find_header(&headers, "Content-Length"), "12");
+    ck_assert_ptr_null(evhttp_find_header(&headers, "Content-Lengt"));
     evhttp_clear_headers(&headers);
 }
 END_TEST
@@ -246,6 +306,7 @@ Suite *suite_answer(void)
     TCase *tc = tcase_create("answer");
     tcase_add_test(tc, hex_u64_digits);
     tcase_add_test(tc, header_index_first_of_any_case);
+    tcase_add_test(tc, header_compare_as_libevent_defines_it);
     tcase_add_test(tc, answer_blocks_are_reused);
     tcase_add_test(tc, answer_grows_past_its_block);
     tcase_add_test(tc, answer_returns_when_libevent_lets_go);
