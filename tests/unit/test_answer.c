@@ -2,8 +2,9 @@
  * test_answer.c - answer bodies and the small pieces of the evaluation
  * answer path: the answer block pool (src/http/answer.c: reuse, growth,
  * hand-over to an evbuffer and the return when libevent lets go, the pool
- * outliving its blocks), the header index (src/http/header_index.c: first
- * occurrence, any case, names it does not keep) and hex_u64
+ * outliving its blocks, at most 256 lent), JSON strings, the header index
+ * (src/http/header_index.c: first occurrence, any case, names it does not
+ * keep; the name compare that replaces libevent's) and hex_u64
  * (src/base/hex.c, the ETag digits).
  */
 #include <check.h>
