@@ -16,7 +16,7 @@ import socket
 import unittest
 
 import harness
-from test_spread import REQUEST, spread
+from test_spread import SpreadMixin, spread
 
 SYS_PIDFD_GETFD = 438
 
@@ -45,19 +45,12 @@ def duplicate_from(pid, fd):
         os.close(pidfd)
 
 
-class AcceptedConnectionTest(harness.ServerTestCase):
+class AcceptedConnectionTest(SpreadMixin, harness.ServerTestCase):
     workers = 2
 
     def test_accepted_connections_have_tcp_nodelay(self):
-        client = socket.create_connection(("127.0.0.1", self.server.port),
-                                          timeout=harness.HTTP_TIMEOUT)
-        self.addCleanup(client.close)
-        client.sendall(REQUEST)
-        received = b""
-        while not harness.raw_response_complete(received):
-            chunk = client.recv(65536)
-            self.assertTrue(chunk, "the server closed a keep-alive connection")
-            received += chunk
+        self.connect(1)  # a keep-alive connection that has answered a request
+        client = self.clients[0]
         my_port = client.getsockname()[1]
         inode = next((i for i, port in spread.connections(self.server.port).items()
                       if port == my_port), None)
