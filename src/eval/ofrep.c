@@ -285,6 +285,20 @@ static enum ofrep_body_status guard_status(enum json_guard_verdict verdict, cons
                : OFREP_BODY_INVALID_CONTEXT;
 }
 
+/* ctx from the body's context member (NULL: none; JSON null is none). */
+static enum ofrep_body_status context_ready(struct eval_context *ctx, struct json_object *context,
+                                            int64_t now_us, const char **detail)
+{
+    if (json_object_is_type(context, json_type_null))
+        context = NULL;
+    if (eval_context_init(ctx, context, now_us, detail) != EVAL_CONTEXT_OK) {
+        if (*detail == NULL)
+            *detail = "invalid context";
+        return OFREP_BODY_INVALID_CONTEXT;
+    }
+    return OFREP_BODY_OK;
+}
+
 enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_quick_keys *keys,
                                        const char *text, size_t len, int64_t now_us,
                                        struct json_object **body, struct eval_context *ctx,
@@ -298,6 +312,14 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_qui
             json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
         if (verdict != JSON_GUARD_OK)
             return guard_status(verdict, detail);
+        struct json_object *only = NULL;
+        if (json_quick_parse_only_member(text, len, "context", keys, &only)) {
+            /* {"context": X}: the body's one member is X (members counts it) */
+            *body = only;
+            if (!json_guard_members_kept(only, members - 1))
+                return guard_status(JSON_GUARD_DUPLICATE_KEY, detail);
+            return context_ready(ctx, only, now_us, detail);
+        }
         bool complete = json_quick_parse(text, len, keys, body);
         if (!complete) { /* outside the plain subset: json-c decides */
             json_tokener_reset(tok);
@@ -318,14 +340,7 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_qui
     struct json_object *context = NULL;
     if (*body != NULL)
         json_object_object_get_ex(*body, "context", &context);
-    if (json_object_is_type(context, json_type_null))
-        context = NULL;
-    if (eval_context_init(ctx, context, now_us, detail) != EVAL_CONTEXT_OK) {
-        if (*detail == NULL)
-            *detail = "invalid context";
-        return OFREP_BODY_INVALID_CONTEXT;
-    }
-    return OFREP_BODY_OK;
+    return context_ready(ctx, context, now_us, detail);
 }
 
 static int64_t wall_clock_us(void)

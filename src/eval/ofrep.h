@@ -44,9 +44,10 @@ enum ofrep_body_status {
 /*
  * Reads an evaluation request body: text (len bytes; NULL or only
  * whitespace is an empty body) parsed with tok into *body (NULL for an
- * empty body; the caller puts it, also on error; member names may live in
- * keys, json_quick.h, which must stay untouched until then), then ctx prepared from
- * its `context` member (eval_context_init, clock now_us). On error *detail
+ * empty body; for the SDKs' own shape {"context": X} only X is built and
+ * *body is X; the caller puts it, also on error; member names may live in
+ * keys, json_quick.h, which must stay untouched until then), then ctx
+ * prepared from its `context` member (eval_context_init, clock now_us). On error *detail
  * is the errorDetails text. Pure: no I/O, no globals (the fuzz target
  * tests/fuzz/fuzz_ofrep_body.c calls it too).
  */

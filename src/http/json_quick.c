@@ -216,3 +216,40 @@ bool json_quick_parse(const char *text, size_t len, struct json_quick_keys *keys
     *out = obj;
     return true;
 }
+
+bool json_quick_parse_only_member(const char *text, size_t len, const char *name,
+                                  struct json_quick_keys *keys, struct json_object **value)
+{
+    struct quick q = {text, text + len, keys};
+    *value = NULL;
+    if (keys != NULL)
+        keys->used = 0;
+    skip_ws(&q);
+    if (q.p >= q.end || *q.p != '{')
+        return false;
+    q.p++;
+    skip_ws(&q);
+    const char *key;
+    size_t key_len;
+    if (q.p >= q.end || *q.p != '"' || !quick_string(&q, &key, &key_len) ||
+        key_len != strlen(name) || memcmp(key, name, key_len) != 0)
+        return false;
+    skip_ws(&q);
+    if (q.p >= q.end || *q.p != ':')
+        return false;
+    q.p++;
+    skip_ws(&q);
+    struct json_object *member = NULL;
+    bool ok = quick_value(&q, 1, &member); /* inside the body: depth 1, as in the whole parse */
+    skip_ws(&q);
+    if (ok && q.p < q.end && *q.p == '}') {
+        q.p++;
+        skip_ws(&q);
+        if (q.p == q.end) {
+            *value = member;
+            return true;
+        }
+    }
+    json_object_put(member);
+    return false;
+}

@@ -50,4 +50,15 @@ struct json_quick_keys {
 bool json_quick_parse(const char *text, size_t len, struct json_quick_keys *keys,
                       struct json_object **out);
 
+/*
+ * The shape every SDK sends, an object with the one member name and
+ * nothing else ({"context": {...}}): its value alone is built, the tree
+ * json_quick_parse would hang under that member, into *value (caller owns;
+ * NULL for null). False, with *value NULL, for any other text or shape
+ * (then json_quick_parse or json-c decides): so the body's own object,
+ * which only held the member, is never made.
+ */
+bool json_quick_parse_only_member(const char *text, size_t len, const char *name,
+                                  struct json_quick_keys *keys, struct json_object **value);
+
 #endif

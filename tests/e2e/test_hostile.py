@@ -125,6 +125,17 @@ class HostileInputTest(FlagTestCase):
         self.assertOfrepError(self.post_ofrep(b'{"context": {"targetingKey": 5}}'), 400,
                               "INVALID_CONTEXT")
         self.assertOfrepError(self.post_ofrep(b'[1]'), 400, "PARSE_ERROR")
+        # the SDKs' own shape, {"context": X}, is read without the body's
+        # object (json_quick_parse_only_member): the same checks hold
+        for raw, code in ((b'{"context": {"a": 1, "a": 2}}', "PARSE_ERROR"),
+                          (b'{"context": {"n": 1e999}}', "INVALID_CONTEXT"),
+                          (b'{"context": {"k": "x\\u0000y"}}', "INVALID_CONTEXT"),
+                          (b'{"context": 7}', "INVALID_CONTEXT")):
+            for path in (EVAL, EVAL + "/kept-flag"):
+                with self.subTest(raw=raw, path=path):
+                    self.assertOfrepError(self.post_ofrep(raw, path), 400, code)
+        for path in (EVAL, EVAL + "/kept-flag"):
+            self.assertStatus(self.post_ofrep(b'{"context": null}', path), 200)
         sql = "x'; DROP TABLE flags; --"
         response = self.post_v1(json.dumps({"slug": sql, "name": sql}).encode())
         self.assertEqual(self.assertStatus(response, 422)["status"], 422)

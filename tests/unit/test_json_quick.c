@@ -88,6 +88,53 @@ START_TEST(names_beyond_the_room_are_copied)
 }
 END_TEST
 
+/* {"NAME": X} alone: X is built as the whole parse builds it under the
+ * member; every other shape is declined. */
+static void assert_only_member(const char *text, const char *name)
+{
+    struct json_object *value = (struct json_object *)1;
+    ck_assert_msg(json_quick_parse_only_member(text, strlen(text), name, &keys, &value),
+                  "declined: %s", text);
+    struct json_object *whole = json_tokener_parse(text), *expected = NULL;
+    ck_assert(json_object_object_get_ex(whole, name, &expected));
+    ck_assert_msg(json_object_equal(value, expected), "differs: %s", text);
+    json_object_put(value);
+    json_object_put(whole);
+}
+
+static void assert_not_only_member(const char *text)
+{
+    struct json_object *value = (struct json_object *)1;
+    ck_assert_msg(!json_quick_parse_only_member(text, strlen(text), "context", &keys, &value),
+                  "accepted: %s", text);
+    ck_assert_ptr_null(value);
+}
+
+START_TEST(only_member_builds_the_member)
+{
+    assert_only_member("{\"context\":{\"targetingKey\":\"u-1\",\"plan\":\"pro\",\"n\":3}}",
+                       "context");
+    assert_only_member(" { \"context\" : { } } \n", "context");
+    assert_only_member("{\"context\": [1, {\"a\": true}]}", "context");
+    assert_only_member("{\"context\": \"text\"}", "context");
+    struct json_object *value = (struct json_object *)1;
+    ck_assert(json_quick_parse_only_member("{\"context\": null}", 17, "context", &keys, &value));
+    ck_assert_ptr_null(value);
+    assert_not_only_member("{}");
+    assert_not_only_member("{\"contexts\": {}}");
+    assert_not_only_member("{\"Context\": {}}");
+    assert_not_only_member("{\"context\": {}, \"flags\": []}");
+    assert_not_only_member("{\"flags\": [], \"context\": {}}");
+    assert_not_only_member("{\"context\": {}, \"context\": {}}");
+    assert_not_only_member("{\"context\": {}} x");
+    assert_not_only_member("{\"context\": {\"a\": 1.5}}"); /* outside the subset */
+    assert_not_only_member("{\"context\": {\"a\": \"\\n\"}}");
+    assert_not_only_member("[{\"context\": {}}]");
+    assert_not_only_member("{\"context\" {}}");
+    assert_not_only_member("{\"context\": {}");
+}
+END_TEST
+
 START_TEST(declines_the_rest)
 {
     DECLINED("");
@@ -155,6 +202,7 @@ Suite *suite_json_quick(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, builds_what_json_c_builds);
     tcase_add_test(tc, names_beyond_the_room_are_copied);
+    tcase_add_test(tc, only_member_builds_the_member);
     tcase_add_test(tc, declines_the_rest);
     tcase_add_test(tc, bounds_the_depth);
     suite_add_tcase(s, tc);
