@@ -103,6 +103,20 @@ static int quick_separator(struct quick *q, char close)
     return more;
 }
 
+/* A member's name and the colon after it (and the whitespace around):
+ * the name's bytes in *key, *len; false outside the subset. */
+static bool quick_member_name(struct quick *q, const char **key, size_t *len)
+{
+    if (q->p >= q->end || *q->p != '"' || !quick_string(q, key, len))
+        return false;
+    skip_ws(q);
+    if (q->p >= q->end || *q->p != ':')
+        return false;
+    q->p++;
+    skip_ws(q);
+    return true;
+}
+
 static bool quick_object(struct quick *q, int depth, struct json_object **out)
 {
     struct json_object *obj = json_object_new_object();
@@ -114,13 +128,8 @@ static bool quick_object(struct quick *q, int depth, struct json_object **out)
     for (;;) {
         const char *key;
         size_t key_len;
-        if (q->p >= q->end || *q->p != '"' || !quick_string(q, &key, &key_len))
+        if (!quick_member_name(q, &key, &key_len))
             return false;
-        skip_ws(q);
-        if (q->p >= q->end || *q->p != ':')
-            return false;
-        q->p++;
-        skip_ws(q);
         char stack_key[64];
         if (key_len >= sizeof stack_key)
             return false;
@@ -231,14 +240,9 @@ bool json_quick_parse_only_member(const char *text, size_t len, const char *name
     skip_ws(&q);
     const char *key;
     size_t key_len;
-    if (q.p >= q.end || *q.p != '"' || !quick_string(&q, &key, &key_len) ||
-        key_len != strlen(name) || memcmp(key, name, key_len) != 0)
+    if (!quick_member_name(&q, &key, &key_len) || key_len != strlen(name) ||
+        memcmp(key, name, key_len) != 0)
         return false;
-    skip_ws(&q);
-    if (q.p >= q.end || *q.p != ':')
-        return false;
-    q.p++;
-    skip_ws(&q);
     struct json_object *member = NULL;
     bool ok = quick_value(&q, 1, &member); /* inside the body: depth 1, as in the whole parse */
     skip_ws(&q);
