@@ -205,15 +205,23 @@ static bool quick_value(struct quick *q, int depth, struct json_object **out)
     }
 }
 
+/* Starts a parse of text: keys emptied, q at the opening brace of the
+ * top-level object; false when the text does not start with one. */
+static bool quick_begin(struct quick *q, const char *text, size_t len, struct json_quick_keys *keys)
+{
+    *q = (struct quick){text, text + len, keys};
+    if (keys != NULL)
+        keys->used = 0;
+    skip_ws(q);
+    return q->p < q->end && *q->p == '{';
+}
+
 bool json_quick_parse(const char *text, size_t len, struct json_quick_keys *keys,
                       struct json_object **out)
 {
-    struct quick q = {text, text + len, keys};
-    if (keys != NULL)
-        keys->used = 0;
+    struct quick q;
     *out = NULL;
-    skip_ws(&q);
-    if (q.p >= q.end || *q.p != '{')
+    if (!quick_begin(&q, text, len, keys))
         return false;
     struct json_object *obj = NULL;
     bool ok = quick_object(&q, 1, &obj);
@@ -229,12 +237,9 @@ bool json_quick_parse(const char *text, size_t len, struct json_quick_keys *keys
 bool json_quick_parse_only_member(const char *text, size_t len, const char *name,
                                   struct json_quick_keys *keys, struct json_object **value)
 {
-    struct quick q = {text, text + len, keys};
+    struct quick q;
     *value = NULL;
-    if (keys != NULL)
-        keys->used = 0;
-    skip_ws(&q);
-    if (q.p >= q.end || *q.p != '{')
+    if (!quick_begin(&q, text, len, keys))
         return false;
     q.p++;
     skip_ws(&q);
