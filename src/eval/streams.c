@@ -697,6 +697,8 @@ size_t streams_entry_json(struct http_request *r, const struct snapshot *s,
     size_t count = 0;
 #define PIECE(t, n) (pieces[count++] = (struct piece){(t), (n)})
 #define LITERAL(t) PIECE((t), sizeof(t) - 1)
+#define TEXT_OF(n) #n
+#define NUMBER_TEXT(n) TEXT_OF(n) /* a numeric macro as a literal */
     LITERAL("{\"type\":\"sse\",\"url\":\"");
     if (host_usable(host)) {
         PIECE(https ? "https://" : "http://", https ? 8 : 7);
@@ -706,8 +708,10 @@ size_t streams_entry_json(struct http_request *r, const struct snapshot *s,
     PIECE(snapshot_string(s, env->id), env->id.len);
     LITERAL("?token=");
     PIECE(digest_hex, strlen(digest_hex));
-    LITERAL("\",\"inactivityDelaySec\":" STREAMS_INACTIVITY_DELAY_TEXT "}");
+    LITERAL("\",\"inactivityDelaySec\":" NUMBER_TEXT(STREAMS_INACTIVITY_DELAY_SEC) "}");
 #undef LITERAL
+#undef NUMBER_TEXT
+#undef TEXT_OF
 #undef PIECE
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {

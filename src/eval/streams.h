@@ -51,7 +51,6 @@
 #define STREAMS_WATCH_MS 20
 #define STREAMS_RETRY_MS 1000
 #define STREAMS_INACTIVITY_DELAY_SEC 120
-#define STREAMS_INACTIVITY_DELAY_TEXT "120" /* the same, for the entry's text */
 #define STREAMS_ENTRY_MAX 768               /* an eventStreams entry, JSON */
 
 struct http_request;
