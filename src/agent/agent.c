@@ -41,6 +41,7 @@
 #include "config.h"
 #include "eval.h"
 #include "hex.h"
+#include "json_flat.h"
 #include "http.h"
 #include "log.h"
 #include "mgmt.h"
@@ -291,6 +292,26 @@ static const char *reason_text(enum eval_reason reason)
     return "the configuration cannot resolve";
 }
 
+/* Evaluates flag for context (a json-c value, NULL for none) into *res,
+ * through its flat form; false with *detail when the context is not valid. */
+static bool evaluate_for(struct http_server *w, const struct snapshot *s,
+                         const struct snapshot_flag *flag, struct json_object *context,
+                         struct eval_result *res, const char **detail)
+{
+    struct json_flat_doc doc = {0};
+    const struct json_flat *flat = context != NULL ? json_flat_from_json(&doc, context) : NULL;
+    struct eval_context ctx;
+    bool ok = false;
+    if (context != NULL && flat == NULL)
+        *detail = "out of memory";
+    else
+        ok = eval_context_init(&ctx, flat, wall_clock_us(), detail) == EVAL_CONTEXT_OK;
+    if (ok)
+        eval_flag(s, flag, &ctx, w->eval_scratch, res);
+    json_flat_doc_free(&doc);
+    return ok;
+}
+
 /* What the evaluator answers for the outcome's explain request, written to f. */
 static void explain(struct conversation *cv, const struct agent_outcome *o, FILE *f)
 {
@@ -314,14 +335,12 @@ static void explain(struct conversation *cv, const struct agent_outcome *o, FILE
                 o->explain_flag, o->explain_env);
         return;
     }
-    struct eval_context ctx;
     const char *detail = NULL;
-    if (eval_context_init(&ctx, o->explain_context, wall_clock_us(), &detail) != EVAL_CONTEXT_OK) {
+    struct eval_result res;
+    if (!evaluate_for(w, s, flag, o->explain_context, &res, &detail)) {
         fprintf(f, "The context %s is not valid: %s.", context, detail ? detail : "invalid");
         return;
     }
-    struct eval_result res;
-    eval_flag(s, flag, &ctx, w->eval_scratch, &res);
     if (res.status != EVAL_OK) {
         fprintf(f, "%s cannot be evaluated in %s for %s: %s (%s).", o->explain_flag, o->explain_env,
                 context, eval_error_code(res.status), res.error_detail ? res.error_detail : "");

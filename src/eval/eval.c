@@ -6,9 +6,8 @@
  * flag; the context; the bulk ETag.
  *
  * Invariants: the snapshot was validated by snapshot_open, so indexes are
- * used without bounds checks; nothing here allocates except eval_scratch_new
- * and, for contexts with objects of more than ETAG_STACK_KEYS keys, the
- * ETag's key sort.
+ * used without bounds checks; nothing here allocates except
+ * eval_scratch_new. The context is flat JSON (json_flat.h), read in place.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "eval.h"
@@ -16,7 +15,6 @@
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <pcre2.h>
 #include <stdio.h>
@@ -25,6 +23,7 @@
 
 #include "hex.h"
 #include "isotime.h"
+#include "json_flat.h"
 #include "murmur3.h"
 #include "semver.h"
 
@@ -257,29 +256,28 @@ struct scalar {
     char buf[EVAL_NUMBER_TEXT_SIZE];
 };
 
-/* Where an attribute was found: a JSON value, or the server clock. */
-struct attribute {
-    json_object *value; /* NULL: missing (or JSON null) */
-    bool is_clock;
-};
-
-static json_object *walk_path(const struct snapshot *s, json_object *root, uint32_t first,
-                              uint32_t count)
+static const struct json_flat *member(const struct snapshot *s, const struct json_flat *obj,
+                                      struct snapshot_str name)
 {
-    json_object *cur = root;
+    return json_flat_member(obj, snapshot_string(s, name), name.len);
+}
+
+static const struct json_flat *walk_path(const struct snapshot *s, const struct json_flat *root,
+                                         uint32_t first, uint32_t count)
+{
+    const struct json_flat *cur = root;
     for (uint32_t i = 0; i < count; i++) {
-        if (!json_object_is_type(cur, json_type_object) ||
-            !json_object_object_get_ex(cur, snapshot_string(s, s->paths[first + i]), &cur))
+        if (cur->type != JSON_FLAT_OBJECT || (cur = member(s, cur, s->paths[first + i])) == NULL)
             return NULL;
     }
-    return cur;
+    return cur->type == JSON_FLAT_NULL ? NULL : cur;
 }
 
 /* The context's member named key (NULL when none), through ctx->memo.
  * The memo is the one part of a context evaluation writes: ctx is const
  * to the evaluator, never a const object (eval_context_init fills it). */
-static json_object *whole_attribute(const struct snapshot *s, const struct eval_context *ctx,
-                                    struct snapshot_str key)
+static const struct json_flat *
+whole_attribute(const struct snapshot *s, const struct eval_context *ctx, struct snapshot_str key)
 {
     struct eval_attr_memo *memo = (struct eval_attr_memo *)&ctx->memo;
     if (memo->s != s) {
@@ -289,8 +287,8 @@ static json_object *whole_attribute(const struct snapshot *s, const struct eval_
     for (unsigned i = 0; i < memo->count; i++)
         if (memo->entries[i].off == key.off && memo->entries[i].len == key.len)
             return memo->entries[i].value;
-    json_object *found = NULL;
-    if (!json_object_object_get_ex(ctx->attributes, snapshot_string(s, key), &found))
+    const struct json_flat *found = member(s, ctx->attributes, key);
+    if (found != NULL && found->type == JSON_FLAT_NULL)
         found = NULL;
     if (memo->count < sizeof memo->entries / sizeof memo->entries[0]) {
         memo->entries[memo->count].off = key.off;
@@ -302,13 +300,14 @@ static json_object *whole_attribute(const struct snapshot *s, const struct eval_
 }
 
 /* The whole key as-is first, then the key split on dots. */
-static json_object *lookup_attribute(const struct snapshot *s, const struct eval_context *ctx,
-                                     struct snapshot_str key, uint32_t path_first,
-                                     uint32_t path_count)
+static const struct json_flat *lookup_attribute(const struct snapshot *s,
+                                                const struct eval_context *ctx,
+                                                struct snapshot_str key, uint32_t path_first,
+                                                uint32_t path_count)
 {
     if (ctx->attributes == NULL)
         return NULL;
-    json_object *found = whole_attribute(s, ctx, key);
+    const struct json_flat *found = whole_attribute(s, ctx, key);
     if (found != NULL)
         return found;
     if (path_count < 2)
@@ -323,25 +322,25 @@ static void scalar_from_text(struct scalar *x, const char *text, size_t len)
     x->len = len;
 }
 
-static void scalar_from_json(json_object *v, struct scalar *x)
+static void scalar_from_json(const struct json_flat *v, struct scalar *x)
 {
-    switch (json_object_get_type(v)) {
-    case json_type_string:
-        scalar_from_text(x, json_object_get_string(v), (size_t)json_object_get_string_len(v));
+    switch (v->type) {
+    case JSON_FLAT_STRING:
+        scalar_from_text(x, v->u.text, v->len);
         return;
-    case json_type_int:
+    case JSON_FLAT_INT:
         x->type = SCALAR_NUMBER;
-        x->integer = json_object_get_int64(v);
+        x->integer = v->u.integer;
         x->number = (double)x->integer;
         x->is_integer = true;
         return;
-    case json_type_double:
+    case JSON_FLAT_DOUBLE:
         x->type = SCALAR_NUMBER;
-        x->number = json_object_get_double(v);
+        x->number = v->u.number;
         return;
-    case json_type_boolean:
+    case JSON_FLAT_BOOLEAN:
         x->type = SCALAR_BOOLEAN;
-        x->boolean = json_object_get_boolean(v);
+        x->boolean = v->boolean;
         return;
     default:
         x->type = SCALAR_OTHER;
@@ -519,7 +518,7 @@ static bool scalar_matches(const struct match_env *m, uint32_t op, const struct 
     return false;
 }
 
-static bool json_matches(const struct match_env *m, uint32_t op, json_object *v)
+static bool json_matches(const struct match_env *m, uint32_t op, const struct json_flat *v)
 {
     struct scalar x = {.type = SCALAR_OTHER};
     scalar_from_json(v, &x);
@@ -571,16 +570,14 @@ static uint32_t positive_twin(uint32_t op)
 
 /* The positive operator on a present value: arrays match when any element
  * does. */
-static bool value_matches(const struct match_env *m, uint32_t op, json_object *v)
+static bool value_matches(const struct match_env *m, uint32_t op, const struct json_flat *v)
 {
-    if (!json_object_is_type(v, json_type_array))
+    if (v->type != JSON_FLAT_ARRAY)
         return json_matches(m, op, v);
-    size_t n = json_object_array_length(v);
-    for (size_t i = 0; i < n; i++) {
-        json_object *item = json_object_array_get_idx(v, i);
-        if (item != NULL && json_matches(m, op, item))
+    const struct json_flat *item = json_flat_first(v);
+    for (uint32_t i = 0; i < v->len; i++, item = json_flat_next(item))
+        if (item->type != JSON_FLAT_NULL && json_matches(m, op, item))
             return true;
-    }
     return false;
 }
 
@@ -592,7 +589,8 @@ static bool attribute_condition(const struct match_env *m)
     if (c->flags & SNAPSHOT_COND_CURRENT_TIME) {
         result = op == SNAPSHOT_OP_EXISTS || clock_matches(m, op);
     } else {
-        json_object *v = lookup_attribute(m->s, m->ctx, c->attribute, c->path_first, c->path_count);
+        const struct json_flat *v =
+            lookup_attribute(m->s, m->ctx, c->attribute, c->path_first, c->path_count);
         if (op == SNAPSHOT_OP_EXISTS)
             result = v != NULL;
         else
@@ -669,16 +667,15 @@ static bool bucket_value(const struct snapshot *s, const struct snapshot_serve *
             *text = now_iso(ctx, len);
             return true;
         }
-        json_object *a =
+        const struct json_flat *a =
             lookup_attribute(s, ctx, v->bucket_by, v->bucket_path_first, v->bucket_path_count);
-        if (json_object_is_type(a, json_type_string)) {
-            *text = json_object_get_string(a);
-            *len = (size_t)json_object_get_string_len(a);
+        if (a != NULL && a->type == JSON_FLAT_STRING) {
+            *text = a->u.text;
+            *len = a->len;
             return true;
         }
-        if (json_object_is_type(a, json_type_int)) {
-            *len =
-                (size_t)snprintf(buf, EVAL_NUMBER_TEXT_SIZE, "%" PRId64, json_object_get_int64(a));
+        if (a != NULL && a->type == JSON_FLAT_INT) {
+            *len = (size_t)snprintf(buf, EVAL_NUMBER_TEXT_SIZE, "%" PRId64, a->u.integer);
             *text = buf;
             return true;
         }
@@ -823,28 +820,29 @@ void eval_scratch_free(struct eval_scratch *scratch)
     free(scratch);
 }
 
-enum eval_context_status eval_context_init(struct eval_context *ctx, struct json_object *context,
-                                           int64_t now_us, const char **detail)
+enum eval_context_status eval_context_init(struct eval_context *ctx,
+                                           const struct json_flat *context, int64_t now_us,
+                                           const char **detail)
 {
     memset(ctx, 0, sizeof *ctx);
     ctx->now_us = now_us;
     *detail = NULL;
-    if (context == NULL)
+    if (context == NULL || context->type == JSON_FLAT_NULL)
         return EVAL_CONTEXT_OK;
-    if (!json_object_is_type(context, json_type_object)) {
+    if (context->type != JSON_FLAT_OBJECT) {
         *detail = "context must be an object";
         return EVAL_CONTEXT_NOT_OBJECT;
     }
     ctx->attributes = context;
-    json_object *key;
-    if (json_object_object_get_ex(context, "targetingKey", &key)) {
-        if (!json_object_is_type(key, json_type_string)) {
+    const struct json_flat *key = json_flat_member(context, "targetingKey", strlen("targetingKey"));
+    if (key != NULL) { /* present: null is not a string either */
+        if (key->type != JSON_FLAT_STRING) {
             *detail = "targetingKey must be a string";
             return EVAL_CONTEXT_TARGETING_KEY_INVALID;
         }
-        if (json_object_get_string_len(key) > 0) {
-            ctx->targeting_key = json_object_get_string(key);
-            ctx->targeting_key_len = (size_t)json_object_get_string_len(key);
+        if (key->len > 0) {
+            ctx->targeting_key = key->u.text;
+            ctx->targeting_key_len = key->len;
         }
     }
     return EVAL_CONTEXT_OK;
@@ -858,8 +856,6 @@ enum eval_context_status eval_context_init(struct eval_context *ctx, struct json
  * MurmurHash64 kind: the pieces and their order are fixed by the encoding,
  * so equal contexts always feed the same words. */
 
-#define ETAG_STACK_KEYS 64
-#define ETAG_INSERTION_SORT_MAX 16
 #define ETAG_SEED UINT64_C(0xcbf29ce484222325)
 #define ETAG_K1 UINT64_C(0x87c37b91114253d5)
 #define ETAG_K2 UINT64_C(0x4cf5ad432745937f)
@@ -907,92 +903,75 @@ static void hash_text(struct etag_hash *st, char tag, const char *text, size_t l
     hash_bytes(st, text, len);
 }
 
-struct etag_member {
-    const char *key;
-    json_object *value;
-};
+static void hash_json(struct etag_hash *st, const struct json_flat *v);
 
-static int compare_members(const void *a, const void *b)
+/* A small object's members by name: insertion sort of at most
+ * JSON_FLAT_LINEAR_MAX (larger objects carry their order). */
+static void sort_small(const struct json_flat *obj, const struct json_flat **members)
 {
-    return strcmp(((const struct etag_member *)a)->key, ((const struct etag_member *)b)->key);
-}
-
-/* By key bytes: insertion for the few members a context has, qsort
- * beyond. */
-static void sort_members(struct etag_member *members, size_t n)
-{
-    if (n > ETAG_INSERTION_SORT_MAX) {
-        qsort(members, n, sizeof *members, compare_members);
-        return;
-    }
-    for (size_t i = 1; i < n; i++) {
-        struct etag_member m = members[i];
-        size_t j = i;
-        for (; j > 0 && strcmp(members[j - 1].key, m.key) > 0; j--)
+    const struct json_flat *m = json_flat_first(obj);
+    for (uint32_t i = 0; i < obj->len; i++, m = json_flat_next(m)) {
+        uint32_t j = i;
+        for (; j > 0 && json_flat_compare_names(members[j - 1]->key, members[j - 1]->key_len,
+                                                m->key, m->key_len) > 0;
+             j--)
             members[j] = members[j - 1];
         members[j] = m;
     }
 }
 
-static void hash_json(struct etag_hash *st, json_object *v);
-
-static void hash_object(struct etag_hash *st, json_object *obj)
+static void hash_member(struct etag_hash *st, const struct json_flat *m)
 {
-    struct etag_member stack_members[ETAG_STACK_KEYS];
-    size_t n = (size_t)json_object_object_length(obj), i = 0;
-    struct etag_member *members = stack_members;
-    if (n > ETAG_STACK_KEYS && (members = malloc(n * sizeof *members)) == NULL) {
-        hash_text(st, '!', "", 0); /* out of memory: still deterministic */
-        return;
-    }
-    json_object_object_foreach(obj, key, value)
-    {
-        members[i].key = key;
-        members[i++].value = value;
-    }
-    sort_members(members, n);
-    hash_u64(st, n);
-    for (i = 0; i < n; i++) {
-        hash_text(st, 'k', members[i].key, strlen(members[i].key));
-        hash_json(st, members[i].value);
-    }
-    if (members != stack_members)
-        free(members);
+    hash_text(st, 'k', m->key, m->key_len);
+    hash_json(st, m);
 }
 
-static void hash_json(struct etag_hash *st, json_object *v)
+static void hash_object(struct etag_hash *st, const struct json_flat *obj)
 {
-    switch (json_object_get_type(v)) {
-    case json_type_null:
+    hash_u64(st, obj->len);
+    if (obj->len > JSON_FLAT_LINEAR_MAX) {
+        for (uint32_t i = 0; i < obj->len; i++)
+            hash_member(st, obj + obj->u.order[i]);
+        return;
+    }
+    const struct json_flat *members[JSON_FLAT_LINEAR_MAX];
+    sort_small(obj, members);
+    for (uint32_t i = 0; i < obj->len; i++)
+        hash_member(st, members[i]);
+}
+
+static void hash_json(struct etag_hash *st, const struct json_flat *v)
+{
+    switch (v->type) {
+    case JSON_FLAT_NULL:
         hash_text(st, 'n', "", 0);
         break;
-    case json_type_boolean:
-        hash_text(st, json_object_get_boolean(v) ? 't' : 'f', "", 0);
+    case JSON_FLAT_BOOLEAN:
+        hash_text(st, v->boolean ? 't' : 'f', "", 0);
         break;
-    case json_type_int:
+    case JSON_FLAT_INT:
         hash_text(st, 'i', "", 0);
-        hash_u64(st, (uint64_t)json_object_get_int64(v));
+        hash_u64(st, (uint64_t)v->u.integer);
         break;
-    case json_type_double: {
-        double d = json_object_get_double(v);
+    case JSON_FLAT_DOUBLE: {
         uint64_t bits;
-        memcpy(&bits, &d, sizeof bits);
+        memcpy(&bits, &v->u.number, sizeof bits);
         hash_text(st, 'd', "", 0);
         hash_u64(st, bits);
         break;
     }
-    case json_type_string:
-        hash_text(st, 's', json_object_get_string(v), (size_t)json_object_get_string_len(v));
+    case JSON_FLAT_STRING:
+        hash_text(st, 's', v->u.text, v->len);
         break;
-    case json_type_array: {
-        size_t n = json_object_array_length(v);
+    case JSON_FLAT_ARRAY: {
         hash_text(st, 'a', "", 0);
-        hash_u64(st, n);
-        for (size_t i = 0; i < n; i++)
-            hash_json(st, json_object_array_get_idx(v, i));
+        hash_u64(st, v->len);
+        const struct json_flat *item = json_flat_first(v);
+        for (uint32_t i = 0; i < v->len; i++, item = json_flat_next(item))
+            hash_json(st, item);
         break;
     }
-    case json_type_object:
+    case JSON_FLAT_OBJECT:
         hash_text(st, 'o', "", 0);
         hash_object(st, v);
         break;
@@ -1018,7 +997,7 @@ static uint64_t clock_interval(const struct snapshot *s, const struct snapshot_e
 }
 
 void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
-                    struct json_object *context, int64_t now_us, char out[EVAL_ETAG_SIZE])
+                    const struct json_flat *context, int64_t now_us, char out[EVAL_ETAG_SIZE])
 {
     struct etag_hash st = {ETAG_SEED};
     hash_text(&st, 'e', snapshot_string(s, env->id), env->id.len);

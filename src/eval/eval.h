@@ -22,13 +22,13 @@
 
 #include "snapshot.h"
 
-struct json_object;
+struct json_flat; /* json_flat.h: the context as flat JSON */
 
 /* The evaluation context of one request, prepared once by
  * eval_context_init and then shared by every flag of the request. */
 struct eval_context {
-    struct json_object *attributes; /* the context object, or NULL for {} */
-    const char *targeting_key;      /* NULL when missing or "" */
+    const struct json_flat *attributes; /* the context object, or NULL for {} */
+    const char *targeting_key;          /* NULL when missing or "" */
     size_t targeting_key_len;
     int64_t now_us;     /* server clock, us since the epoch */
     char now_iso[32];   /* $currentTime as "YYYY-MM-DDTHH:MM:SSZ", */
@@ -42,7 +42,7 @@ struct eval_context {
         unsigned count;
         struct {
             uint32_t off, len;
-            struct json_object *value; /* NULL: no such attribute */
+            const struct json_flat *value; /* NULL: no such attribute */
         } entries[8];
     } memo;
 };
@@ -54,11 +54,12 @@ enum eval_context_status {
 };
 
 /* Prepares ctx from the request's `context` member (NULL when the body has
- * none or it is JSON null). The object is borrowed: keep it alive while ctx
- * is used. Returns EVAL_CONTEXT_OK, or an error status with *detail set to
- * a message for errorDetails. */
-enum eval_context_status eval_context_init(struct eval_context *ctx, struct json_object *context,
-                                           int64_t now_us, const char **detail);
+ * none or it is JSON null). The value is borrowed: keep its nodes (and what
+ * they point into) alive while ctx is used. Returns EVAL_CONTEXT_OK, or an error status with
+ * *detail set to a message for errorDetails. */
+enum eval_context_status eval_context_init(struct eval_context *ctx,
+                                           const struct json_flat *context, int64_t now_us,
+                                           const char **detail);
 
 /* Per-worker scratch space (PCRE2 match data and limits). */
 struct eval_scratch;
@@ -114,7 +115,7 @@ const char *eval_error_code(enum eval_status status);
  * ({}). */
 #define EVAL_ETAG_SIZE 64
 void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
-                    struct json_object *context, int64_t now_us, char out[EVAL_ETAG_SIZE]);
+                    const struct json_flat *context, int64_t now_us, char out[EVAL_ETAG_SIZE]);
 
 /* Coercion helpers shared with the snapshot writer, so that condition
  * values and context values are coerced to an entity dataType alike. */
@@ -125,9 +126,10 @@ void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
 size_t eval_number_text(double number, bool is_integer, int64_t integer,
                         char out[EVAL_NUMBER_TEXT_SIZE]);
 
-/* A JSON-number-shaped text (NUL-terminated at text[len]) as a finite
- * number; false otherwise. *is_integer when it has no fraction or exponent
- * and fits int64 (then *integer is exact). */
+/* A JSON-number-shaped text as a finite number; false otherwise. text[len]
+ * must be a byte that cannot continue a number (NUL, or the closing quote
+ * of a string read in place). *is_integer when it has no fraction or
+ * exponent and fits int64 (then *integer is exact). */
 bool eval_text_to_number(const char *text, size_t len, double *number, bool *is_integer,
                          int64_t *integer);
 

@@ -94,8 +94,8 @@ struct digest_entry {
 };
 
 struct ofrep_state {
-    struct json_tokener *tok;    /* reset before each body */
-    struct json_quick_keys keys; /* the body's member names (call_end frees the tree first) */
+    struct json_tokener *tok;  /* reset before each body */
+    struct json_flat_doc flat; /* the body's flat form (call_end frees the json-c tree first) */
     struct digest_entry digests[DIGEST_CACHE_SLOTS];
     /* The last eventStreams entry and its hash (bulk_etag): an SDK's
      * entry (its Host and key) is the same on every request it sends. */
@@ -109,6 +109,7 @@ void ofrep_state_free(struct ofrep_state *state)
     if (state == NULL)
         return;
     json_tokener_free(state->tok);
+    json_flat_doc_free(&state->flat);
     free(state);
 }
 
@@ -178,7 +179,7 @@ struct call {
     const char *key; /* the path key on the single route, else NULL */
     const struct snapshot *s;
     const struct snapshot_env *env;
-    struct json_object *body; /* owned */
+    struct json_object *body; /* owned: the body when json-c parsed it (ctx points into it) */
     struct eval_context ctx;
     int64_t now_us;
     char digest[TOKEN_DIGEST_HEX_LEN + 1]; /* of the SDK key, once authenticated */
@@ -286,11 +287,10 @@ static enum ofrep_body_status guard_status(enum json_guard_verdict verdict, cons
 }
 
 /* ctx from the body's context member (NULL: none; JSON null is none). */
-static enum ofrep_body_status context_ready(struct eval_context *ctx, struct json_object *context,
-                                            int64_t now_us, const char **detail)
+static enum ofrep_body_status context_ready(struct eval_context *ctx,
+                                            const struct json_flat *context, int64_t now_us,
+                                            const char **detail)
 {
-    if (json_object_is_type(context, json_type_null))
-        context = NULL;
     if (eval_context_init(ctx, context, now_us, detail) != EVAL_CONTEXT_OK) {
         if (*detail == NULL)
             *detail = "invalid context";
@@ -299,47 +299,58 @@ static enum ofrep_body_status context_ready(struct eval_context *ctx, struct jso
     return OFREP_BODY_OK;
 }
 
-enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_quick_keys *keys,
+/* The body as json-c reads it, for what the quick parse declined: *body
+ * (caller puts it) and its flat form in doc, or an error status. */
+static enum ofrep_body_status parse_with_json_c(struct json_tokener *tok, struct json_flat_doc *doc,
+                                                const char *text, size_t len, size_t members,
+                                                struct json_object **body,
+                                                const struct json_flat **root, const char **detail)
+{
+    json_tokener_reset(tok);
+    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+    *body = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error err = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+    if (!complete || !json_object_is_type(*body, json_type_object)) {
+        *detail = complete ? "the request body must be a JSON object"
+                           : "the request body is not valid JSON";
+        return OFREP_BODY_PARSE_ERROR;
+    }
+    if (!json_guard_members_kept(*body, members))
+        return guard_status(JSON_GUARD_DUPLICATE_KEY, detail);
+    if ((*root = json_flat_from_json(doc, *body)) == NULL) {
+        *detail = "out of memory";
+        return OFREP_BODY_NO_MEMORY;
+    }
+    return OFREP_BODY_OK;
+}
+
+enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_flat_doc *doc,
                                        const char *text, size_t len, int64_t now_us,
                                        struct json_object **body, struct eval_context *ctx,
                                        const char **detail)
 {
     *body = NULL;
     *detail = NULL;
+    json_flat_doc_reset(doc); /* an empty body leaves no nodes of the last one */
+    const struct json_flat *root = NULL;
     if (text != NULL && len != strspn(text, " \t\r\n")) {
         size_t members;
         enum json_guard_verdict verdict =
             json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
         if (verdict != JSON_GUARD_OK)
             return guard_status(verdict, detail);
-        struct json_object *only = NULL;
-        if (json_quick_parse_only_member(text, len, "context", keys, &only)) {
-            /* {"context": X}: the body's one member is X (members counts it) */
-            *body = only;
-            if (!json_guard_members_kept(only, members - 1))
-                return guard_status(JSON_GUARD_DUPLICATE_KEY, detail);
-            return context_ready(ctx, only, now_us, detail);
+        root = json_quick_parse(text, len, doc);
+        if (root == NULL) { /* outside the plain subset: json-c decides */
+            enum ofrep_body_status status =
+                parse_with_json_c(tok, doc, text, len, members, body, &root, detail);
+            if (status != OFREP_BODY_OK)
+                return status;
         }
-        bool complete = json_quick_parse(text, len, keys, body);
-        if (!complete) { /* outside the plain subset: json-c decides */
-            json_tokener_reset(tok);
-            json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
-            *body = json_tokener_parse_ex(tok, text, (int)len);
-            enum json_tokener_error err = json_tokener_get_error(tok);
-            size_t end = json_tokener_get_parse_end(tok);
-            complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
-        }
-        if (!complete || !json_object_is_type(*body, json_type_object)) {
-            *detail = complete ? "the request body must be a JSON object"
-                               : "the request body is not valid JSON";
-            return OFREP_BODY_PARSE_ERROR;
-        }
-        if (!json_guard_members_kept(*body, members))
-            return guard_status(JSON_GUARD_DUPLICATE_KEY, detail);
     }
-    struct json_object *context = NULL;
-    if (*body != NULL)
-        json_object_object_get_ex(*body, "context", &context);
+    const struct json_flat *context =
+        root != NULL ? json_flat_member(root, "context", strlen("context")) : NULL;
     return context_ready(ctx, context, now_us, detail);
 }
 
@@ -357,7 +368,7 @@ static bool read_body(struct call *c)
     size_t len;
     const char *text = http_body(c->r, &len);
     const char *detail;
-    switch (ofrep_read_body(c->state->tok, &c->state->keys, text, len, c->now_us, &c->body, &c->ctx,
+    switch (ofrep_read_body(c->state->tok, &c->state->flat, text, len, c->now_us, &c->body, &c->ctx,
                             &detail)) {
     case OFREP_BODY_OK:
         return true;
@@ -366,6 +377,9 @@ static bool read_body(struct call *c)
         return false;
     case OFREP_BODY_INVALID_CONTEXT:
         fail(c, 400, "INVALID_CONTEXT", detail);
+        return false;
+    case OFREP_BODY_NO_MEMORY:
+        fail(c, 500, "GENERAL", detail);
         return false;
     }
     return false;

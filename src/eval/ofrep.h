@@ -37,22 +37,25 @@ void ofrep_evaluate_bulk(struct http_request *r);
 
 enum ofrep_body_status {
     OFREP_BODY_OK,
-    OFREP_BODY_PARSE_ERROR,    /* 400 PARSE_ERROR: not JSON, or not an object */
-    OFREP_BODY_INVALID_CONTEXT /* 400 INVALID_CONTEXT */
+    OFREP_BODY_PARSE_ERROR,     /* 400 PARSE_ERROR: not JSON, or not an object */
+    OFREP_BODY_INVALID_CONTEXT, /* 400 INVALID_CONTEXT */
+    OFREP_BODY_NO_MEMORY        /* 500 GENERAL */
 };
 
 /*
  * Reads an evaluation request body: text (len bytes; NULL or only
- * whitespace is an empty body) parsed with tok into *body (NULL for an
- * empty body; for the SDKs' own shape {"context": X} only X is built and
- * *body is X; the caller puts it, also on error; member names may live in
- * keys, json_quick.h, which must stay untouched until then), then ctx
- * prepared from its `context` member (eval_context_init, clock now_us). On error *detail
- * is the errorDetails text. Pure: no I/O, no globals (the fuzz target
+ * whitespace is an empty body) into doc (emptied first) as flat JSON, by
+ * json_quick or, outside its plain subset, by json-c with tok (then *body
+ * is json-c's tree, which the nodes point into: the caller puts it, also
+ * on error; NULL otherwise), then ctx prepared from its `context` member
+ * (eval_context_init, clock now_us). ctx points into text, doc and *body:
+ * keep all three while it is used. On error *detail is the errorDetails
+ * text. Pure: no I/O, no globals (the fuzz target
  * tests/fuzz/fuzz_ofrep_body.c calls it too).
  */
-struct json_quick_keys;
-enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_quick_keys *keys,
+struct json_flat_doc;
+struct json_object;
+enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_flat_doc *doc,
                                        const char *text, size_t len, int64_t now_us,
                                        struct json_object **body, struct eval_context *ctx,
                                        const char **detail);

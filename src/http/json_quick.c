@@ -1,16 +1,15 @@
 /*
  * json_quick.c - the plain-JSON fast path (see json_quick.h).
  *
- * A recursive descent over the subset; every value is built with the
- * json-c constructor the tokener uses for it (json_object_new_string_len,
- * json_object_new_int64, json_object_new_boolean, NULL for null,
- * json_object_object_add, json_object_array_add). On the first byte
- * outside the subset the partial tree is released and false returned.
- * Recursion is bounded by JSON_QUICK_MAX_DEPTH.
+ * A recursive descent over the subset, appending each value to the flat
+ * document as it is read (json_flat.h): a container first, then its
+ * children, then its count and span when it closes. On the first byte
+ * outside the subset (or a member name met twice) the parse answers NULL
+ * and the caller lets json-c decide. Recursion is bounded by
+ * JSON_QUICK_MAX_DEPTH.
  */
 #include "json_quick.h"
 
-#include <json-c/json.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -18,7 +17,7 @@
 
 struct quick {
     const char *p, *end;
-    struct json_quick_keys *keys; /* NULL: json-c copies names */
+    struct json_flat_doc *doc;
 };
 
 static void skip_ws(struct quick *q)
@@ -54,7 +53,7 @@ static bool quick_literal(struct quick *q, const char *word, size_t n)
     return true;
 }
 
-static bool quick_integer(struct quick *q, struct json_object **out)
+static bool quick_integer(struct quick *q, const char *key, size_t key_len)
 {
     bool negative = *q->p == '-';
     const char *digits = q->p + negative;
@@ -72,11 +71,14 @@ static bool quick_integer(struct quick *q, struct json_object **out)
     if (p < q->end && (*p == '.' || *p == 'e' || *p == 'E'))
         return false;
     q->p = p;
-    *out = json_object_new_int64(negative ? -value : value);
-    return *out != NULL;
+    size_t at = json_flat_add(q->doc, JSON_FLAT_INT, key, key_len);
+    if (at == SIZE_MAX)
+        return false;
+    q->doc->nodes[at].u.integer = negative ? -value : value;
+    return true;
 }
 
-static bool quick_value(struct quick *q, int depth, struct json_object **out);
+static bool quick_value(struct quick *q, int depth, const char *key, size_t key_len);
 
 /* Steps over an opening bracket; true when close follows at once (an
  * empty container, stepped over too). */
@@ -117,148 +119,101 @@ static bool quick_member_name(struct quick *q, const char **key, size_t *len)
     return true;
 }
 
-static bool quick_object(struct quick *q, int depth, struct json_object **out)
+static bool quick_object(struct quick *q, int depth, const char *key, size_t key_len)
 {
-    struct json_object *obj = json_object_new_object();
-    *out = obj;
-    if (obj == NULL)
+    size_t at = json_flat_add(q->doc, JSON_FLAT_OBJECT, key, key_len);
+    if (at == SIZE_MAX)
         return false;
     if (quick_open_empty(q, '}'))
         return true;
-    for (;;) {
-        const char *key;
-        size_t key_len;
-        if (!quick_member_name(q, &key, &key_len))
+    for (uint32_t members = 1;; members++) {
+        const char *name;
+        size_t name_len;
+        if (!quick_member_name(q, &name, &name_len) || !quick_value(q, depth, name, name_len))
             return false;
-        char stack_key[64];
-        if (key_len >= sizeof stack_key)
-            return false;
-        char *name = stack_key;
-        unsigned add_flags = 0;
-        if (q->keys != NULL && q->keys->used + key_len < sizeof q->keys->text) {
-            name = q->keys->text + q->keys->used;
-            q->keys->used += key_len + 1;
-            add_flags = JSON_C_OBJECT_KEY_IS_CONSTANT; /* it lives in keys */
-        }
-        memcpy(name, key, key_len);
-        name[key_len] = '\0';
-        struct json_object *value = NULL;
-        bool ok = quick_value(q, depth, &value);
-        if (!ok || json_object_object_add_ex(obj, name, value, add_flags) != 0) {
-            json_object_put(value);
-            return false;
-        }
         int more = quick_separator(q, '}');
         if (more <= 0)
-            return more == 0;
+            return more == 0 && json_flat_close_object(q->doc, at, members);
     }
 }
 
-static bool quick_array(struct quick *q, int depth, struct json_object **out)
+static bool quick_array(struct quick *q, int depth, const char *key, size_t key_len)
 {
-    struct json_object *arr = json_object_new_array();
-    *out = arr;
-    if (arr == NULL)
+    size_t at = json_flat_add(q->doc, JSON_FLAT_ARRAY, key, key_len);
+    if (at == SIZE_MAX)
         return false;
     if (quick_open_empty(q, ']'))
         return true;
-    for (;;) {
-        struct json_object *value = NULL;
-        if (!quick_value(q, depth, &value) || json_object_array_add(arr, value) != 0) {
-            json_object_put(value);
+    for (uint32_t items = 1;; items++) {
+        if (!quick_value(q, depth, NULL, 0))
             return false;
-        }
         int more = quick_separator(q, ']');
-        if (more <= 0)
-            return more == 0;
+        if (more < 0)
+            return false;
+        if (more == 0) {
+            json_flat_close_array(q->doc, at, items);
+            return true;
+        }
     }
 }
 
-/* One value at q->p (no leading whitespace); depth counts the containers
- * around it. */
-static bool quick_value(struct quick *q, int depth, struct json_object **out)
+static bool quick_scalar(struct quick *q, enum json_flat_type type, bool boolean, const char *key,
+                         size_t key_len)
 {
-    *out = NULL;
+    size_t at = json_flat_add(q->doc, type, key, key_len);
+    if (at == SIZE_MAX)
+        return false;
+    q->doc->nodes[at].boolean = boolean;
+    return true;
+}
+
+static bool quick_text(struct quick *q, const char *key, size_t key_len)
+{
+    const char *s;
+    size_t n;
+    if (!quick_string(q, &s, &n) || n > UINT32_MAX)
+        return false;
+    size_t at = json_flat_add(q->doc, JSON_FLAT_STRING, key, key_len);
+    if (at == SIZE_MAX)
+        return false;
+    q->doc->nodes[at].u.text = s;
+    q->doc->nodes[at].len = (uint32_t)n;
+    return true;
+}
+
+/* One value at q->p (no leading whitespace), the member key (NULL in an
+ * array); depth counts the containers around it. */
+static bool quick_value(struct quick *q, int depth, const char *key, size_t key_len)
+{
     if (q->p >= q->end)
         return false;
     switch (*q->p) {
     case '{':
-        return depth < JSON_QUICK_MAX_DEPTH && quick_object(q, depth + 1, out);
+        return depth < JSON_QUICK_MAX_DEPTH && quick_object(q, depth + 1, key, key_len);
     case '[':
-        return depth < JSON_QUICK_MAX_DEPTH && quick_array(q, depth + 1, out);
-    case '"': {
-        const char *s;
-        size_t n;
-        if (!quick_string(q, &s, &n))
-            return false;
-        *out = json_object_new_string_len(s, (int)n);
-        return *out != NULL;
-    }
+        return depth < JSON_QUICK_MAX_DEPTH && quick_array(q, depth + 1, key, key_len);
+    case '"':
+        return quick_text(q, key, key_len);
     case 't':
-        return quick_literal(q, "true", 4) && (*out = json_object_new_boolean(1)) != NULL;
+        return quick_literal(q, "true", 4) &&
+               quick_scalar(q, JSON_FLAT_BOOLEAN, true, key, key_len);
     case 'f':
-        return quick_literal(q, "false", 5) && (*out = json_object_new_boolean(0)) != NULL;
+        return quick_literal(q, "false", 5) &&
+               quick_scalar(q, JSON_FLAT_BOOLEAN, false, key, key_len);
     case 'n':
-        return quick_literal(q, "null", 4);
+        return quick_literal(q, "null", 4) && quick_scalar(q, JSON_FLAT_NULL, false, key, key_len);
     default:
-        return (*q->p == '-' || (*q->p >= '0' && *q->p <= '9')) && quick_integer(q, out);
+        return (*q->p == '-' || (*q->p >= '0' && *q->p <= '9')) && quick_integer(q, key, key_len);
     }
 }
 
-/* Starts a parse of text: keys emptied, q at the opening brace of the
- * top-level object; false when the text does not start with one. */
-static bool quick_begin(struct quick *q, const char *text, size_t len, struct json_quick_keys *keys)
+const struct json_flat *json_quick_parse(const char *text, size_t len, struct json_flat_doc *doc)
 {
-    *q = (struct quick){text, text + len, keys};
-    if (keys != NULL)
-        keys->used = 0;
-    skip_ws(q);
-    return q->p < q->end && *q->p == '{';
-}
-
-bool json_quick_parse(const char *text, size_t len, struct json_quick_keys *keys,
-                      struct json_object **out)
-{
-    struct quick q;
-    *out = NULL;
-    if (!quick_begin(&q, text, len, keys))
-        return false;
-    struct json_object *obj = NULL;
-    bool ok = quick_object(&q, 1, &obj);
+    struct quick q = {text, text + len, doc};
+    json_flat_doc_reset(doc);
     skip_ws(&q);
-    if (!ok || q.p != q.end) {
-        json_object_put(obj);
-        return false;
-    }
-    *out = obj;
-    return true;
-}
-
-bool json_quick_parse_only_member(const char *text, size_t len, const char *name,
-                                  struct json_quick_keys *keys, struct json_object **value)
-{
-    struct quick q;
-    *value = NULL;
-    if (!quick_begin(&q, text, len, keys))
-        return false;
-    q.p++;
+    if (q.p >= q.end || *q.p != '{' || !quick_object(&q, 1, NULL, 0))
+        return NULL;
     skip_ws(&q);
-    const char *key;
-    size_t key_len;
-    if (!quick_member_name(&q, &key, &key_len) || key_len != strlen(name) ||
-        memcmp(key, name, key_len) != 0)
-        return false;
-    struct json_object *member = NULL;
-    bool ok = quick_value(&q, 1, &member); /* inside the body: depth 1, as in the whole parse */
-    skip_ws(&q);
-    if (ok && q.p < q.end && *q.p == '}') {
-        q.p++;
-        skip_ws(&q);
-        if (q.p == q.end) {
-            *value = member;
-            return true;
-        }
-    }
-    json_object_put(member);
-    return false;
+    return q.p == q.end ? json_flat_doc_finish(doc) : NULL;
 }

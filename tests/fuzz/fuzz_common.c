@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "json_flat.h"
 #include "json_guard.h"
 #include "snapshot.h"
 #include "eval_spec.h"
@@ -127,7 +128,10 @@ struct json_object *fuzz_json_guarded(const uint8_t *data, size_t size)
         json_object_put(obj);
         return NULL;
     }
-    fuzz_check_guarded(obj);
+    static struct json_flat_doc doc; /* reused: emptied by each conversion */
+    const struct json_flat *flat = obj != NULL ? json_flat_from_json(&doc, obj) : NULL;
+    if (flat != NULL)
+        fuzz_check_guarded(flat);
     return obj;
 }
 
@@ -165,27 +169,24 @@ static void guarded_broken(const char *what)
     abort();
 }
 
-void fuzz_check_guarded(json_object *root)
+void fuzz_check_guarded(const struct json_flat *root)
 {
-    switch (json_object_get_type(root)) {
-    case json_type_string:
-        if (!clean_utf8(json_object_get_string(root), (size_t)json_object_get_string_len(root)))
+    switch (root->type) {
+    case JSON_FLAT_STRING:
+        if (!clean_utf8(root->u.text, root->len))
             guarded_broken("a string that is not clean UTF-8");
         break;
-    case json_type_double:
-        if (!isfinite(json_object_get_double(root)))
+    case JSON_FLAT_DOUBLE:
+        if (!isfinite(root->u.number))
             guarded_broken("a number that is not finite");
         break;
-    case json_type_array:
-        for (size_t i = 0; i < json_object_array_length(root); i++)
-            fuzz_check_guarded(json_object_array_get_idx(root, i));
-        break;
-    case json_type_object: {
-        json_object_object_foreach(root, key, value)
-        {
-            if (!clean_utf8(key, strlen(key)))
+    case JSON_FLAT_ARRAY:
+    case JSON_FLAT_OBJECT: {
+        const struct json_flat *v = json_flat_first(root);
+        for (uint32_t i = 0; i < root->len; i++, v = json_flat_next(v)) {
+            if (v->key != NULL && !clean_utf8(v->key, v->key_len))
                 guarded_broken("a member name that is not clean UTF-8");
-            fuzz_check_guarded(value);
+            fuzz_check_guarded(v);
         }
         break;
     }

@@ -52,10 +52,11 @@ struct json_object *fuzz_json(const uint8_t *data, size_t size);
  */
 struct json_object *fuzz_json_guarded(const uint8_t *data, size_t size);
 
-/* Aborts unless every string (member names too) in the tree is valid
- * UTF-8 without NUL and every number is finite: what json_guard.h promises
- * of an accepted body. */
-void fuzz_check_guarded(struct json_object *root);
+/* Aborts unless every string (member names too) in the flat value is
+ * valid UTF-8 without NUL and every number is finite: what json_guard.h
+ * promises of an accepted body. */
+struct json_flat;
+void fuzz_check_guarded(const struct json_flat *root);
 
 /* Builds spec (the evaluator's case-file format, eval_spec.h) into path;
  * rows the builder refuses are skipped. Returns 0, or -1 when the file

@@ -24,6 +24,7 @@
 #include "eval.h"
 #include "fuzz_common.h"
 #include "isotime.h"
+#include "json_flat.h"
 #include "snapshot.h"
 
 #define MAX_CASES 16
@@ -63,9 +64,13 @@ static void evaluate_case(const struct snapshot *s, json_object *c)
     json_object *context = NULL;
     if (json_object_is_type(c, json_type_object))
         json_object_object_get_ex(c, "context", &context);
+    static struct json_flat_doc doc; /* reused: emptied by each conversion */
+    const struct json_flat *flat = json_flat_from_json(&doc, context);
+    if (flat == NULL)
+        abort();
     struct eval_context ctx;
     const char *detail;
-    if (eval_context_init(&ctx, context, case_now(c), &detail) != EVAL_CONTEXT_OK) {
+    if (eval_context_init(&ctx, flat, case_now(c), &detail) != EVAL_CONTEXT_OK) {
         if (detail == NULL)
             abort(); /* an invalid context always says why */
         return;

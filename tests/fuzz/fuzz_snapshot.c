@@ -25,6 +25,7 @@
 #include "eval.h"
 #include "fuzz_common.h"
 #include "hex.h"
+#include "json_flat.h"
 #include "snapshot.h"
 
 #define NOW_US INT64_C(1717243200000000) /* 2024-06-01T12:00:00Z */
@@ -67,9 +68,11 @@ static void use_snapshot(const struct snapshot *s)
         (void)snapshot_env_by_key(s, snapshot_string(s, s->envs[i].org),
                                   snapshot_string(s, s->envs[i].key));
     for (size_t i = 0; i < CONTEXT_COUNT; i++) {
+        static struct json_flat_doc doc; /* reused: emptied by each conversion */
+        const struct json_flat *flat = json_flat_from_json(&doc, contexts[i]);
         struct eval_context ctx;
         const char *detail;
-        if (eval_context_init(&ctx, contexts[i], NOW_US, &detail) != EVAL_CONTEXT_OK)
+        if (flat == NULL || eval_context_init(&ctx, flat, NOW_US, &detail) != EVAL_CONTEXT_OK)
             abort();
         fuzz_evaluate_all(s, &ctx, scratch, false);
     }

@@ -30,6 +30,7 @@
 #include "eval.h"
 #include "eval_spec.h"
 #include "isotime.h"
+#include "json_flat.h"
 #include "murmur3.h"
 #include "snapshot.h"
 #include "suites.h"
@@ -105,6 +106,19 @@ static void check_expectations(const struct case_run *run, json_object *c)
         expect_text(run, "ruleId", eval_spec_string(c, "ruleId", ""), r->rule_id);
 }
 
+/* The evaluator reads contexts as flat JSON: a json-c value (NULL is
+ * null) converted into one of two reused docs, valid until that doc's
+ * next conversion (json_flat_doc_free at the end of the suite is not
+ * needed: the process ends). */
+static struct json_flat_doc flat_docs[2];
+
+static const struct json_flat *flat(int doc, json_object *value)
+{
+    const struct json_flat *root = json_flat_from_json(&flat_docs[doc], value);
+    ck_assert_ptr_nonnull(root);
+    return root;
+}
+
 static void run_case(const struct snapshot *s, struct eval_scratch *scratch, struct case_run *run,
                      json_object *c)
 {
@@ -115,7 +129,7 @@ static void run_case(const struct snapshot *s, struct eval_scratch *scratch, str
     struct eval_context ctx;
     const char *detail;
     enum eval_context_status st =
-        eval_context_init(&ctx, eval_spec_member(c, "context"),
+        eval_context_init(&ctx, flat(0, eval_spec_member(c, "context")),
                           parse_now(eval_spec_string(c, "now", DEFAULT_NOW)), &detail);
     ck_assert_msg(st == EVAL_CONTEXT_OK, "%s case %zu: %s", run->file, run->index, detail);
     eval_flag(s, flag, &ctx, scratch, &run->result);
@@ -199,7 +213,7 @@ static const char *variant_for(const struct snapshot *s, struct eval_scratch *sc
     json_object *context = json_tokener_parse(context_json);
     struct eval_context ctx;
     const char *detail;
-    ck_assert_int_eq(eval_context_init(&ctx, context, parse_now(DEFAULT_NOW), &detail),
+    ck_assert_int_eq(eval_context_init(&ctx, flat(0, context), parse_now(DEFAULT_NOW), &detail),
                      EVAL_CONTEXT_OK);
     struct eval_result r;
     eval_flag(s, flag, &ctx, scratch, &r);
@@ -376,16 +390,17 @@ START_TEST(context_validation)
         EVAL_CONTEXT_TARGETING_KEY_INVALID, EVAL_CONTEXT_TARGETING_KEY_INVALID};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_object *c = json_tokener_parse(bad[i]);
-        ck_assert_int_eq(eval_context_init(&ctx, c, 0, &detail), want[i]);
+        ck_assert_int_eq(eval_context_init(&ctx, flat(0, c), 0, &detail), want[i]);
         ck_assert_ptr_nonnull(detail);
         json_object_put(c);
     }
     json_object *empty = json_tokener_parse("{\"targetingKey\": \"\"}");
-    ck_assert_int_eq(eval_context_init(&ctx, empty, 0, &detail), EVAL_CONTEXT_OK);
+    ck_assert_int_eq(eval_context_init(&ctx, flat(0, empty), 0, &detail), EVAL_CONTEXT_OK);
     ck_assert_ptr_null(ctx.targeting_key);
     json_object_put(empty);
     json_object *ok = json_tokener_parse("{\"targetingKey\": \"u1\"}");
-    ck_assert_int_eq(eval_context_init(&ctx, ok, 1717243200000000, &detail), EVAL_CONTEXT_OK);
+    ck_assert_int_eq(eval_context_init(&ctx, flat(0, ok), 1717243200000000, &detail),
+                     EVAL_CONTEXT_OK);
     ck_assert_str_eq(ctx.targeting_key, "u1");
     ck_assert_uint_eq(ctx.now_iso_len, 0); /* formatted by the first condition that reads it
                                             * (eval_cases/time.json: now-starts) */
@@ -406,7 +421,7 @@ static void etag_of(const struct snapshot *s, const char *context_json, const ch
 {
     const struct snapshot_env *env = snapshot_env_by_key(s, EVAL_SPEC_ORG_ID, "production");
     json_object *context = context_json ? json_tokener_parse(context_json) : NULL;
-    eval_bulk_etag(s, env, context, parse_now(now), out);
+    eval_bulk_etag(s, env, context ? flat(0, context) : NULL, parse_now(now), out);
     json_object_put(context);
 }
 
@@ -446,7 +461,8 @@ START_TEST(etag_fast_form)
 }
 END_TEST
 
-/* A context object with more keys than the ETag's stack array. */
+/* A context object with more keys than a small object (JSON_FLAT_LINEAR_MAX):
+ * its members come in the order json_flat keeps for it. */
 START_TEST(etag_many_keys_sorted)
 {
     json_object *spec = spec_from_text(etag_spec);
@@ -462,8 +478,8 @@ START_TEST(etag_many_keys_sorted)
     }
     const struct snapshot_env *env = snapshot_env_by_key(&s, EVAL_SPEC_ORG_ID, "production");
     char a[EVAL_ETAG_SIZE], b[EVAL_ETAG_SIZE];
-    eval_bulk_etag(&s, env, forward, 0, a);
-    eval_bulk_etag(&s, env, backward, 0, b);
+    eval_bulk_etag(&s, env, flat(0, forward), 0, a);
+    eval_bulk_etag(&s, env, flat(1, backward), 0, b);
     ck_assert_str_eq(a, b);
     json_object_put(forward);
     json_object_put(backward);

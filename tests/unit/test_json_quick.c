@@ -1,44 +1,71 @@
 /*
- * test_json_quick.c - json_quick_parse builds exactly json-c's tree for
- * the plain subset (compared with json-c's own parse, member by member and
- * as serialized text) and declines everything outside it, valid or not.
+ * test_json_quick.c - json_quick_parse builds exactly the flat value that
+ * json_flat_from_json makes of json-c's own parse (compared node by node)
+ * for the plain subset, and declines everything outside it, valid or not;
+ * json_flat's lookups, name order, duplicate refusal and room.
  */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "json_flat.h"
 #include "json_quick.h"
 #include "suites.h"
 
-static struct json_quick_keys keys;
+static struct json_flat_doc quick_doc, json_c_doc;
 
-/* Parses text both ways; the quick tree must equal json-c's, with names
- * copied by json-c (keys NULL) and with names kept in keys alike. */
-static void assert_same_with(const char *text, struct json_quick_keys *names)
+static bool same_bytes(const char *a, size_t alen, const char *b, size_t blen)
 {
-    struct json_object *quick = NULL;
-    ck_assert_msg(json_quick_parse(text, strlen(text), names, &quick), "declined: %s", text);
-    struct json_object *expected = json_tokener_parse(text);
-    ck_assert_ptr_nonnull(expected);
-    ck_assert_msg(json_object_equal(quick, expected), "differs: %s", text);
-    const int flags = JSON_C_TO_STRING_PLAIN;
-    ck_assert_str_eq(json_object_to_json_string_ext(quick, flags),
-                     json_object_to_json_string_ext(expected, flags));
-    json_object_put(quick);
-    json_object_put(expected);
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
 }
 
+/* Node by node: type, name, value, count and span. */
+static bool same_flat(const struct json_flat *a, const struct json_flat *b)
+{
+    if (a->type != b->type || a->len != b->len || a->span != b->span ||
+        (a->key == NULL) != (b->key == NULL) ||
+        (a->key != NULL && !same_bytes(a->key, a->key_len, b->key, b->key_len)))
+        return false;
+    switch (a->type) {
+    case JSON_FLAT_BOOLEAN:
+        return a->boolean == b->boolean;
+    case JSON_FLAT_INT:
+        return a->u.integer == b->u.integer;
+    case JSON_FLAT_DOUBLE:
+        return a->u.number == b->u.number;
+    case JSON_FLAT_STRING:
+        return same_bytes(a->u.text, a->len, b->u.text, b->len);
+    case JSON_FLAT_ARRAY:
+    case JSON_FLAT_OBJECT: {
+        const struct json_flat *x = json_flat_first(a), *y = json_flat_first(b);
+        for (uint32_t i = 0; i < a->len; i++, x = json_flat_next(x), y = json_flat_next(y))
+            if (!same_flat(x, y))
+                return false;
+        return true;
+    }
+    default:
+        return true;
+    }
+}
+
+/* Parses text both ways; the quick nodes must equal json-c's converted. */
 static void assert_same_as_json_c(const char *text)
 {
-    assert_same_with(text, NULL);
-    assert_same_with(text, &keys);
+    const struct json_flat *quick = json_quick_parse(text, strlen(text), &quick_doc);
+    ck_assert_msg(quick != NULL, "declined: %s", text);
+    struct json_object *expected = json_tokener_parse(text);
+    ck_assert_ptr_nonnull(expected);
+    const struct json_flat *converted = json_flat_from_json(&json_c_doc, expected);
+    ck_assert_ptr_nonnull(converted);
+    ck_assert_msg(same_flat(quick, converted), "differs: %s", text);
+    ck_assert_uint_eq(quick_doc.used, quick->span);
+    json_object_put(expected);
 }
 
 static void assert_declined(const char *text, size_t len)
 {
-    struct json_object *quick = (struct json_object *)1;
-    ck_assert_msg(!json_quick_parse(text, len, NULL, &quick), "accepted: %.*s", (int)len, text);
-    ck_assert_ptr_null(quick);
+    ck_assert_msg(json_quick_parse(text, len, &quick_doc) == NULL, "accepted: %.*s", (int)len,
+                  text);
 }
 
 #define DECLINED(text) assert_declined(text, strlen(text))
@@ -55,83 +82,136 @@ START_TEST(builds_what_json_c_builds)
     assert_same_as_json_c("{\"t\": true, \"f\": false, \"n\": null, \"e\": \"\"}");
     assert_same_as_json_c("{\"list\": [1, \"two\", [], {}, [true, null]], \"o\": {\"p\": {}}}");
     assert_same_as_json_c("{\"caf\xc3\xa9\": \"h\xc3\xa9\", \"x\": \"a/b:c,d}\"}");
-    assert_same_as_json_c("{\"dup\": 1, \"dup\": 2}"); /* the last wins, as in json-c */
-    struct json_object *obj;
-    ck_assert(json_quick_parse("{\"n\": 42}", 9, NULL, &obj));
-    ck_assert(json_object_is_type(json_object_object_get(obj, "n"), json_type_int));
-    json_object_put(obj);
+    assert_same_as_json_c("{\"\": 1, \"a\": {\"\": []}}"); /* empty names */
+    char key[80];
+    memset(key, 'k', sizeof key);
+    char text[128];
+    snprintf(text, sizeof text, "{\"%.*s\": 1}", 70, key); /* a long name */
+    assert_same_as_json_c(text);
 }
 END_TEST
 
-/* Names beyond the room of keys are copied by json-c: the tree is the
- * same, and freeing it frees only those (ASan checks). */
-START_TEST(names_beyond_the_room_are_copied)
+/* Strings and names are read in place: they point into the text, and the
+ * byte after each is the closing quote (json_flat.h). */
+START_TEST(strings_point_into_the_text)
 {
-    char text[16384];
-    size_t n = 0;
-    n += (size_t)snprintf(text + n, sizeof text - n, "{");
-    for (int i = 0; i < 400; i++) /* 400 names of 12 bytes: more than the room */
-        n += (size_t)snprintf(text + n, sizeof text - n, "%s\"attribute-%03d\": %d",
-                              i > 0 ? "," : "", i, i);
-    snprintf(text + n, sizeof text - n, "}");
-    assert_same_with(text, &keys);
-    ck_assert_uint_le(keys.used, sizeof keys.text);
-    ck_assert_uint_gt(keys.used, sizeof keys.text - 16);
-    struct json_object *obj;
-    ck_assert(json_quick_parse(text, strlen(text), &keys, &obj));
-    struct json_object *v;
-    ck_assert(json_object_object_get_ex(obj, "attribute-000", &v)); /* in keys */
-    ck_assert_int_eq(json_object_get_int(v), 0);
-    ck_assert(json_object_object_get_ex(obj, "attribute-399", &v)); /* copied */
-    ck_assert_int_eq(json_object_get_int(v), 399);
-    json_object_put(obj);
+    const char text[] = "{\"context\": {\"targetingKey\": \"u-1\", \"n\": \"42\"}}";
+    const struct json_flat *root = json_quick_parse(text, strlen(text), &quick_doc);
+    ck_assert_ptr_nonnull(root);
+    const struct json_flat *ctx = json_flat_member(root, "context", 7);
+    ck_assert_ptr_nonnull(ctx);
+    ck_assert_int_eq(ctx->type, JSON_FLAT_OBJECT);
+    const struct json_flat *key = json_flat_member(ctx, "targetingKey", 12);
+    ck_assert_ptr_nonnull(key);
+    ck_assert(key->u.text > text && key->u.text + key->len < text + sizeof text);
+    ck_assert(same_bytes(key->u.text, key->len, "u-1", 3));
+    ck_assert_int_eq(key->u.text[key->len], '"');
+    ck_assert(key->key > text && key->key[key->key_len] == '"');
+    ck_assert_ptr_null(json_flat_member(ctx, "targetingkey", 12)); /* bytes, not case */
+    ck_assert_ptr_null(json_flat_member(ctx, "n2", 2));
+    ck_assert_ptr_null(json_flat_member(root, "con", 3)); /* whole names only */
 }
 END_TEST
 
-/* {"NAME": X} alone: X is built as the whole parse builds it under the
- * member; every other shape is declined. */
-static void assert_only_member(const char *text, const char *name)
+/* text: an object of n members "attribute-NNN": NNN, written in the
+ * order i * 7 mod n (n prime to 7), so the name order differs from the
+ * text's. */
+static void many_members(char *text, size_t size, int n)
 {
-    struct json_object *value = (struct json_object *)1;
-    ck_assert_msg(json_quick_parse_only_member(text, strlen(text), name, &keys, &value),
-                  "declined: %s", text);
-    struct json_object *whole = json_tokener_parse(text), *expected = NULL;
-    ck_assert(json_object_object_get_ex(whole, name, &expected));
-    ck_assert_msg(json_object_equal(value, expected), "differs: %s", text);
-    json_object_put(value);
-    json_object_put(whole);
+    size_t used = (size_t)snprintf(text, size, "{");
+    for (int i = 0; i < n; i++) {
+        int k = (i * 7) % n;
+        used += (size_t)snprintf(text + used, size - used, "%s\"attribute-%03d\": %d",
+                                 i > 0 ? "," : "", k, k);
+    }
+    snprintf(text + used, size - used, "}");
 }
 
-static void assert_not_only_member(const char *text)
+/* A large object carries its name order: every member is found by
+ * bisection, a missing name is not, the order is sorted, and a name twice
+ * is refused wherever it sits. */
+START_TEST(large_objects_are_ordered)
 {
-    struct json_object *value = (struct json_object *)1;
-    ck_assert_msg(!json_quick_parse_only_member(text, strlen(text), "context", &keys, &value),
-                  "accepted: %s", text);
-    ck_assert_ptr_null(value);
+    static char text[16384];
+    for (int n = JSON_FLAT_LINEAR_MAX; n <= 400; n += 131) {
+        many_members(text, sizeof text, n);
+        assert_same_as_json_c(text);
+        const struct json_flat *root = json_quick_parse(text, strlen(text), &quick_doc);
+        ck_assert_ptr_nonnull(root);
+        ck_assert_uint_eq(root->len, (unsigned)n);
+        for (int k = 0; k < n; k++) {
+            char name[32];
+            int len = snprintf(name, sizeof name, "attribute-%03d", k);
+            const struct json_flat *m = json_flat_member(root, name, (size_t)len);
+            ck_assert_msg(m != NULL && m->u.integer == k, "%d of %d", k, n);
+        }
+        ck_assert_ptr_null(json_flat_member(root, "attribute-", 10));
+        ck_assert_ptr_null(json_flat_member(root, "attribute-9999", 14));
+        ck_assert_ptr_null(json_flat_member(root, "", 0));
+        if (n > JSON_FLAT_LINEAR_MAX)
+            for (int i = 1; i < n; i++) {
+                const struct json_flat *a = root + root->u.order[i - 1];
+                const struct json_flat *b = root + root->u.order[i];
+                ck_assert_int_lt(json_flat_compare_names(a->key, a->key_len, b->key, b->key_len),
+                                 0);
+            }
+    }
+    many_members(text, sizeof text, 300);
+    char *last = strrchr(text, '"');
+    memcpy(last - 3, "000", 3); /* the last name becomes the first's */
+    DECLINED(text);
 }
+END_TEST
 
-START_TEST(only_member_builds_the_member)
+/* Name order is strcmp's: bytes (unsigned), then the shorter first. */
+START_TEST(name_order)
 {
-    assert_only_member("{\"context\":{\"targetingKey\":\"u-1\",\"plan\":\"pro\",\"n\":3}}",
-                       "context");
-    assert_only_member(" { \"context\" : { } } \n", "context");
-    assert_only_member("{\"context\": [1, {\"a\": true}]}", "context");
-    assert_only_member("{\"context\": \"text\"}", "context");
-    struct json_object *value = (struct json_object *)1;
-    ck_assert(json_quick_parse_only_member("{\"context\": null}", 17, "context", &keys, &value));
-    ck_assert_ptr_null(value);
-    assert_not_only_member("{}");
-    assert_not_only_member("{\"contexts\": {}}");
-    assert_not_only_member("{\"Context\": {}}");
-    assert_not_only_member("{\"context\": {}, \"flags\": []}");
-    assert_not_only_member("{\"flags\": [], \"context\": {}}");
-    assert_not_only_member("{\"context\": {}, \"context\": {}}");
-    assert_not_only_member("{\"context\": {}} x");
-    assert_not_only_member("{\"context\": {\"a\": 1.5}}"); /* outside the subset */
-    assert_not_only_member("{\"context\": {\"a\": \"\\n\"}}");
-    assert_not_only_member("[{\"context\": {}}]");
-    assert_not_only_member("{\"context\" {}}");
-    assert_not_only_member("{\"context\": {}");
+    ck_assert_int_lt(json_flat_compare_names("a", 1, "ab", 2), 0);
+    ck_assert_int_gt(json_flat_compare_names("b", 1, "ab", 2), 0);
+    ck_assert_int_eq(json_flat_compare_names("ab", 2, "ab", 2), 0);
+    ck_assert_int_lt(json_flat_compare_names("", 0, "a", 1), 0);
+    ck_assert_int_lt(json_flat_compare_names("z", 1, "\xc3\xa9", 2), 0);
+}
+END_TEST
+
+/* The room grows with a large value and is given back by the next reset
+ * (ASan checks nothing leaks or is used after). */
+START_TEST(room_is_given_back)
+{
+    static char text[65536];
+    size_t used = (size_t)snprintf(text, sizeof text, "{\"a\": [");
+    for (int i = 0; i < 6000; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%d", i > 0 ? "," : "", i % 10);
+    snprintf(text + used, sizeof text - used, "]}");
+    const struct json_flat *root = json_quick_parse(text, strlen(text), &quick_doc);
+    ck_assert_ptr_nonnull(root);
+    ck_assert_uint_eq(root->span, 6002);
+    const struct json_flat *a = json_flat_member(root, "a", 1);
+    ck_assert_uint_eq(a->len, 6000);
+    ck_assert_uint_gt(quick_doc.cap, 4096);
+    json_flat_doc_reset(&quick_doc);
+    ck_assert_ptr_null(quick_doc.nodes);
+    ck_assert_uint_eq(quick_doc.cap, 0);
+    assert_same_as_json_c("{\"a\": [1, 2]}"); /* and grows again */
+}
+END_TEST
+
+/* What only json-c reads (doubles, escapes) converts as json-c holds it. */
+START_TEST(converts_json_c_values)
+{
+    struct json_object *v = json_tokener_parse("{\"d\": 1.5, \"s\": \"a\\nb\", \"n\": null}");
+    const struct json_flat *root = json_flat_from_json(&json_c_doc, v);
+    ck_assert_ptr_nonnull(root);
+    ck_assert_int_eq(json_flat_member(root, "d", 1)->type, JSON_FLAT_DOUBLE);
+    ck_assert(json_flat_member(root, "d", 1)->u.number == 1.5);
+    const struct json_flat *s = json_flat_member(root, "s", 1);
+    ck_assert(same_bytes(s->u.text, s->len, "a\nb", 3));
+    ck_assert_int_eq(s->u.text[s->len], '\0');
+    ck_assert_int_eq(json_flat_member(root, "n", 1)->type, JSON_FLAT_NULL);
+    json_object_put(v);
+    root = json_flat_from_json(&json_c_doc, NULL); /* JSON null itself */
+    ck_assert_ptr_nonnull(root);
+    ck_assert_int_eq(root->type, JSON_FLAT_NULL);
 }
 END_TEST
 
@@ -163,12 +243,9 @@ START_TEST(declines_the_rest)
     DECLINED("{\"a\": \"unterminated}");
     DECLINED("{\"a\": truex}");
     DECLINED("{\"a\": 1 /* comment */}");
-    DECLINED("{\"a\":\f1}"); /* form feed is not whitespace here */
-    char key[80];
-    memset(key, 'k', sizeof key);
-    char text[128];
-    snprintf(text, sizeof text, "{\"%.*s\": 1}", 70, key); /* a key too long for the stack */
-    DECLINED(text);
+    DECLINED("{\"a\":\f1}");              /* form feed is not whitespace here */
+    DECLINED("{\"dup\": 1, \"dup\": 2}"); /* a name twice: json-c and json_guard decide */
+    DECLINED("{\"o\": {\"a\": 1, \"b\": 2, \"a\": 3}}");
     assert_declined("{\"a\": \"x\0y\"}", 12); /* NUL inside a string */
     assert_declined("{\"a\": 1}", 5);         /* cut short by len */
 }
@@ -201,8 +278,11 @@ Suite *suite_json_quick(void)
     Suite *s = suite_create("json_quick");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, builds_what_json_c_builds);
-    tcase_add_test(tc, names_beyond_the_room_are_copied);
-    tcase_add_test(tc, only_member_builds_the_member);
+    tcase_add_test(tc, strings_point_into_the_text);
+    tcase_add_test(tc, large_objects_are_ordered);
+    tcase_add_test(tc, name_order);
+    tcase_add_test(tc, room_is_given_back);
+    tcase_add_test(tc, converts_json_c_values);
     tcase_add_test(tc, declines_the_rest);
     tcase_add_test(tc, bounds_the_depth);
     suite_add_tcase(s, tc);
