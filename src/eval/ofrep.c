@@ -336,13 +336,14 @@ enum ofrep_body_status ofrep_read_body(struct json_tokener *tok, struct json_fla
     json_flat_doc_reset(doc); /* an empty body leaves no nodes of the last one */
     const struct json_flat *root = NULL;
     if (text != NULL && len != strspn(text, " \t\r\n")) {
-        size_t members;
-        enum json_guard_verdict verdict =
-            json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
-        if (verdict != JSON_GUARD_OK)
-            return guard_status(verdict, detail);
-        root = json_quick_parse(text, len, doc);
-        if (root == NULL) { /* outside the plain subset: json-c decides */
+        /* what json_quick accepts, json_guard_scan accepts (json_quick.h) */
+        root = json_quick_parse(text, len, OFREP_MAX_BODY_MEMBERS, doc);
+        if (root == NULL) { /* outside the plain subset: the guard, then json-c */
+            size_t members;
+            enum json_guard_verdict verdict =
+                json_guard_scan(text, len, OFREP_MAX_BODY_MEMBERS, &members);
+            if (verdict != JSON_GUARD_OK)
+                return guard_status(verdict, detail);
             enum ofrep_body_status status =
                 parse_with_json_c(tok, doc, text, len, members, body, &root, detail);
             if (status != OFREP_BODY_OK)

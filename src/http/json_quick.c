@@ -13,11 +13,14 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "json_guard.h"
+
 #define MAX_INT_DIGITS 18 /* 10^18 - 1 fits in int64 */
 
 struct quick {
     const char *p, *end;
     struct json_flat_doc *doc;
+    size_t members, max_members; /* object members so far, and the bound */
 };
 
 static void skip_ws(struct quick *q)
@@ -26,20 +29,23 @@ static void skip_ws(struct quick *q)
         q->p++;
 }
 
-/* A string at q->p ('"'): its bytes in *s, *n; false outside the subset. */
+/* A string at q->p ('"'): its bytes in *s, *n; false outside the subset
+ * or when its bytes are not UTF-8 (checked only when one is not ASCII). */
 static bool quick_string(struct quick *q, const char **s, size_t *n)
 {
     const char *start = ++q->p;
+    unsigned char seen = 0; /* the bits of every byte: 0x80 when one is not ASCII */
     while (q->p < q->end) {
         unsigned char c = (unsigned char)*q->p;
         if (c == '"') {
             *s = start;
             *n = (size_t)(q->p - start);
             q->p++;
-            return true;
+            return seen < 0x80 || json_guard_utf8_valid(start, *n);
         }
         if (c == '\\' || c < 0x20)
             return false;
+        seen |= c;
         q->p++;
     }
     return false;
@@ -129,7 +135,8 @@ static bool quick_object(struct quick *q, int depth, const char *key, size_t key
     for (uint32_t members = 1;; members++) {
         const char *name;
         size_t name_len;
-        if (!quick_member_name(q, &name, &name_len) || !quick_value(q, depth, name, name_len))
+        if (++q->members > q->max_members || !quick_member_name(q, &name, &name_len) ||
+            !quick_value(q, depth, name, name_len))
             return false;
         int more = quick_separator(q, '}');
         if (more <= 0)
@@ -207,9 +214,10 @@ static bool quick_value(struct quick *q, int depth, const char *key, size_t key_
     }
 }
 
-const struct json_flat *json_quick_parse(const char *text, size_t len, struct json_flat_doc *doc)
+const struct json_flat *json_quick_parse(const char *text, size_t len, size_t max_members,
+                                         struct json_flat_doc *doc)
 {
-    struct quick q = {text, text + len, doc};
+    struct quick q = {text, text + len, doc, 0, max_members};
     json_flat_doc_reset(doc);
     skip_ws(&q);
     if (q.p >= q.end || *q.p != '{' || !quick_object(&q, 1, NULL, 0))

@@ -5,10 +5,12 @@
  * json_flat's lookups, name order, duplicate refusal and room.
  */
 #include <json-c/json.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "json_flat.h"
+#include "json_guard.h"
 #include "json_quick.h"
 #include "suites.h"
 
@@ -51,7 +53,7 @@ static bool same_flat(const struct json_flat *a, const struct json_flat *b)
 /* Parses text both ways; the quick nodes must equal json-c's converted. */
 static void assert_same_as_json_c(const char *text)
 {
-    const struct json_flat *quick = json_quick_parse(text, strlen(text), &quick_doc);
+    const struct json_flat *quick = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
     ck_assert_msg(quick != NULL, "declined: %s", text);
     struct json_object *expected = json_tokener_parse(text);
     ck_assert_ptr_nonnull(expected);
@@ -59,13 +61,16 @@ static void assert_same_as_json_c(const char *text)
     ck_assert_ptr_nonnull(converted);
     ck_assert_msg(same_flat(quick, converted), "differs: %s", text);
     ck_assert_uint_eq(quick_doc.used, quick->span);
+    size_t members;
+    ck_assert_msg(json_guard_scan(text, strlen(text), 0, &members) == JSON_GUARD_OK,
+                  "accepted what the guard refuses: %s", text);
     json_object_put(expected);
 }
 
 static void assert_declined(const char *text, size_t len)
 {
-    ck_assert_msg(json_quick_parse(text, len, &quick_doc) == NULL, "accepted: %.*s", (int)len,
-                  text);
+    ck_assert_msg(json_quick_parse(text, len, SIZE_MAX, &quick_doc) == NULL, "accepted: %.*s",
+                  (int)len, text);
 }
 
 #define DECLINED(text) assert_declined(text, strlen(text))
@@ -96,7 +101,7 @@ END_TEST
 START_TEST(strings_point_into_the_text)
 {
     const char text[] = "{\"context\": {\"targetingKey\": \"u-1\", \"n\": \"42\"}}";
-    const struct json_flat *root = json_quick_parse(text, strlen(text), &quick_doc);
+    const struct json_flat *root = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
     ck_assert_ptr_nonnull(root);
     const struct json_flat *ctx = json_flat_member(root, "context", 7);
     ck_assert_ptr_nonnull(ctx);
@@ -136,7 +141,7 @@ START_TEST(large_objects_are_ordered)
     for (int n = JSON_FLAT_LINEAR_MAX; n <= 400; n += 131) {
         many_members(text, sizeof text, n);
         assert_same_as_json_c(text);
-        const struct json_flat *root = json_quick_parse(text, strlen(text), &quick_doc);
+        const struct json_flat *root = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
         ck_assert_ptr_nonnull(root);
         ck_assert_uint_eq(root->len, (unsigned)n);
         for (int k = 0; k < n; k++) {
@@ -183,7 +188,7 @@ START_TEST(room_is_given_back)
     for (int i = 0; i < 6000; i++)
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%d", i > 0 ? "," : "", i % 10);
     snprintf(text + used, sizeof text - used, "]}");
-    const struct json_flat *root = json_quick_parse(text, strlen(text), &quick_doc);
+    const struct json_flat *root = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
     ck_assert_ptr_nonnull(root);
     ck_assert_uint_eq(root->span, 6002);
     const struct json_flat *a = json_flat_member(root, "a", 1);
@@ -193,6 +198,28 @@ START_TEST(room_is_given_back)
     ck_assert_ptr_null(quick_doc.nodes);
     ck_assert_uint_eq(quick_doc.cap, 0);
     assert_same_as_json_c("{\"a\": [1, 2]}"); /* and grows again */
+}
+END_TEST
+
+/* What the quick parse accepts keeps the guard's promises without the
+ * guard: strings of valid UTF-8 only, and at most max_members members in
+ * all objects together (json_guard_scan's count). */
+START_TEST(keeps_the_guards_promises)
+{
+    assert_same_as_json_c("{\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\": \"\xf4\x8f\xbf\xbf\"}");
+    DECLINED("{\"a\": \"\xc3\"}");                                 /* cut short */
+    DECLINED("{\"a\": \"\xc0\xaf\"}");                             /* overlong */
+    DECLINED("{\"a\": \"\xed\xa0\x80\"}");                         /* an encoded surrogate */
+    DECLINED("{\"a\": \"\xf4\x90\x80\x80\"}");                     /* above U+10FFFF */
+    DECLINED("{\"\xff\": 1}");                                     /* in a name */
+    DECLINED("{\"a\": 1, \xc3\xa9}");                              /* outside a string */
+    const char *text = "{\"a\": {\"b\": 1, \"c\": [{\"d\": 2}]}}"; /* 4 members */
+    size_t members;
+    ck_assert_int_eq(json_guard_scan(text, strlen(text), 0, &members), JSON_GUARD_OK);
+    ck_assert_uint_eq(members, 4);
+    ck_assert_ptr_nonnull(json_quick_parse(text, strlen(text), 4, &quick_doc));
+    ck_assert_ptr_null(json_quick_parse(text, strlen(text), 3, &quick_doc));
+    ck_assert_int_eq(json_guard_scan(text, strlen(text), 3, &members), JSON_GUARD_TOO_MANY);
 }
 END_TEST
 
@@ -283,6 +310,7 @@ Suite *suite_json_quick(void)
     tcase_add_test(tc, name_order);
     tcase_add_test(tc, room_is_given_back);
     tcase_add_test(tc, converts_json_c_values);
+    tcase_add_test(tc, keeps_the_guards_promises);
     tcase_add_test(tc, declines_the_rest);
     tcase_add_test(tc, bounds_the_depth);
     suite_add_tcase(s, tc);
