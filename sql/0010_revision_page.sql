@@ -6,29 +6,30 @@
 -- - flag_revision_pages.page = json_agg(ensign_revision_json(r) ORDER BY
 --   r.created_at DESC, r.id DESC)::text over the flag's newest 100
 --   revisions (the same order), byte for byte what the detail showed
---   before, at the end of every statement that inserted revisions; lengths
---   holds the length in bytes of each item of page (newest first),
---   newest_at and newest_id the (created_at, id) of its first. A flag
---   without revisions has no row (the detail reads '[]').
+--   before, at the end of every statement that inserted revisions; times,
+--   ids and lengths hold the created_at, the id and the length in bytes
+--   of each item of page (newest first). A flag without revisions has no
+--   row (the detail reads '[]').
 -- - Revisions are only ever inserted: nothing updates a revision's
 --   action, summary, changes, user_name or created_at (user_name is the
---   actor's name at the time), and they go away with their flag, whose
---   row here goes too (ON DELETE CASCADE). environment_id and user_id,
---   which the JSON form does not show, may be set NULL by their own
---   deletions; no page follows them.
--- - Kept by a statement trigger on revisions (a rule-set replacement or
---   a bulk insert may write several in one statement). When every new
---   revision of a flag sorts after its page's newest (the usual write:
---   one revision stamped now()), their items are put in front of the
---   page and the items past the 100th cut off with lengths; otherwise (an
---   older transaction committing after a newer one, a backdated insert)
---   the page is recomputed from the newest 100 revisions.
+--   actor's name at the time), so an item's text never changes; they go
+--   away with their flag, whose row here goes too (ON DELETE CASCADE).
+--   environment_id and user_id, which the JSON form does not show, may be
+--   set NULL by their own deletions; no page follows them.
+-- - Kept by a statement trigger on revisions (a bulk insert may write
+--   several in one statement): each new revision of a flag, newest first,
+--   is spliced into the page where its (created_at, id) falls among the
+--   items' (usually in front: one revision stamped now()), and the items
+--   past the 100th are cut off; a revision older than a full page's 100
+--   items is not shown. So an older transaction committing after a newer
+--   one, ties within a transaction and a backdated insert land where the
+--   former query put them, and the page is the newest 100 of its old
+--   items and the new revisions, that is of all the flag's revisions.
 -- - Concurrent writers of one flag are serialized on the page row: it is
---   read and written only after it is locked (FOR UPDATE returns the
---   version the previous writer committed, and a recomputation runs in a
---   later statement whose snapshot sees every revision committed before
---   the lock was granted), so no committed revision is left out (READ
---   COMMITTED, the server's level). Rows are locked in flag id order.
+--   read and written only after it is locked, and FOR UPDATE returns the
+--   version the previous writer committed (READ COMMITTED, the server's
+--   level), so no committed revision is left out. Rows are locked in flag
+--   id order.
 --
 -- Storage: a page of 100 revisions (about 20 KB) is always stored out of
 -- line (TOAST). Compressed with lz4 when the server has it (4 KB: a write
@@ -37,11 +38,11 @@
 -- pglz costs on both sides (about 8 us more per read, 25 us per write).
 
 CREATE TABLE flag_revision_pages (
-    flag_id   uuid PRIMARY KEY REFERENCES flags (id) ON DELETE CASCADE,
-    page      text NOT NULL DEFAULT '[]',
-    lengths   integer[] NOT NULL DEFAULT '{}',
-    newest_at timestamptz NULL,
-    newest_id uuid NULL
+    flag_id uuid PRIMARY KEY REFERENCES flags (id) ON DELETE CASCADE,
+    page    text NOT NULL DEFAULT '[]',
+    times   timestamptz[] NOT NULL DEFAULT '{}',
+    ids     uuid[] NOT NULL DEFAULT '{}',
+    lengths integer[] NOT NULL DEFAULT '{}'
 );
 DO $$
 BEGIN
@@ -54,79 +55,59 @@ BEGIN
 END
 $$;
 
--- The items (JSON texts without the brackets, ", " between them) of the
--- newest 100 revisions of flag that sort after (after_at, after_id),
--- newest first, with the length in bytes of each item (cut as bytes: a
--- substring counted in characters walks the 20 KB page character by
--- character) and the (created_at, id) of
--- the first; NULLs when there is none. ('-infinity', the nil uuid): the
--- newest 100 of all. created_at >= after_at bounds the index scan.
-CREATE FUNCTION ensign_revision_items(flag uuid, after_at timestamptz, after_id uuid,
-                                      OUT items text, OUT lengths integer[],
-                                      OUT newest_at timestamptz, OUT newest_id uuid)
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
-    -- PL/pgSQL, not SQL, and a generic plan: its plan is kept for the
-    -- session, where a SQL function called by the trigger would be planned
-    -- again on every call, and so would a custom plan (the generic one
-    -- looks dearer to the planner, which cannot see that after_at is the
-    -- page's newest); planning was most of a write's cost here
-    SET plan_cache_mode = force_generic_plan
-    AS $$
-BEGIN
-    SELECT string_agg(s.j, ', ' ORDER BY s.created_at DESC, s.id DESC),
-           array_agg(octet_length(s.j) ORDER BY s.created_at DESC, s.id DESC),
-           max(s.created_at),
-           (array_agg(s.id ORDER BY s.created_at DESC, s.id DESC))[1]
-      INTO items, lengths, newest_at, newest_id
-      FROM (SELECT r.created_at, r.id, ensign_revision_json(r)::text AS j
-              FROM revisions r
-             WHERE r.flag_id = flag AND r.created_at >= after_at
-               AND (r.created_at, r.id) > (after_at, after_id)
-             ORDER BY r.created_at DESC, r.id DESC LIMIT 100) AS s;
-END
-$$;
-
+-- The splicing works on bytes in the database's encoding (convert_to to
+-- it copies, convert_from checks): a substring counted in characters
+-- walks the 20 KB page character by character. A generic plan: custom
+-- plans would be planned again on every write, and planning was most of
+-- a write's cost here.
 CREATE FUNCTION ensign_revision_pages_refresh() RETURNS trigger
     LANGUAGE plpgsql
     SET plan_cache_mode = force_generic_plan
     AS $$
 DECLARE
+    enc name := getdatabaseencoding();
     flag uuid;
     cur flag_revision_pages;
-    fresh record;
-    kept integer;
-    tail text := '';
+    items bytea;  -- the page's items and their ", " separators, no brackets
+    rev record;
+    n integer;    -- items on the page
+    p integer;    -- items newer than rev, which stays behind them
+    head integer; -- the bytes of those p items with their separators
 BEGIN
-    FOR flag IN SELECT DISTINCT n.flag_id FROM new_revisions n ORDER BY n.flag_id LOOP
+    FOR flag IN SELECT DISTINCT nr.flag_id FROM new_revisions nr ORDER BY nr.flag_id LOOP
         INSERT INTO flag_revision_pages (flag_id) VALUES (flag) ON CONFLICT (flag_id) DO NOTHING;
-        SELECT * INTO cur FROM flag_revision_pages p WHERE p.flag_id = flag FOR UPDATE;
-        IF cur.newest_at IS NULL
-           OR EXISTS (SELECT 1 FROM new_revisions n
-                       WHERE n.flag_id = flag
-                         AND (n.created_at, n.id) <= (cur.newest_at, cur.newest_id)) THEN
-            -- not all newer than the page: recompute it from the revisions
-            cur.newest_at := '-infinity';
-            cur.newest_id := '00000000-0000-0000-0000-000000000000';
-            cur.lengths := '{}';
-        END IF;
-        SELECT * INTO fresh FROM ensign_revision_items(flag, cur.newest_at, cur.newest_id);
-        -- the page's first items that stay, after the "[" and with their
-        -- ", " separators, cut as bytes
-        kept := LEAST(cardinality(cur.lengths), 100 - cardinality(fresh.lengths));
-        tail := '';
-        IF kept > 0 THEN
-            tail := ', ' || convert_from(substring(convert_to(cur.page, getdatabaseencoding())
-                                                   FROM 2 FOR (SELECT sum(l)::integer
-                                                                 FROM unnest(cur.lengths[1:kept]) AS l)
-                                                              + 2 * (kept - 1)),
-                                         getdatabaseencoding());
-        END IF;
-        UPDATE flag_revision_pages p
-           SET page = '[' || fresh.items || tail || ']',
-               lengths = fresh.lengths || cur.lengths[1:kept],
-               newest_at = fresh.newest_at,
-               newest_id = fresh.newest_id
-         WHERE p.flag_id = flag;
+        SELECT * INTO cur FROM flag_revision_pages pg WHERE pg.flag_id = flag FOR UPDATE;
+        items := substring(convert_to(cur.page, enc) FROM 2 FOR octet_length(cur.page) - 2);
+        FOR rev IN SELECT r.created_at, r.id, convert_to(ensign_revision_json(r)::text, enc) AS item
+                     FROM revisions r
+                    WHERE r.id IN (SELECT nr.id FROM new_revisions nr WHERE nr.flag_id = flag)
+                    ORDER BY r.created_at DESC, r.id DESC LOOP
+            p := (SELECT count(*) FROM unnest(cur.times, cur.ids) AS t (at, id)
+                   WHERE (t.at, t.id) > (rev.created_at, rev.id));
+            EXIT WHEN p >= 100; -- past a full page, and so is every older one
+            n := cardinality(cur.ids);
+            head := COALESCE((SELECT sum(l) FROM unnest(cur.lengths[1:p]) AS l) + 2 * (p - 1), 0);
+            items := substring(items FROM 1 FOR head)
+                     || CASE WHEN p > 0 THEN '\x2c20'::bytea ELSE '' END
+                     || rev.item
+                     || CASE WHEN p < n
+                             THEN '\x2c20'::bytea
+                                  || substring(items FROM head + CASE WHEN p > 0 THEN 3 ELSE 1 END)
+                             ELSE '' END;
+            cur.times := cur.times[1:p] || rev.created_at || cur.times[p + 1:n];
+            cur.ids := cur.ids[1:p] || rev.id || cur.ids[p + 1:n];
+            cur.lengths := cur.lengths[1:p] || octet_length(rev.item) || cur.lengths[p + 1:n];
+            IF n = 100 THEN -- the 101st goes
+                items := substring(items FROM 1 FOR octet_length(items) - cur.lengths[101] - 2);
+                cur.times := cur.times[1:100];
+                cur.ids := cur.ids[1:100];
+                cur.lengths := cur.lengths[1:100];
+            END IF;
+        END LOOP;
+        UPDATE flag_revision_pages pg
+           SET page = convert_from('\x5b'::bytea || items || '\x5d'::bytea, enc),
+               times = cur.times, ids = cur.ids, lengths = cur.lengths
+         WHERE pg.flag_id = flag;
     END LOOP;
     RETURN NULL;
 END
@@ -139,9 +120,14 @@ CREATE TRIGGER revisions_page
     AFTER INSERT ON revisions REFERENCING NEW TABLE AS new_revisions
     FOR EACH STATEMENT EXECUTE FUNCTION ensign_revision_pages_refresh();
 
-INSERT INTO flag_revision_pages (flag_id, page, lengths, newest_at, newest_id)
-SELECT f.id, '[' || i.items || ']', i.lengths, i.newest_at, i.newest_id
+INSERT INTO flag_revision_pages (flag_id, page, times, ids, lengths)
+SELECT f.id,
+       '[' || string_agg(s.j, ', ' ORDER BY s.created_at DESC, s.id DESC) || ']',
+       array_agg(s.created_at ORDER BY s.created_at DESC, s.id DESC),
+       array_agg(s.id ORDER BY s.created_at DESC, s.id DESC),
+       array_agg(octet_length(s.j) ORDER BY s.created_at DESC, s.id DESC)
   FROM flags f
- CROSS JOIN LATERAL ensign_revision_items(f.id, '-infinity',
-                                          '00000000-0000-0000-0000-000000000000') AS i
- WHERE i.items IS NOT NULL;
+ CROSS JOIN LATERAL (SELECT r.created_at, r.id, ensign_revision_json(r)::text AS j
+                       FROM revisions r WHERE r.flag_id = f.id
+                      ORDER BY r.created_at DESC, r.id DESC LIMIT 100) AS s
+ GROUP BY f.id;

@@ -5,7 +5,8 @@ stay byte for byte what the record forms of sql/0002 wrote. Covered: 150
 API writes (the page extended and cut write by write), several revisions
 in one transaction and in one statement (ties, two flags), characters that
 need escaping, null summaries and user names, backdated and late
-revisions (the page recomputed), two writers of one flag at once, a flag
+revisions (spliced in where they fall, or left out past a full page),
+more than a page in one statement, two writers of one flag at once, a flag
 without revisions, a deleted flag, and the migration's backfill of a
 database that had revisions before 0010.
 
@@ -119,12 +120,12 @@ class RevisionPageTest(FormerBodiesTestCase):
         self.assertIn(ODD_TEXT, [r["userName"] for r in revisions])
         self.assertIn([f"name: 2 → {ODD_TEXT}"], [r["changes"] for r in revisions])
 
-    def test_backdated_and_bulk_revisions_recompute_the_page(self):
+    def test_backdated_and_bulk_revisions_land_in_order(self):
         self.flag("history")
         flag = self.flag_id("history")
-        # 150 at once (more than a page), 50 instants, then a few older
-        # than the page's newest, one in the middle of the page and one
-        # older than all of it, then the usual newest one again
+        # 150 at once (more than a page) in 50 instants, then two older
+        # than the page's newest (spliced in), one tied with it, one older
+        # than all of the page (left out), then the usual newest one
         self.sql(insert_revisions([flag], 150, "'2030-01-01 00:00:00+00'::timestamptz"
                                   " + (i / 3) * interval '1 second'"))
         self.assertDetailIsFormer("history")
@@ -197,7 +198,6 @@ class RevisionPageMigrationTest(FormerBodiesTestCase):
         self.sql("DROP TRIGGER revisions_page ON revisions;"
                  " DROP TABLE flag_revision_pages;"
                  " DROP FUNCTION ensign_revision_pages_refresh();"
-                 " DROP FUNCTION ensign_revision_items(uuid, timestamptz, uuid);"
                  " DELETE FROM schema_migrations WHERE name = '0010_revision_page'")
         long_id, short_id = self.flag_id("old-long"), self.flag_id("old-short")
         # revisions written under 0009: ties, odd text, more than a page
