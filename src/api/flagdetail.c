@@ -46,8 +46,8 @@
  * ordered by kind and ord: the environments by sort order and key, the
  * rules by their environment's order and then evaluation order
  * (priority, created at, id). The flag's id reaches the rules as a scalar
- * (an InitPlan), so even the generic plan of the prepared statement reads
- * them from rules_order_idx rather than joining.
+ * (an InitPlan), so even the generic plan of the prepared statement looks
+ * them up by that id rather than joining.
  */
 const char FLAGDETAIL_SQL[] =
     "WITH fl AS (SELECT f.id FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2)"
