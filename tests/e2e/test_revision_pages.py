@@ -13,6 +13,8 @@ database that had revisions before 0010.
 Run by tests/e2e/run (each class has its own database and ensignd).
 """
 
+import os
+import select
 import subprocess
 import time
 
@@ -50,14 +52,20 @@ class PsqlSession:
         run it (it must not block)."""
         self.proc.stdin.write(sql + "\n\\echo ran\n")
         self.proc.stdin.flush()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.strip() == "ran":
-                return
-            if line == "":
+        deadline, output = time.monotonic() + 20, b""
+        while b"ran\n" not in output:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                self.proc.kill()
                 break
-        raise AssertionError(f"psql did not run: {sql}\n{self.proc.stderr.read()}")
+            chunk = os.read(self.proc.stdout.fileno(), 4096)  # not through the text buffer
+            if not chunk:
+                break
+            output += chunk
+        else:
+            return
+        _, err = self.proc.communicate(timeout=10)
+        raise AssertionError(f"psql did not run: {sql}\n{err}")
 
     def finish(self, sql):
         """Sends sql, ends the session and asserts it succeeded."""
