@@ -4,19 +4,24 @@
  *
  * Owns the detail statement and its JSON form. The flag and its variants
  * stay JSON built by PostgreSQL with the record forms of sql/0002 (one
- * row, a few items); the revisions (up to 100), the environments'
- * configurations and their rules come as plain rows and are written here:
- * a jsonb per revision and per rule (to_char, jsonb_build_object,
- * json_agg) was most of a detail's execution, and what made a flag with a
- * long history cost more than one with 5 revisions.
+ * row, a few items); the revisions are the flag's page of sql/0010 (the
+ * newest 100 as finished JSON text, kept by a trigger on every insert of
+ * revisions), copied as they are; the environments' configurations and
+ * their rules come as plain rows and are written here. A jsonb per
+ * revision and per rule (to_char, jsonb_build_object, json_agg) was most
+ * of a detail's execution, and 100 revision rows (fetched, sent and
+ * written one by one) what made a flag with a long history cost more
+ * than one with 5 revisions; the page is one value however long the
+ * history (doc/choices.md, "Flag detail").
  *
  * Invariants: the body is the one json_build_object('flag', ...,
  * 'revisions', json_agg(ensign_revision_json(r)), 'variants', ...,
  * 'environments', json_agg(ensign_flag_environment_json(fe, e))) wrote,
  * byte for byte: " : " after the top-level names, members in jsonb's order
- * (keys by length, then bytes), JSON columns (changes, conditions, serve,
- * default serve) as jsonb's text, strings escaped as PostgreSQL escapes
- * them, timestamps as ensign_iso() writes them.
+ * (keys by length, then bytes), JSON columns (conditions, serve, default
+ * serve) as jsonb's text, strings escaped as PostgreSQL escapes them,
+ * timestamps as ensign_iso() writes them; the page is that json_agg's own
+ * text ('[]' for a flag without revisions, which has no page).
  *
  * Called by flags.c (flags_get).
  */
@@ -31,20 +36,18 @@
 
 /*
  * Rows: kind, ord (the order within the kind), then text columns a..h:
- *   0 the flag: a its detail JSON, b its variants' JSON array
- *   1 a revision: a id, b action, c summary, d changes (JSON), e user name,
- *     f created at
- *   2 an environment's configuration: a environment id, b key, c name,
+ *   0 the flag: a its detail JSON, b its variants' JSON array, c its
+ *     revisions' JSON array (the page of sql/0010)
+ *   1 an environment's configuration: a environment id, b key, c name,
  *     d enabled, e default variant key, f default serve (JSON), g off
  *     variant key
- *   3 a rule: a environment id, b id, c priority, d description,
+ *   2 a rule: a environment id, b id, c priority, d description,
  *     e conditions (JSON), f serve (JSON), g created at, h updated at
- * ordered by kind and ord: revisions newest first (ties by id), the
- * environments by sort order and key, the rules by their environment's
- * order and then evaluation order (priority, created at, id). The flag's
- * id reaches the revisions and rules as a scalar (an InitPlan), so even
- * the generic plan of the prepared statement reads the newest 100
- * revisions from revisions_flag_idx in order rather than joining.
+ * ordered by kind and ord: the environments by sort order and key, the
+ * rules by their environment's order and then evaluation order
+ * (priority, created at, id). The flag's id reaches the rules as a scalar
+ * (an InitPlan), so even the generic plan of the prepared statement looks
+ * them up by that id rather than joining.
  */
 const char FLAGDETAIL_SQL[] =
     "WITH fl AS (SELECT f.id FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2)"
@@ -52,22 +55,17 @@ const char FLAGDETAIL_SQL[] =
     "        COALESCE((SELECT json_agg(ensign_variant_json(v)"
     "                                  ORDER BY v.sort_order, v.created_at, v.id)"
     "                    FROM variants v WHERE v.flag_id = f.id), '[]')::text,"
-    "        NULL, NULL, NULL, NULL, NULL, NULL"
+    "        COALESCE((SELECT p.page FROM flag_revision_pages p WHERE p.flag_id = f.id), '[]'),"
+    "        NULL, NULL, NULL, NULL, NULL"
     "   FROM fl JOIN flags f ON f.id = fl.id"
     " UNION ALL"
-    " SELECT 1, row_number() OVER (ORDER BY r.created_at DESC, r.id DESC), r.id::text,"
-    "        r.action, r.summary, to_jsonb(r.changes)::text, r.user_name, r.created_at::text,"
-    "        NULL, NULL"
-    "   FROM (SELECT r.* FROM revisions r WHERE r.flag_id = (SELECT fl.id FROM fl)"
-    "          ORDER BY r.created_at DESC, r.id DESC LIMIT 100) AS r"
-    " UNION ALL"
-    " SELECT 2, row_number() OVER (ORDER BY e.sort_order, e.key), e.id::text, e.key, e.name,"
+    " SELECT 1, row_number() OVER (ORDER BY e.sort_order, e.key), e.id::text, e.key, e.name,"
     "        fe.enabled::text, fe.default_serve ->> 'variant', fe.default_serve::text,"
     "        fe.off_variant_key, NULL"
     "   FROM fl JOIN flag_environments fe ON fe.flag_id = fl.id"
     "   JOIN environments e ON e.id = fe.environment_id"
     " UNION ALL"
-    " SELECT 3, row_number() OVER (ORDER BY e.sort_order, e.key, r.priority, r.created_at, r.id),"
+    " SELECT 2, row_number() OVER (ORDER BY e.sort_order, e.key, r.priority, r.created_at, r.id),"
     "        e.id::text, r.id::text, r.priority::text, r.description, r.conditions::text,"
     "        r.serve::text, r.created_at::text, r.updated_at::text"
     "   FROM rules r JOIN environments e ON e.id = r.environment_id"
@@ -78,7 +76,7 @@ const char FLAGDETAIL_SQL[] =
 
 enum { COL_KIND, COL_ORD, COL_A, COL_B, COL_C, COL_D, COL_E, COL_F, COL_G, COL_H, COL_COUNT };
 
-enum { KIND_FLAG, KIND_REVISION, KIND_ENVIRONMENT, KIND_RULE };
+enum { KIND_FLAG, KIND_ENVIRONMENT, KIND_RULE };
 
 static int kind_of(const PGresult *res, int row)
 {
@@ -109,12 +107,7 @@ static void put_object(struct jsonout *pb, const PGresult *res, int row,
 }
 
 /* The members in jsonb's order (keys by length, then bytes), as
- * ensign_revision_json and ensign_rule_json wrote them. */
-static const struct member revision_members[] = {
-    {"id", COL_A, TEXT},      {"action", COL_B, TEXT},   {"changes", COL_D, RAW},
-    {"summary", COL_C, TEXT}, {"userName", COL_E, TEXT}, {"createdAt", COL_F, TIME},
-};
-
+ * ensign_rule_json wrote them. */
 static const struct member rule_members[] = {
     {"id", COL_B, TEXT},          {"serve", COL_F, RAW},      {"priority", COL_C, RAW},
     {"createdAt", COL_G, TIME},   {"updatedAt", COL_H, TIME}, {"conditions", COL_E, RAW},
@@ -155,19 +148,6 @@ static void put_environment(struct jsonout *pb, const PGresult *res, int env, in
     jsonout_key(pb, "defaultVariantKey", false);
     jsonout_text(pb, res, env, COL_E);
     jsonout_put(pb, "}");
-}
-
-/* Writes the rows of kind from *row on as a JSON array (", " between the
- * items); *row is left at the first row of another kind. */
-static void put_revisions(struct jsonout *pb, const PGresult *res, int *row)
-{
-    jsonout_put(pb, "[");
-    for (int first = *row; *row < PQntuples(res) && kind_of(res, *row) == KIND_REVISION; (*row)++) {
-        if (*row > first)
-            jsonout_put(pb, ", ");
-        put_object(pb, res, *row, revision_members, COUNT(revision_members));
-    }
-    jsonout_put(pb, "]");
 }
 
 static void put_environments(struct jsonout *pb, const PGresult *res, int *row)
@@ -211,7 +191,7 @@ char *flagdetail_json(const PGresult *res)
     jsonout_put(pb, "{\"flag\" : ");
     jsonout_raw(pb, res, 0, COL_A);
     jsonout_put(pb, ", \"revisions\" : ");
-    put_revisions(pb, res, &row);
+    jsonout_raw(pb, res, 0, COL_C);
     jsonout_put(pb, ", \"variants\" : ");
     jsonout_raw(pb, res, 0, COL_B);
     jsonout_put(pb, ", \"environments\" : ");

@@ -13,7 +13,8 @@
 #include <libpq-fe.h>
 
 /* $1 org id, $2 flag key. No rows when there is no such flag; else the
- * flag's row (kind 0) and then one row per revision shown (kind 1). */
+ * flag's row (kind 0, with its revisions' page) and then one row per
+ * environment (kind 1) and per rule (kind 2). */
 extern const char FLAGDETAIL_SQL[];
 
 /* The body {"flag", "revisions", "variants", "environments"} of

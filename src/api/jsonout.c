@@ -146,8 +146,12 @@ void jsonout_time(struct jsonout *pb, const PGresult *res, int row, int col)
     jsonout_append(pb, "\"", 1);
 }
 
-/* Column col of row copied as it is (JSON or a number), or null. */
+/* Column col of row copied as it is (JSON or a number), or null. Its
+ * length from libpq: a detail's revisions are 20 KB. */
 void jsonout_raw(struct jsonout *pb, const PGresult *res, int row, int col)
 {
-    jsonout_put(pb, PQgetisnull(res, row, col) ? "null" : PQgetvalue(res, row, col));
+    if (PQgetisnull(res, row, col))
+        jsonout_put(pb, "null");
+    else
+        jsonout_append(pb, PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col));
 }

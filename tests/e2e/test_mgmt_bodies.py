@@ -20,7 +20,9 @@ from flagfixture import FlagTestCase
 ODD = 'quote " backslash \\ tab \t newline \n bell \x07 unit \x1f del \x7f é ✓ </script>'
 
 
-class MgmtBodiesTest(FlagTestCase):
+class FormerBodiesTestCase(FlagTestCase):
+    """Helpers of the tests that compare bodies with what PostgreSQL's
+    record forms of sql/0002 wrote (no tests of its own)."""
 
     def sql(self, text):
         return self.database.query(text)
@@ -28,6 +30,37 @@ class MgmtBodiesTest(FlagTestCase):
     def flag_id(self, key):
         return self.sql("SELECT f.id FROM flags f JOIN orgs o ON o.id = f.org_id"
                         f" WHERE o.slug = 'acme' AND f.key = '{key}'")
+
+    def former_detail(self, key):
+        """The detail of flag key as json_build_object of the record forms
+        wrote it (the newest 100 revisions; '[]' without any)."""
+        flag = self.flag_id(key)
+        parts = {
+            "flag": f"SELECT ensign_flag_detail_json(f)::text FROM flags f WHERE f.id = '{flag}'",
+            "revisions": "SELECT COALESCE(json_agg(ensign_revision_json(r)"
+                         " ORDER BY r.created_at DESC, r.id DESC)::text, '[]')"
+                         " FROM (SELECT * FROM revisions r"
+                         f" WHERE r.flag_id = '{flag}' ORDER BY r.created_at DESC, r.id DESC"
+                         " LIMIT 100) AS r",
+            "variants": "SELECT COALESCE(json_agg(ensign_variant_json(v)"
+                        " ORDER BY v.sort_order, v.created_at, v.id)::text, '[]') FROM variants v"
+                        f" WHERE v.flag_id = '{flag}'",
+            "environments": "SELECT COALESCE(json_agg(ensign_flag_environment_json(fe, e)"
+                            " ORDER BY e.sort_order, e.key)::text, '[]') FROM flag_environments fe"
+                            " JOIN environments e ON e.id = fe.environment_id"
+                            f" WHERE fe.flag_id = '{flag}'",
+        }
+        return "{" + ", ".join(f'"{name}" : {self.sql(sql)}' for name, sql in parts.items()) + "}"
+
+    def assertDetailIsFormer(self, key):
+        """The detail's body equals former_detail byte for byte; returns it parsed."""
+        response = self.call("GET", f"/acme/flags/{key}", "viewer")
+        self.assertStatus(response, 200)
+        self.assertEqual(response.body.decode(), self.former_detail(key), key)
+        return response.json
+
+
+class MgmtBodiesTest(FormerBodiesTestCase):
 
     def iso(self, key, column):
         return self.sql(f"SELECT ensign_iso({column}) FROM flags WHERE id = '{self.flag_id(key)}'")
@@ -133,28 +166,13 @@ class MgmtBodiesTest(FlagTestCase):
         self.sql("INSERT INTO revisions (flag_id, action, summary, user_name, created_at)"
                  f" SELECT '{flag}', 'flag.updated', NULL, NULL, '2030-01-01 00:00:00+00'"
                  " FROM generate_series(1, 3)")
-        body = self.call("GET", "/acme/flags/byte-exact", "viewer")
-        self.assertStatus(body, 200)
-        expected = {
-            "flag": f"SELECT ensign_flag_detail_json(f)::text FROM flags f WHERE f.id = '{flag}'",
-            "revisions": "SELECT json_agg(ensign_revision_json(r)"
-                         " ORDER BY r.created_at DESC, r.id DESC)::text FROM revisions r"
-                         f" WHERE r.flag_id = '{flag}'",
-            "variants": "SELECT json_agg(ensign_variant_json(v)"
-                        " ORDER BY v.sort_order, v.created_at, v.id)::text FROM variants v"
-                        f" WHERE v.flag_id = '{flag}'",
-            "environments": "SELECT json_agg(ensign_flag_environment_json(fe, e)"
-                            " ORDER BY e.sort_order, e.key)::text FROM flag_environments fe"
-                            " JOIN environments e ON e.id = fe.environment_id"
-                            f" WHERE fe.flag_id = '{flag}'",
-        }
-        text = "{" + ", ".join(f'"{name}" : {self.sql(sql)}' for name, sql in expected.items()) + "}"
-        self.assertEqual(body.body.decode(), text)
-        rules = body.json["environments"][0]["rules"]
+        body = self.assertDetailIsFormer("byte-exact")
+        rules = body["environments"][0]["rules"]
         self.assertEqual([r["priority"] for r in rules], [0, 0, 0, 0, 1, 1, 1, 1])
-        self.assertEqual([e["key"] for e in body.json["environments"]],
+        self.assertEqual([e["key"] for e in body["environments"]],
                          ["production", "preview", "development"])
-        self.assertEqual(body.json["environments"][1]["rules"], [])
+        self.assertEqual(body["environments"][1]["rules"], [])
+        self.assertEqual(len(body["revisions"]), 4)
 
     def test_prepared_statements_survive_a_database_restart(self):
         self.flag("restart-proof")
