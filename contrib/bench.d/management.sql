@@ -4,7 +4,7 @@
 -- usage counters each (so every list item carries usage), the flag
 -- `twenty` whose production environment has 20 rules (the PATCH case), and
 -- for the detail cases `detail-5` and `detail-500`, 20 rules each and 5 or
--- 500 revisions (detail shows the newest 100: its cost must not grow with
+-- 500 revisions (detail shows the newest 20: its cost must not grow with
 -- the history).
 BEGIN;
 

@@ -5,7 +5,7 @@
  * Owns the detail statement and its JSON form. The flag and its variants
  * stay JSON built by PostgreSQL with the record forms of sql/0002 (one
  * row, a few items); the revisions are the flag's page of sql/0010 (the
- * newest 100 as finished JSON text, kept by a trigger on every insert of
+ * newest 20 (sql/0011) as finished JSON text, kept by a trigger on every insert of
  * revisions), copied as they are; the environments' configurations and
  * their rules come as plain rows and are written here. A jsonb per
  * revision and per rule (to_char, jsonb_build_object, json_agg) was most

@@ -141,6 +141,9 @@ const char flagschema_flag_detail[] =
     "\"variants\":{\"type\":\"array\",\"items\":" S_VARIANT "},"
     "\"environments\":{\"type\":\"array\",\"items\":" S_FLAG_ENVIRONMENT "}}}";
 
+const char flagschema_revision_list[] =
+    WRAP("revisions", "{\"type\":\"array\",\"items\":" S_REVISION "}");
+
 const char flagschema_flag_usage[] = WRAP(
     "usage",
     "{\"type\":\"object\",\"required\":[\"total\",\"lastSeenAt\",\"environments\"],"

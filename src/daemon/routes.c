@@ -13,6 +13,7 @@
 #include "streams.h"
 /* section includes: flags */
 #include "environments.h"
+#include "flagrevisions.h"
 #include "flags.h"
 #include "flagschemas.h"
 #include "rules.h"
@@ -83,6 +84,9 @@ static const struct route route_table[] = {
     {METHOD_GET, FLAG_PATH "/usage", flags_usage,
      "Evaluation counts of a flag per environment, variant and day", ROUTE_AUTH_ACCESS_TOKEN,
      NULL, flagschema_flag_usage, 200},
+    {METHOD_GET, FLAG_PATH "/revisions", flags_revisions,
+     "A flag's whole history, newest first, page by page (the detail shows the newest 20)",
+     ROUTE_AUTH_ACCESS_TOKEN, NULL, flagschema_revision_list, 200},
     {METHOD_POST, FLAG_PATH "/archive", flags_archive,
      "Archive a flag (it keeps evaluating; no-op when archived)", ROUTE_AUTH_ACCESS_TOKEN, NULL,
      flagschema_flag_answer, 200},

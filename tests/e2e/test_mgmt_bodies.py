@@ -4,7 +4,7 @@ from plain timestamptz (src/api/pgtime.c) and must equal ensign_iso()
 (zero milliseconds, truncated microseconds, a year past 9999, archived and
 usage timestamps); odd characters in names, descriptions and revision
 summaries are escaped as PostgreSQL escapes them; the detail shows the
-newest 100 revisions in (createdAt, id) order, ties included, null user
+newest 20 revisions (REVISION_WINDOW, sql/0011) in (createdAt, id) order, ties included, null user
 names kept; the detail's body (src/api/flagdetail.c) is byte for byte
 what the SQL record forms of sql/0002 write; statements prepared per
 session (src/db/db.c) are prepared again after the database restarts.
@@ -16,6 +16,9 @@ import json
 
 import harness
 from flagfixture import FlagTestCase
+
+# The revisions the flag detail shows (sql/0011).
+REVISION_WINDOW = 20
 
 ODD = 'quote " backslash \\ tab \t newline \n bell \x07 unit \x1f del \x7f é ✓ </script>'
 
@@ -33,7 +36,7 @@ class FormerBodiesTestCase(FlagTestCase):
 
     def former_detail(self, key):
         """The detail of flag key as json_build_object of the record forms
-        wrote it (the newest 100 revisions; '[]' without any)."""
+        wrote it (the newest REVISION_WINDOW revisions; '[]' without any)."""
         flag = self.flag_id(key)
         parts = {
             "flag": f"SELECT ensign_flag_detail_json(f)::text FROM flags f WHERE f.id = '{flag}'",
@@ -41,7 +44,7 @@ class FormerBodiesTestCase(FlagTestCase):
                          " ORDER BY r.created_at DESC, r.id DESC)::text, '[]')"
                          " FROM (SELECT * FROM revisions r"
                          f" WHERE r.flag_id = '{flag}' ORDER BY r.created_at DESC, r.id DESC"
-                         " LIMIT 100) AS r",
+                         f" LIMIT {REVISION_WINDOW}) AS r",
             "variants": "SELECT COALESCE(json_agg(ensign_variant_json(v)"
                         " ORDER BY v.sort_order, v.created_at, v.id)::text, '[]') FROM variants v"
                         f" WHERE v.flag_id = '{flag}'",
@@ -125,7 +128,7 @@ class MgmtBodiesTest(FormerBodiesTestCase):
             self.assertIn(escaped.encode(), response.body, column)
         self.assertEqual(self.detail("odd-chars")["flag"]["description"], ODD)
 
-    def test_detail_shows_the_newest_hundred_revisions_in_order(self):
+    def test_detail_shows_the_newest_window_of_revisions_in_order(self):
         self.flag("many-revisions")
         flag = self.flag_id("many-revisions")
         # 150 revisions in 50 distinct instants (ties broken by id), every
@@ -139,8 +142,8 @@ class MgmtBodiesTest(FormerBodiesTestCase):
         expected = self.sql("SELECT id || '|' || ensign_iso(created_at) || '|'"
                             " || COALESCE(user_name, '-') FROM revisions"
                             f" WHERE flag_id = '{flag}' ORDER BY created_at DESC, id DESC"
-                            " LIMIT 100").split("\n")
-        self.assertEqual(len(revisions), 100)
+                            f" LIMIT {REVISION_WINDOW}").split("\n")
+        self.assertEqual(len(revisions), REVISION_WINDOW)
         self.assertEqual([f"{r['id']}|{r['createdAt']}|{r['userName'] or '-'}" for r in revisions],
                          expected)
         self.assertIn(None, [r["userName"] for r in revisions])

@@ -1,6 +1,6 @@
 """test_revision_pages.py - end-to-end tests of the revision pages of
-sql/0010 (doc/choices.md, "Flag detail"): the detail reads each flag's
-newest 100 revisions as one JSON text kept by a trigger, and its body must
+sql/0010 and sql/0011 (doc/choices.md, "Flag detail"): the detail reads
+each flag's newest 20 revisions (REVISION_WINDOW) as one JSON text kept by a trigger, and its body must
 stay byte for byte what the record forms of sql/0002 wrote. Covered: 150
 API writes (the page extended and cut write by write), several revisions
 in one transaction and in one statement (ties, two flags), characters that
@@ -8,7 +8,7 @@ need escaping, null summaries and user names, backdated and late
 revisions (spliced in where they fall, or left out past a full page),
 more than a page in one statement, two writers of one flag at once, a flag
 without revisions, a deleted flag, and the migration's backfill of a
-database that had revisions before 0010.
+database that had revisions before 0010 (with 0011's pages of 20).
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """
@@ -19,7 +19,7 @@ import subprocess
 import time
 
 import harness
-from test_mgmt_bodies import ODD, FormerBodiesTestCase
+from test_mgmt_bodies import ODD, REVISION_WINDOW, FormerBodiesTestCase
 
 # A summary, a user name and a change line with what JSON escapes, as SQL
 # literals, and as the API returns them.
@@ -93,9 +93,10 @@ class RevisionPageTest(FormerBodiesTestCase):
                 enabled = not enabled
                 response = self.configure("busy", {"enabled": enabled}, token=token)
             self.assertStatus(response, 200)
-            if i in (1, 98, 99, 100, 101, 150):
+            w = REVISION_WINDOW
+            if i in (1, w - 2, w - 1, w, w + 1, 150):
                 detail = self.assertDetailIsFormer("busy")
-                self.assertEqual(len(detail["revisions"]), min(i + 1, 100), i)
+                self.assertEqual(len(detail["revisions"]), min(i + 1, w), i)
         newest = detail["revisions"][0]
         self.assertEqual((newest["action"], newest["changes"]),
                          ("environment.updated", [f"enabled: {str(not enabled).lower()} → "
@@ -137,11 +138,11 @@ class RevisionPageTest(FormerBodiesTestCase):
         self.sql(insert_revisions([flag], 150, "'2030-01-01 00:00:00+00'::timestamptz"
                                   " + (i / 3) * interval '1 second'"))
         self.assertDetailIsFormer("history")
-        self.sql(insert_revisions([flag], 2, "'2030-01-01 00:00:40+00'"))
+        self.sql(insert_revisions([flag], 2, "'2030-01-01 00:00:48+00'"))
         self.sql(insert_revisions([flag], 1, "'2030-01-01 00:00:50+00'"))
         self.sql(insert_revisions([flag], 1, "'2020-01-01 00:00:00+00'"))
         revisions = self.assertDetailIsFormer("history")["revisions"]
-        self.assertEqual(len(revisions), 100)
+        self.assertEqual(len(revisions), REVISION_WINDOW)
         self.assertEqual(revisions[0]["createdAt"], "2030-01-01T00:00:50.000Z")
         self.assertNotIn("2020-01-01T00:00:00.000Z", [r["createdAt"] for r in revisions])
         self.sql(insert_revisions([flag], 1, "'2031-01-01 00:00:00+00'"))
@@ -206,7 +207,8 @@ class RevisionPageMigrationTest(FormerBodiesTestCase):
         self.sql("DROP TRIGGER revisions_page ON revisions;"
                  " DROP TABLE flag_revision_pages;"
                  " DROP FUNCTION ensign_revision_pages_refresh();"
-                 " DELETE FROM schema_migrations WHERE name = '0010_revision_page'")
+                 " DELETE FROM schema_migrations"
+                 " WHERE name IN ('0010_revision_page', '0011_revision_window')")
         long_id, short_id = self.flag_id("old-long"), self.flag_id("old-short")
         # revisions written under 0009: ties, odd text, more than a page
         self.sql(insert_revisions([long_id], 130, "'2030-01-01 00:00:00+00'::timestamptz"
@@ -216,7 +218,8 @@ class RevisionPageMigrationTest(FormerBodiesTestCase):
                  " WHERE f.id = r.flag_id AND f.key = 'old-none'")
         applied = harness.ensignctl(self.server.config_path, "migrate")
         self.assertIn("0010_revision_page", applied)
-        for key, count in (("old-long", 100), ("old-short", 3), ("old-none", 0)):
+        self.assertIn("0011_revision_window", applied)
+        for key, count in (("old-long", REVISION_WINDOW), ("old-short", 3), ("old-none", 0)):
             self.assertEqual(len(self.assertDetailIsFormer(key)["revisions"]), count, key)
         self.assertEqual(self.sql("SELECT count(*) FROM flag_revision_pages"), "2")
         # and the backfilled pages go on from there
@@ -224,4 +227,4 @@ class RevisionPageMigrationTest(FormerBodiesTestCase):
                                     body={"description": "after the migration"}), 200)
         revisions = self.assertDetailIsFormer("old-long")["revisions"]
         self.assertEqual(revisions[0]["action"], "flag.updated")
-        self.assertEqual(len(revisions), 100)
+        self.assertEqual(len(revisions), REVISION_WINDOW)

@@ -93,6 +93,10 @@ class WalkthroughTest(harness.ServerTestCase):
         self.assertEqual(detail["production"], {"enabled": True, "defaultVariantKey": "off",
                                                 "rules": 1})
         self.assertEqual(detail["history"][0], "Turned on in Production")
+        history = json.loads(out[7])
+        self.assertEqual(len(history), 2, out[7])
+        self.assertEqual(history[0]["summary"], "Turned on in Production")
+        self.assertEqual(history[0]["action"], "environment.updated")
         evaluations = json_values(out[len(blocks) - 1])
         self.assertEqual([e["value"] for e in evaluations], [True, False], result.stdout)
         self.assertEqual([e["variant"] for e in evaluations], ["on", "off"])
