@@ -86,9 +86,11 @@ static void put_cstring(struct http_answer *a, const char *s)
 struct digest_entry {
     char key[TOKEN_MAX_LEN];
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
-    /* the key's environment in the snapshot of that generation (NULL:
-     * unknown there); looked up again when the snapshot moved */
+    /* the key's environment in the index of that generation mapped at
+     * base (NULL: unknown there); looked up again when either moved: an
+     * index mapped again is a new mapping, whatever its generation */
     const struct snapshot *s;
+    const unsigned char *base;
     uint64_t generation;
     const struct snapshot_env *env;
 };
@@ -159,11 +161,12 @@ static const struct snapshot_env *env_of_key(const struct snapshot *s, struct di
                                              const char *digest)
 {
     uint64_t generation = snapshot_generation(s);
-    if (e != NULL && e->s == s && e->generation == generation)
+    if (e != NULL && e->s == s && e->base == s->base && e->generation == generation)
         return e->env;
     const struct snapshot_env *env = snapshot_env_by_sdk_digest(s, digest);
     if (e != NULL) {
         e->s = s;
+        e->base = s->base;
         e->generation = generation;
         e->env = env;
     }

@@ -177,7 +177,33 @@ static int open_index(const struct served_snapshot *view, struct snapshot *fresh
     }
 }
 
-/* Maps the current index and its parts in place of the old ones. */
+/* Maps the parts of index (the fresh index, or the current one again)
+ * in place of the view's; false when out of memory. */
+static bool replace_parts(struct served_snapshot *view, const struct snapshot *index)
+{
+    size_t count = part_count(index);
+    struct served_part *parts = calloc(count ? count : 1, sizeof *parts);
+    if (parts == NULL)
+        return false;
+    if (view->batch != NULL) /* its entries name the old mappings */
+        usage_batch_flush(view->batch, view->shm != NULL ? view->shm->usage : NULL);
+    if (!map_parts(view, index, parts))
+        view->retry_at_ms = now_ms() + RETRY_MS;
+    close_parts(view->parts, part_count(view->index));
+    view->parts = parts;
+    return true;
+}
+
+/*
+ * Maps the current index and its parts in place of the old ones. An index
+ * of the generation already mapped is that same file (a generation is
+ * written once): the view keeps its mapping, so pointers into it stay
+ * valid for as long as the generation does (ofrep.c caches the SDK key's
+ * environment per generation). That happens when the view read the index
+ * between its rename and its publication, and again once it was published;
+ * and on the retry of a part that failed to map, where only the parts are
+ * mapped again.
+ */
 static void remap(struct served_snapshot *view, uint64_t published)
 {
     struct snapshot fresh;
@@ -185,26 +211,25 @@ static void remap(struct served_snapshot *view, uint64_t published)
     view->retry_at_ms = 0;
     if (open_index(view, &fresh) != 0)
         return;
-    size_t count = part_count(&fresh);
-    struct served_part *parts = calloc(count ? count : 1, sizeof *parts);
+    if (view->index != NULL && view->index->base != NULL &&
+        snapshot_generation(&fresh) == snapshot_generation(view->index)) {
+        snapshot_close(&fresh);
+        if (!replace_parts(view, view->index))
+            view->retry_at_ms = now_ms() + RETRY_MS;
+        return;
+    }
     struct snapshot *index = view->index != NULL ? view->index : calloc(1, sizeof *index);
-    if (parts == NULL || index == NULL) {
-        free(parts);
+    if (index == NULL || !replace_parts(view, &fresh)) {
         if (view->index == NULL)
             free(index);
         snapshot_close(&fresh);
+        view->retry_at_ms = now_ms() + RETRY_MS;
         return;
     }
-    if (view->batch != NULL) /* its entries name the old mappings */
-        usage_batch_flush(view->batch, view->shm != NULL ? view->shm->usage : NULL);
-    if (!map_parts(view, &fresh, parts))
-        view->retry_at_ms = now_ms() + RETRY_MS;
-    close_parts(view->parts, part_count(view->index));
     if (index->base != NULL)
         snapshot_close(index);
     *index = fresh;
     view->index = index;
-    view->parts = parts;
     log_debug("serving snapshot generation %" PRIu64, snapshot_generation(index));
 }
 
