@@ -14,18 +14,9 @@ Run by tests/e2e/run (each class has its own database and ensignd).
 
 import urllib.parse
 
+from accountfixture import next_link
 from test_mgmt_bodies import REVISION_WINDOW, FormerBodiesTestCase
 from test_revision_pages import insert_revisions
-
-
-def next_link(response):
-    """The rel="next" URL of a response, or None."""
-    link = response.headers.get("Link")
-    if not link:
-        return None
-    target, _, params = link.partition(";")
-    assert params.strip() == 'rel="next"', link
-    return target.strip()[1:-1]
 
 
 class FlagRevisionsTest(FormerBodiesTestCase):
