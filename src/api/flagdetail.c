@@ -5,8 +5,8 @@
  * Owns the detail statement and its JSON form. The flag and its variants
  * stay JSON built by PostgreSQL with the record forms of sql/0002 (one
  * row, a few items); the revisions are the flag's page of sql/0010 (the
- * newest 20 (sql/0011) as finished JSON text, kept by a trigger on every insert of
- * revisions), copied as they are; the environments' configurations and
+ * newest 20 since sql/0011, as finished JSON text kept by a trigger on
+ * every insert of revisions), copied as they are; the environments' configurations and
  * their rules come as plain rows and are written here. A jsonb per
  * revision and per rule (to_char, jsonb_build_object, json_agg) was most
  * of a detail's execution, and 100 revision rows (fetched, sent and

@@ -2,8 +2,9 @@
  * flagdetail.h - the flag detail's statement and its JSON body (GET
  * /v1/orgs/{org}/flags/{key}, flags-and-evaluation-api.md section 2): the
  * flag with its creator's and maintainer's names, its newest 20
- * revisions (all of them: flagrevisions.c) (newest first, ties by id), its variants and its
- * configuration in every environment with the rules in evaluation order.
+ * revisions (newest first, ties by id; the whole history is
+ * flagrevisions.c's), its variants and its configuration in every
+ * environment with the rules in evaluation order.
  *
  * Called by flags.c.
  */

@@ -8,12 +8,12 @@
 
 extern const char flagschema_flag_create[];
 extern const char flagschema_flag_update[];
-extern const char flagschema_flag_answer[]; /* {flag} */
-extern const char flagschema_flag_list[];   /* {flags: [list item]} */
-extern const char flagschema_flag_detail[]; /* {flag, revisions, variants, environments} */
+extern const char flagschema_flag_answer[];   /* {flag} */
+extern const char flagschema_flag_list[];     /* {flags: [list item]} */
+extern const char flagschema_flag_detail[];   /* {flag, revisions, variants, environments} */
 extern const char flagschema_revision_list[]; /* {revisions}, a page */
-extern const char flagschema_flag_usage[];  /* {usage} */
-extern const char flagschema_ack[];         /* {ok} */
+extern const char flagschema_flag_usage[];    /* {usage} */
+extern const char flagschema_ack[];           /* {ok} */
 extern const char flagschema_variant_create[];
 extern const char flagschema_variant_update[];
 extern const char flagschema_variant_answer[];   /* {variant} */
