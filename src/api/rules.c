@@ -37,6 +37,7 @@
 
 #include "flagctx.h"
 #include "http.h"
+#include "json_guard.h"
 #include "mgmt.h"
 #include "revisions.h"
 #include "validate.h"
@@ -385,6 +386,7 @@ static void collect_wanted(struct http_request *r, enum rule_op op, struct flagc
     struct json_tokener *tok = text ? json_tokener_new_ex(HTTP_JSON_MAX_DEPTH) : NULL;
     if (tok == NULL)
         return;
+    json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
     struct json_object *body = json_tokener_parse_ex(tok, text, (int)len);
     json_tokener_free(tok);
     if (json_object_is_type(body, json_type_object)) {

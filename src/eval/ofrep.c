@@ -310,7 +310,7 @@ static enum ofrep_body_status parse_with_json_c(struct json_tokener *tok, struct
                                                 const struct json_flat **root, const char **detail)
 {
     json_tokener_reset(tok);
-    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+    json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
     *body = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error err = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);

@@ -163,7 +163,7 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
         http_send_error(r, 500, "out of memory");
         return false;
     }
-    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+    json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
     struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error err = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);

@@ -17,8 +17,18 @@
 #ifndef ENSIGN_JSON_GUARD_H
 #define ENSIGN_JSON_GUARD_H
 
+#include <json-c/json_tokener.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/*
+ * The tokener flags for a body the scan passed: strict JSON. The scan
+ * knows strings only by their double quotes; json-c's lenient mode also
+ * reads single-quoted strings, comments, trailing commas and "TRUE",
+ * which would carry a "\u0000" or a ':' past the scan (found by
+ * fuzz_validate). None of them is JSON.
+ */
+#define JSON_GUARD_TOKENER_FLAGS (JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8)
 
 struct json_object;
 

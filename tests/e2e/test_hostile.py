@@ -105,6 +105,13 @@ class HostileInputTest(FlagTestCase):
         "double overflow": (b'{"slug": "big", "context": {"n": 1e999}}', 422, "INVALID_CONTEXT"),
         "duplicate keys": (b'{"slug": "dup-a", "slug": "dup-b", "context": {"a": 1, "a": 2}}',
                            422, "PARSE_ERROR"),
+        # json-c's lenient mode reads these; the scan knows strings only by
+        # their double quotes, so a single-quoted "\u0000" once got past it
+        "single quotes": (b"{'slug': 'q\\u0000', 'context': {'a': 'x\\u0000y'}}", 400,
+                          "PARSE_ERROR"),
+        "comment": (b'{"slug": "c", /* note */ "context": {}}', 400, "PARSE_ERROR"),
+        "trailing comma": (b'{"slug": "t", "context": {"a": 1,},}', 400, "PARSE_ERROR"),
+        "upper-case literal": (b'{"slug": "u", "context": {"a": TRUE}}', 400, "PARSE_ERROR"),
     }
 
     def test_json_bodies_on_v1(self):

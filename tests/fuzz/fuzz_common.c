@@ -123,7 +123,7 @@ struct json_object *fuzz_json_guarded(const uint8_t *data, size_t size)
     size_t members;
     if (json_guard_scan((const char *)data, size, 0, &members) != JSON_GUARD_OK)
         return NULL;
-    json_object *obj = parse_whole(data, size, JSON_TOKENER_VALIDATE_UTF8);
+    json_object *obj = parse_whole(data, size, JSON_GUARD_TOKENER_FLAGS);
     if (obj != NULL && !json_guard_members_kept(obj, members)) {
         json_object_put(obj);
         return NULL;
