@@ -39,9 +39,9 @@
  * behind the current one. When the newest hour is ahead of the current one
  * (a clock ahead), the 24 hours up to the current one are read from
  * flag_usage_hours instead (ensign_usage_counts of sql/0008, behind 0).
- * The production default's variant is joined on sql/0009's stored
- * default_variant_key (NULL for a rollout: no value); the tags come as
- * the JSON text sql/0009 keeps beside them.
+ * The production default's value is the one sql/0012 keeps on the flag
+ * (NULL for a rollout: no value; three joins per flag before); the tags
+ * come as the JSON text sql/0009 keeps beside them.
  */
 /* The current hour, as an uncorrelated scalar subquery: PostgreSQL
  * computes it once per statement (an InitPlan) rather than once per row
@@ -55,7 +55,7 @@
 
 const char FLAGLIST_SQL[] =
     "SELECT f.id, f.key, f.name, f.tags_json, f.type,"
-    "       pv.value,"
+    "       f.production_value,"
     "       f.created_at, f.permanent, f.updated_at,"
     "       f.archived_at, f.description, cu.name, mu.name,"
     "       f.created_by_user_id, f.maintainer_user_id,"
@@ -67,10 +67,7 @@ const char FLAGLIST_SQL[] =
     "            ELSE s.counts_text END"
     "  FROM flags f"
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"
-    "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id"
-    "  LEFT JOIN environments pe ON pe.org_id = f.org_id AND pe.key = 'production'"
-    "  LEFT JOIN flag_environments pfe ON pfe.flag_id = f.id AND pfe.environment_id = pe.id"
-    "  LEFT JOIN variants pv ON pv.flag_id = f.id AND pv.key = pfe.default_variant_key "
+    "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "
     USAGE_SQL
     " WHERE f.org_id = $1::uuid AND (f.archived_at IS NOT NULL) = ($2 = 't')"
     " ORDER BY f.key";

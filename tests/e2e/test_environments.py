@@ -38,6 +38,10 @@ class EnvironmentListTest(FlagTestCase):
         staging = self.env_config("pre-existing", "staging")
         self.assertEqual((staging["enabled"], staging["defaultServe"], staging["offVariantKey"]),
                          (False, {"variant": "a"}, "b"))
+        # a new environment's rows leave the list's value (sql/0012) as it was
+        self.assertEqual(self.database.query(
+            "SELECT production_value = ensign_production_value(id) AND production_value = '\"a\"'"
+            " FROM flags WHERE key = 'pre-existing'"), "t")
 
     def test_isolation_and_auth(self):
         self.assertV1Error(self.call("GET", "/acme/environments", "outsider"), 404)

@@ -216,6 +216,35 @@ class FlagReadTest(FlagTestCase):
         item = next(f for f in flags if f["key"] == "list-rollout")
         self.assertEqual(item["value"], "b")
 
+    def test_list_value_follows_every_write(self):
+        # the list reads the production default's value kept on the flag
+        # by triggers on variants and flag_environments (sql/0012)
+        self.string_flag("list-value", "a", "b")
+        def listed():
+            flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
+            return next(f for f in flags if f["key"] == "list-value")["value"]
+        variant = "/acme/flags/list-value/variants/"
+        self.assertEqual(listed(), "a")
+        self.assertStatus(self.call("PATCH", variant + "a", "member", body={"value": "a2"}), 200)
+        self.assertEqual(listed(), "a2")
+        self.assertStatus(self.call("PATCH", variant + "b", "member", body={"value": "b2"}), 200)
+        self.assertEqual(listed(), "a2")
+        self.assertAck(self.configure("list-value", {"defaultVariantKey": "b"}))
+        self.assertEqual(listed(), "b2")
+        self.assertAck(self.configure("list-value", {"defaultVariantKey": "a"}, env="preview"))
+        self.assertEqual(listed(), "b2")
+        self.assertStatus(self.call("POST", variant[:-1], "member", body={"value": "c"}), 201)
+        self.assertAck(self.call("DELETE", variant + "c", "member"))
+        self.assertEqual(listed(), "b2")
+        self.assertAck(self.configure("list-value", {"defaultServe": {"rollout": [
+            {"variant": "a", "weight": 1}, {"variant": "b", "weight": 3}]}}))
+        self.assertIsNone(listed())
+        self.assertAck(self.configure("list-value", {"defaultVariantKey": "a"}))
+        self.assertEqual(listed(), "a2")
+        self.assertEqual(self.count_rows(
+            "SELECT count(*) FROM flags"
+            " WHERE production_value IS DISTINCT FROM ensign_production_value(id)"), 0)
+
     def test_list_tags_follow_every_write(self):
         # the list reads the tags' JSON text kept by a trigger (sql/0009)
         self.flag("list-tags", tags=["a", "quote\"d", "sp ace"])
@@ -411,6 +440,29 @@ class FlagUpdateTest(FlagTestCase):
                                               body={"name": "Still editable"}), 200)["flag"]
         self.assertEqual(changed["name"], "Still editable")
         self.assertIsNotNone(changed["archivedAt"])
+
+
+class ListValueMigrationTest(FlagTestCase):
+    """A database as 0011 left it, with flags, then `ensignctl migrate`."""
+
+    def test_migration_fills_the_value_of_existing_flags(self):
+        self.flag("old-bool")
+        self.string_flag("old-string", "a", "b")
+        self.assertAck(self.configure("old-string", {"defaultVariantKey": "b"}))
+        self.string_flag("old-rollout", "a", "b")
+        self.assertAck(self.configure("old-rollout", {"defaultServe": {"rollout": [
+            {"variant": "a", "weight": 1}, {"variant": "b", "weight": 1}]}}))
+        self.database.query(
+            "DROP TRIGGER variants_production_value ON variants;"
+            " DROP TRIGGER flag_environments_production_value ON flag_environments;"
+            " DROP FUNCTION ensign_flags_production_value();"
+            " ALTER TABLE flags DROP COLUMN production_value;"
+            " DROP FUNCTION ensign_production_value(uuid);"
+            " DELETE FROM schema_migrations WHERE name = '0012_list_value'")
+        self.assertIn("0012_list_value", harness.ensignctl(self.server.config_path, "migrate"))
+        flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
+        values = {f["key"]: f["value"] for f in flags}
+        self.assertEqual(values, {"old-bool": True, "old-string": "b", "old-rollout": None})
 
 
 class FlagLifecycleTest(FlagTestCase):
