@@ -185,6 +185,11 @@ class FlagCreateTest(FlagTestCase):
 
 class FlagReadTest(FlagTestCase):
 
+    def list_item(self, key):
+        """The item of flag key in GET /flags."""
+        flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
+        return next(f for f in flags if f["key"] == key)
+
     def test_list_items(self):
         self.flag("list-bool", description="b")
         self.string_flag("list-string", "alpha", "beta")
@@ -207,22 +212,17 @@ class FlagReadTest(FlagTestCase):
         self.string_flag("list-rollout", "a", "b")
         self.assertAck(self.configure("list-rollout", {"defaultServe": {"rollout": [
             {"variant": "a", "weight": 1}, {"variant": "b", "weight": 1}]}}))
-        flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
-        item = next(f for f in flags if f["key"] == "list-rollout")
-        self.assertIsNone(item["value"])
+        self.assertIsNone(self.list_item("list-rollout")["value"])
         # back to a single variant: the stored default_variant_key follows
         self.assertAck(self.configure("list-rollout", {"defaultVariantKey": "b"}))
-        flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
-        item = next(f for f in flags if f["key"] == "list-rollout")
-        self.assertEqual(item["value"], "b")
+        self.assertEqual(self.list_item("list-rollout")["value"], "b")
 
     def test_list_value_follows_every_write(self):
         # the list reads the production default's value kept on the flag
         # by triggers on variants and flag_environments (sql/0012)
         self.string_flag("list-value", "a", "b")
         def listed():
-            flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
-            return next(f for f in flags if f["key"] == "list-value")["value"]
+            return self.list_item("list-value")["value"]
         variant = "/acme/flags/list-value/variants/"
         self.assertEqual(listed(), "a")
         self.assertStatus(self.call("PATCH", variant + "a", "member", body={"value": "a2"}), 200)
@@ -249,8 +249,7 @@ class FlagReadTest(FlagTestCase):
         # the list reads the tags' JSON text kept by a trigger (sql/0009)
         self.flag("list-tags", tags=["a", "quote\"d", "sp ace"])
         def listed():
-            flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
-            return next(f for f in flags if f["key"] == "list-tags")["tags"]
+            return self.list_item("list-tags")["tags"]
         self.assertEqual(listed(), ["a", "quote\"d", "sp ace"])
         self.assertStatus(self.call("PATCH", "/acme/flags/list-tags", "member",
                                     body={"tags": ["b"]}), 200)
@@ -304,8 +303,7 @@ class FlagReadTest(FlagTestCase):
 
 
     def list_usage(self, key):
-        flags = self.assertStatus(self.call("GET", "/acme/flags"), 200)["flags"]
-        return next(f for f in flags if f["key"] == key)["usage"]
+        return self.list_item(key)["usage"]
 
     def count_usage(self, key, environment, hours_ago, count):
         self.database.query(
