@@ -37,14 +37,16 @@ CREATE FUNCTION ensign_flags_production_value() RETURNS trigger
     AS $$
 DECLARE
     flag uuid;
+    new_value jsonb;
 BEGIN
     IF TG_OP = 'DELETE' THEN
         flag := OLD.flag_id;
     ELSE
         flag := NEW.flag_id;
     END IF;
-    UPDATE flags SET production_value = ensign_production_value(flag)
-     WHERE id = flag AND production_value IS DISTINCT FROM ensign_production_value(flag);
+    new_value := ensign_production_value(flag);
+    UPDATE flags SET production_value = new_value
+     WHERE id = flag AND production_value IS DISTINCT FROM new_value;
     RETURN NULL;
 END
 $$;
