@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "audit_record.h"
+#include "event_memory.h"
 #include "http.h"
 #include "mgmt.h"
 #include "pagination.h"
@@ -187,7 +188,7 @@ static void link_extra(const struct audit_filter *f, char *out, size_t outlen)
             json_object_get_string(json_object_array_get_idx(f->actions, i)), -1, 0);
         if (enc != NULL && used < outlen)
             used += (size_t)snprintf(out + used, outlen - used, "action=%s&", enc);
-        free(enc);
+        event_memory_release(enc); /* libevent's block (event_memory.h) */
     }
     if (f->actor[0] != '\0' && used < outlen)
         snprintf(out + used, outlen - used, "actor=%s&", f->actor);

@@ -24,6 +24,7 @@
 
 #include "auth.h"
 #include "db.h"
+#include "event_memory.h"
 #include "http.h"
 #include "validate.h"
 #include "server.h"
@@ -167,7 +168,7 @@ static void add_link(struct http_request *r, const struct page_request *p, const
         char *q = evhttp_uriencode(p->q, -1, 0);
         if (q != NULL)
             evbuffer_add_printf(link, "q=%s&", q);
-        free(q);
+        event_memory_release(q); /* libevent's block (event_memory.h) */
     }
     evbuffer_add_printf(link, "%slimit=%d&cursor=%s>; rel=\"next\"", p->link_extra, p->limit,
                         cursor);

@@ -16,6 +16,8 @@
 
 #include "build_config.h"
 #include "config.h"
+#include "event_memory.h"
+#include "head_format.h"
 #include "log.h"
 #include "master.h"
 #include "proctitle.h"
@@ -64,6 +66,11 @@ static int check_state_dir(const char *dir, char *err, size_t errlen)
 
 int main(int argc, char **argv)
 {
+    event_memory_install(); /* before any libevent call (event_memory.h) */
+    if (!head_format_prepare()) {
+        fprintf(stderr, "ensignd: libevent has no evutil_date_rfc1123\n");
+        return EXIT_FAILURE;
+    }
     const char *path = CONFIG_DEFAULT_PATH;
     int check_only = 0, opt;
     while ((opt = getopt(argc, argv, "c:tVh")) != -1) {

@@ -30,6 +30,8 @@ Suite *suite_stream_slots(void);
 Suite *suite_auditchain(void);
 Suite *suite_query_method(void);
 Suite *suite_answer(void);
+Suite *suite_event_memory(void);
+Suite *suite_head_format(void);
 Suite *suite_pgtime(void);
 
 #endif
