@@ -43,6 +43,7 @@
 #include "answer.h"
 #include "config.h"
 #include "db.h"
+#include "early_write.h"
 #include "eval.h"
 #include "heartbeat.h"
 #include "http.h"
@@ -187,6 +188,9 @@ static int setup_http(struct worker_runtime *rt, const int *fds, size_t nfds)
     size_t max_connections = (size_t)w->cfg->max_connections_per_worker;
     if (intake_start(w, max_connections, w->cfg->request_timeout_ms) != 0)
         return -1;
+    w->early = early_write_new(w->base, max_connections);
+    if (w->early == NULL)
+        return -1;
     evhttp_set_bevcb(w->http, query_method_bufferevent, NULL);
     for (size_t i = 0; i < nfds && rt->nbound < WORKER_MAX_SOCKETS; i++) {
         rt->bound[rt->nbound] = evhttp_accept_socket_with_handle(w->http, fds[i]);
@@ -244,6 +248,7 @@ static void teardown(struct worker_runtime *rt)
         evhttp_free(rt->w.http);
     if (rt->metrics_http != NULL)
         evhttp_free(rt->metrics_http);
+    early_write_free(rt->w.early); /* after evhttp_free: drops the last connections' references */
     streams_hub_free(rt->w.streams);
     intake_end();
     if (rt->w.db != NULL)

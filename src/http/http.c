@@ -59,6 +59,7 @@
 
 #include "answer.h"
 #include "config.h"
+#include "early_write.h"
 #include "intake.h"
 #include "json_guard.h"
 #include "log.h"
@@ -383,6 +384,13 @@ static void request_free(struct http_request *r)
         free(r);
 }
 
+/* Sends r's complete answer (headers and body already in place). */
+static void send_reply(struct http_request *r, int status)
+{
+    early_write_send_reply(r->server != NULL ? r->server->early : NULL, r->req, status,
+                           envelope_reason_phrase(status));
+}
+
 /* Counts and logs the answer (status, body bytes), then frees r. */
 static void release(struct http_request *r, int status, size_t bytes)
 {
@@ -431,7 +439,7 @@ static void send_raw(struct http_request *r, int status, const char *content_typ
         evbuffer_add(evhttp_request_get_output_buffer(req), text, bytes);
         json_object_put(body);
     }
-    evhttp_send_reply(req, status, envelope_reason_phrase(status), NULL);
+    send_reply(r, status);
     release(r, status, bytes);
 }
 
@@ -461,7 +469,7 @@ void http_send_text(struct http_request *r, int status, const char *content_type
     }
     add_body_headers(r, content_type);
     evbuffer_add(evhttp_request_get_output_buffer(r->req), text, len);
-    evhttp_send_reply(r->req, status, envelope_reason_phrase(status), NULL);
+    send_reply(r, status);
     release(r, status, len);
 }
 
@@ -476,7 +484,7 @@ void http_send_answer(struct http_request *r, int status, struct http_answer *a)
     add_body_headers(r, "application/json");
     if (!http_answer_attach(a, evhttp_request_get_output_buffer(r->req)))
         len = 0;
-    evhttp_send_reply(r->req, status, envelope_reason_phrase(status), NULL);
+    send_reply(r, status);
     release(r, status, len);
 }
 

@@ -31,6 +31,7 @@ struct usage_batch;     /* eval/usage_batch.h */
 struct metrics_block;   /* http/metrics.h: this worker's counters */
 struct stream_hub;      /* eval/streams.h: the worker's open event streams */
 struct answer_pool;     /* http/answer.h: blocks for answer bodies */
+struct early_write;     /* http/early_write.h: answers written in their turn */
 
 struct http_server {
     int index; /* 0-based worker slot */
@@ -50,6 +51,7 @@ struct http_server {
     struct usage_batch *usage_batch;   /* evaluation counts not yet in shared memory */
     struct stream_hub *streams;        /* change streams (NULL: none offered) */
     struct answer_pool *answers;       /* created by the first pooled answer */
+    struct early_write *early;         /* NULL: answers wait for the write event */
     unsigned long in_flight;           /* dispatched, unanswered requests */
     bool draining;                     /* answers carry Connection: close */
 };

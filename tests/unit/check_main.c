@@ -34,6 +34,7 @@ int main(void)
     srunner_add_suite(runner, suite_answer());
     srunner_add_suite(runner, suite_event_memory());
     srunner_add_suite(runner, suite_head_format());
+    srunner_add_suite(runner, suite_early_write());
     srunner_add_suite(runner, suite_pgtime());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);

@@ -32,6 +32,7 @@ Suite *suite_query_method(void);
 Suite *suite_answer(void);
 Suite *suite_event_memory(void);
 Suite *suite_head_format(void);
+Suite *suite_early_write(void);
 Suite *suite_pgtime(void);
 
 #endif
