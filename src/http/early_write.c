@@ -34,7 +34,7 @@ static bool write_output(struct bufferevent *bev)
     struct evbuffer *out = bufferevent_get_output(bev);
     evutil_socket_t fd = bufferevent_getfd(bev);
     if (fd < 0 || evbuffer_get_length(out) == 0)
-        return 0;
+        return false;
     evbuffer_unfreeze(out, 1);
     int written = evbuffer_write(out, fd);
     evbuffer_freeze(out, 1);
@@ -57,8 +57,8 @@ static void flush_all(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct early_write *ew = arg;
-    /* a finished request may start the next one, which may answer at
-     * once and be remembered again: take the list as it stands */
+    /* entries added while this runs (a connection's next request
+     * answered at once) are taken too: the loop ends on an empty list */
     while (ew->count > 0)
         flush_one(ew->remembered[--ew->count]);
 }
