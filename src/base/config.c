@@ -84,9 +84,10 @@ static const struct config_key keys[KEY_COUNT] = {
                                      true,
                                      "How often, in milliseconds, evaluation counters are "
                                      "written to the database."},
-    [KEY_RATELIMIT_EVALUATION] = {"ratelimit_evaluation", CONFIG_INT, "6000", 0, RATE_MAX, true,
+    [KEY_RATELIMIT_EVALUATION] = {"ratelimit_evaluation", CONFIG_INT, "0", 0, RATE_MAX, true,
                                   "Evaluation requests allowed per minute per SDK key; 0 "
-                                  "disables the limit."},
+                                  "disables the limit (the default: every instance of a "
+                                  "fleet may share one key)."},
     [KEY_RATELIMIT_MANAGEMENT] = {"ratelimit_management", CONFIG_INT, "600", 0, RATE_MAX, true,
                                   "Write requests allowed per minute per access token; 0 "
                                   "disables the limit."},

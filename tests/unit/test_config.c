@@ -166,7 +166,7 @@ START_TEST(test_table_order_and_flags)
         {"state_dir", LOCALSTATEDIR "/lib/ensign", false},
         {"refresh_interval_ms", "1000", true},
         {"usage_flush_interval_ms", "5000", true},
-        {"ratelimit_evaluation", "6000", true},
+        {"ratelimit_evaluation", "0", true},
         {"ratelimit_management", "600", true},
         {"ratelimit_waitlist", "10", true},
         {"max_body_bytes", "1048576", true},
@@ -259,7 +259,7 @@ START_TEST(test_defaults)
     ck_assert_str_eq(cfg.state_dir, LOCALSTATEDIR "/lib/ensign");
     ck_assert_int_eq(cfg.refresh_interval_ms, 1000);
     ck_assert_int_eq(cfg.usage_flush_interval_ms, 5000);
-    ck_assert_int_eq(cfg.ratelimit_evaluation, 6000);
+    ck_assert_int_eq(cfg.ratelimit_evaluation, 0);
     ck_assert_int_eq(cfg.ratelimit_management, 600);
     ck_assert_int_eq(cfg.ratelimit_waitlist, 10);
     ck_assert_int_eq(cfg.max_body_bytes, 1048576);
