@@ -84,6 +84,12 @@ int64_t health_stale_limit_ms(int refresh_interval_ms)
     return three > HEALTH_STALE_MIN_MS ? three : HEALTH_STALE_MIN_MS;
 }
 
+struct health_limits health_limits_of(int refresh_interval_ms, int database_timeout_ms)
+{
+    return (struct health_limits){.stale_ms = health_stale_limit_ms(refresh_interval_ms),
+                                  .database_ms = database_timeout_ms};
+}
+
 /* Copies e's reason into out (HEALTH_REASON_MAX bytes); "" when the
  * writer kept changing it. */
 static void load_reason(const struct health_entry *e, char *out)

@@ -76,6 +76,9 @@ bool health_failing(const struct health_state *h, enum health_check c);
  * intervals, at least HEALTH_STALE_MIN_MS. */
 int64_t health_stale_limit_ms(int refresh_interval_ms);
 
+/* The limits of a node with these two settings (ensign.conf). */
+struct health_limits health_limits_of(int refresh_interval_ms, int database_timeout_ms);
+
 /*
  * The checks that make the node degraded at now_ms under limits, in check
  * order, written to out (room for HEALTH_CHECKS); returns how many. h NULL

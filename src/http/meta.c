@@ -41,10 +41,8 @@ static size_t failing_checks(const struct http_server *w, struct health_failure 
 {
     if (w->shm == NULL || w->shm->header == NULL || w->cfg == NULL)
         return 0;
-    struct health_limits limits = {
-        .stale_ms = health_stale_limit_ms(w->cfg->refresh_interval_ms),
-        .database_ms = w->cfg->healthz_database_timeout_ms,
-    };
+    struct health_limits limits =
+        health_limits_of(w->cfg->refresh_interval_ms, w->cfg->healthz_database_timeout_ms);
     return health_judge(&w->shm->header->health, &limits, health_now_ms(), out);
 }
 

@@ -6,7 +6,8 @@ Retry-After when it cannot: the snapshot cannot be written (state_dir
 removed; at once), a newer generation has waited longer than the stale
 limit (max(3 x refresh_interval_ms, 5 s)), or the database has been out of
 reach for longer than healthz_database_timeout_ms. Each check clears itself
-when its cause goes away, and healthz never touches the database.
+when its cause goes away, and healthz never touches the database. /metrics
+shows the same as ensign_health_check_failing{check=...}.
 """
 
 import os
@@ -62,6 +63,14 @@ class HealthzCase(OfrepTestCase):
                                        f"{self.healthz()}\n{self.server.stderr()[-3000:]}")
         return response
 
+    def gauge(self, check):
+        """ensign_health_check_failing{check=...} of /metrics."""
+        text = self.server.get("/metrics").body.decode()
+        line = f'ensign_health_check_failing{{check="{check}"}} '
+        values = [row[len(line):] for row in text.splitlines() if row.startswith(line)]
+        self.assertEqual(len(values), 1, text)
+        return int(values[0])
+
     def served_enabled(self):
         response = self.evaluate("health-flag", body={"context": {"targetingKey": "u"}})
         self.assertEqual(response.status, 200, response)
@@ -84,6 +93,8 @@ class SnapshotWriteTest(HealthzCase):
             self.assertIn("snapshot_write", checks)
             self.assertIn("cannot write the snapshot", checks["snapshot_write"]["reason"])
             self.assertNotIn("database", checks)
+            self.assertEqual(self.gauge("snapshot_write"), 1)
+            self.assertEqual(self.gauge("database"), 0)
             if time.monotonic() - started < STALE_LIMIT_S - 1:
                 self.assertNotIn("snapshot_stale", checks)  # not before its limit
             stale = harness.wait_for(
@@ -95,6 +106,8 @@ class SnapshotWriteTest(HealthzCase):
         finally:
             os.makedirs(state_dir, exist_ok=True)
         self.assertHealthy(self.wait_status(200, 5.0))
+        self.assertEqual(self.gauge("snapshot_write"), 0)
+        self.assertEqual(self.gauge("snapshot_stale"), 0)
         served = harness.wait_for(lambda: self.served_enabled() is False, 5.0, 0.1)
         self.assertTrue(served, "the change was not served after state_dir came back")
         self.assertTrue(os.listdir(state_dir), "no snapshot written again")
@@ -116,10 +129,12 @@ class DatabaseDownTest(HealthzCase):
             checks = self.failing(response)
             self.assertEqual(set(checks), {"database"}, checks)
             self.assertGreaterEqual(checks["database"]["failing_for_ms"], DATABASE_TIMEOUT_MS)
+            self.assertEqual(self.gauge("database"), 1)
             self.assertEqual(self.served_enabled(), True)  # evaluation keeps serving
         finally:
             harness.start_postgres()
         self.assertHealthy(self.wait_status(200, 15.0))
+        self.assertEqual(self.gauge("database"), 0)
 
 
 class DatabaseCheckOffTest(HealthzCase):
