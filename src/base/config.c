@@ -58,6 +58,7 @@ enum key_index {
     KEY_ACCESS_LOG,
     KEY_MAX_CONNECTIONS_PER_WORKER,
     KEY_SESSION_COOKIE_SECURE,
+    KEY_HEALTHZ_DATABASE_TIMEOUT_MS,
     KEY_COUNT
 };
 
@@ -84,9 +85,10 @@ static const struct config_key keys[KEY_COUNT] = {
                                      true,
                                      "How often, in milliseconds, evaluation counters are "
                                      "written to the database."},
-    [KEY_RATELIMIT_EVALUATION] = {"ratelimit_evaluation", CONFIG_INT, "6000", 0, RATE_MAX, true,
+    [KEY_RATELIMIT_EVALUATION] = {"ratelimit_evaluation", CONFIG_INT, "0", 0, RATE_MAX, true,
                                   "Evaluation requests allowed per minute per SDK key; 0 "
-                                  "disables the limit."},
+                                  "disables the limit (the default: every instance of a "
+                                  "fleet may share one key)."},
     [KEY_RATELIMIT_MANAGEMENT] = {"ratelimit_management", CONFIG_INT, "600", 0, RATE_MAX, true,
                                   "Write requests allowed per minute per access token; 0 "
                                   "disables the limit."},
@@ -154,6 +156,11 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_SESSION_COOKIE_SECURE] = {"session_cookie_secure", CONFIG_INT, "0", 0, 1, true,
                                    "1 adds Secure to the session cookie (browsers then send it "
                                    "over HTTPS only, as behind a TLS proxy); 0 leaves it out."},
+    [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = {"healthz_database_timeout_ms", CONFIG_INT, "60000", 0,
+                                         86400000, true,
+                                         "After this many milliseconds without reaching the "
+                                         "database, /v1/healthz answers 503; 0 disables the "
+                                         "check."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -200,6 +207,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_BOOL),
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
     [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_INT),
+    [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

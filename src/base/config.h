@@ -82,6 +82,7 @@ struct config {
     bool access_log; /* one info line per request */
     int max_connections_per_worker;
     int session_cookie_secure; /* 1: the session cookie carries Secure */
+    int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
 };
 
 /* The key table, in documentation order. */

@@ -76,6 +76,7 @@ bool bgloop_ensure_connected(struct bgloop *loop)
         }
     }
     if (loop->conn == NULL) {
+        snprintf(loop->last_error, sizeof loop->last_error, "%.200s", error.message);
         if (loop->errors != NULL)
             atomic_fetch_add_explicit(loop->errors, 1, memory_order_relaxed);
         if (loop->backoff_ms == 0)
@@ -93,6 +94,8 @@ void bgloop_disconnect(struct bgloop *loop)
 {
     if (loop->conn == NULL)
         return;
+    snprintf(loop->last_error, sizeof loop->last_error, "connection lost: %.200s",
+             PQerrorMessage(loop->conn));
     log_warn("database connection lost: %s", PQerrorMessage(loop->conn));
     if (loop->errors != NULL)
         atomic_fetch_add_explicit(loop->errors, 1, memory_order_relaxed);

@@ -19,6 +19,7 @@ struct bgloop {
     int backoff_ms;
     long long retry_at_ms;
     _Atomic uint64_t *errors; /* failed connections counted here (/metrics), or NULL */
+    char last_error[256];     /* why the last connection failed or was lost */
 };
 
 /* Installs the stop-signal handlers (they only set a flag). */

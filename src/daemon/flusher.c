@@ -11,16 +11,26 @@
  * (database down) every drained entry is put back into the table, so the
  * next flush carries it: nothing is lost unless the table overflows (then
  * the drop is counted) or the process dies.
+ *
+ * When the master dies without stopping it in order (SIGKILL: every child
+ * gets SIGTERM at once from PR_SET_PDEATHSIG, and the workers hand in their
+ * last batches while they drain), the final flush first waits for the
+ * workers pipe to reach end-of-file: every worker has exited, so every
+ * batch is in the table (flusher.h). The shared memory lives as long as
+ * this process maps it.
  */
 #include "flusher.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bgloop.h"
 #include "config.h"
@@ -189,12 +199,40 @@ static void report_drops(struct usage_table *table, uint64_t *reported)
     *reported = dropped;
 }
 
-int flusher_main(const struct config *cfg, struct shm_region *shm)
+/* Waits (at most timeout_ms) until no worker holds the write end of the
+ * workers pipe. Only when the master is gone: a living master stops the
+ * flusher after the workers, and keeps the pipe open itself. */
+static void wait_for_workers(int workers_fd, pid_t master, int timeout_ms)
+{
+    if (workers_fd < 0 || getppid() == master)
+        return;
+    log_info("the master is gone; waiting for the workers' last counts");
+    long long deadline = bgloop_now_ms() + timeout_ms;
+    for (;;) {
+        long long left = deadline - bgloop_now_ms();
+        if (left <= 0) {
+            log_warn("workers still running after %d ms; flushing without their last counts",
+                     timeout_ms);
+            return;
+        }
+        struct pollfd p = {.fd = workers_fd, .events = POLLIN};
+        int ready = poll(&p, 1, (int)left);
+        if (ready < 0 && errno != EINTR)
+            return;
+        char byte;
+        if (ready > 0 && read(workers_fd, &byte, 1) == 0)
+            return; /* end of file: every worker has exited */
+    }
+}
+
+int flusher_main(const struct config *cfg, struct shm_region *shm, int workers_fd, pid_t master)
 {
     log_set_role("flusher");
     proctitle_set("ensignd: flusher");
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
     bgloop_install_signals();
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != master) /* the master died before PR_SET_PDEATHSIG took */
+        raise(SIGTERM);
     struct bgloop loop = {.conninfo = cfg->database, .listen_channel = NULL};
     if (shm->metrics != NULL)
         loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
@@ -209,6 +247,7 @@ int flusher_main(const struct config *cfg, struct shm_region *shm)
         report_drops(shm->usage, &drops_reported);
         next_flush = bgloop_now_ms() + cfg->usage_flush_interval_ms;
     }
+    wait_for_workers(workers_fd, master, cfg->shutdown_timeout_ms + 1000);
     loop.retry_at_ms = 0; /* the last flush tries to connect whatever the backoff */
     flush(&loop, shm->usage);
     if (loop.conn != NULL)

@@ -25,6 +25,12 @@
  *    shutdown_timeout_ms, then SIGKILL), exit 0. The flusher is asked
  *    only once the last worker has exited, so its final flush carries
  *    every evaluation counted.
+ *  - The workers pipe: every worker inherits its write end, the flusher
+ *    its read end, and the master keeps both until a stop begins. When
+ *    the master is SIGKILLed, the children all get SIGTERM at once
+ *    (PR_SET_PDEATHSIG); the flusher then waits for end-of-file on the
+ *    pipe, that is for every worker to have handed in its last batch and
+ *    exited, before its final flush (flusher.h).
  */
 #include "master.h"
 
@@ -81,8 +87,10 @@ struct master {
     struct config cfg;
     struct shm_region shm;
     struct listener_set sockets;
-    int metrics_fd;    /* metrics_listen's socket, or -1 */
-    int ready_pipe[2]; /* workers write a byte once they serve; -1 when absent */
+    int metrics_fd;      /* metrics_listen's socket, or -1 */
+    int ready_pipe[2];   /* workers write a byte once they serve; -1 when absent */
+    int workers_pipe[2]; /* write end held by workers, read by the flusher; -1 when absent */
+    pid_t pid;
     struct child children[MAX_CHILDREN];
     unsigned generation;
     bool stopping;
@@ -126,6 +134,10 @@ static int run_child(struct master *m, const struct child *c)
         close(m->ready_pipe[0]);
     if (c->role != ROLE_WORKER && m->ready_pipe[1] >= 0)
         close(m->ready_pipe[1]);
+    if (c->role != ROLE_FLUSHER && m->workers_pipe[0] >= 0)
+        close(m->workers_pipe[0]);
+    if (c->role != ROLE_WORKER && m->workers_pipe[1] >= 0)
+        close(m->workers_pipe[1]);
     switch (c->role) {
     case ROLE_WORKER:
         return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, m->sockets.fds,
@@ -133,7 +145,7 @@ static int run_child(struct master *m, const struct child *c)
     case ROLE_REFRESHER:
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
-        return flusher_main(&m->cfg, &m->shm);
+        return flusher_main(&m->cfg, &m->shm, m->workers_pipe[0], m->pid);
     }
     return EXIT_FAILURE;
 }
@@ -211,6 +223,15 @@ static void open_ready_pipe(struct master *m)
     if (pipe2(m->ready_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         log_warn("no ready pipe (%s); READY=1 will not wait for the workers", strerror(errno));
         m->ready_pipe[0] = m->ready_pipe[1] = -1;
+    }
+}
+
+static void open_workers_pipe(struct master *m)
+{
+    if (pipe2(m->workers_pipe, O_CLOEXEC) != 0) {
+        log_warn("no workers pipe (%s); if the master is killed, the last counts may be lost",
+                 strerror(errno));
+        m->workers_pipe[0] = m->workers_pipe[1] = -1;
     }
 }
 
@@ -435,6 +456,9 @@ static void begin_stop(struct master *m, int sig)
         if (m->children[i].used && m->children[i].pid == 0)
             m->children[i].used = false; /* never respawned */
     stop_all_but_flusher(m);
+    if (m->workers_pipe[1] >= 0) /* no worker starts from now on */
+        close(m->workers_pipe[1]);
+    m->workers_pipe[1] = -1;
     listener_close_all(&m->sockets);
     if (m->metrics_fd >= 0)
         close(m->metrics_fd);
@@ -563,7 +587,9 @@ int master_run(const char *config_path, struct config *cfg)
     static struct master m; /* static: children find it reachable at exit */
     m.config_path = config_path;
     m.metrics_fd = -1;
+    m.pid = getpid();
     open_ready_pipe(&m);
+    open_workers_pipe(&m);
     m.cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     log_set_role("master");
@@ -589,9 +615,12 @@ int master_run(const char *config_path, struct config *cfg)
     listener_close_all(&m.sockets);
     if (m.metrics_fd >= 0)
         close(m.metrics_fd);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         if (m.ready_pipe[i] >= 0)
             close(m.ready_pipe[i]);
+        if (m.workers_pipe[i] >= 0)
+            close(m.workers_pipe[i]);
+    }
     shm_destroy(&m.shm);
     config_free(&m.cfg);
     return status;

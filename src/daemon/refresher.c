@@ -9,13 +9,21 @@
  * when that differs from what it last built (or it has built nothing yet),
  * it reads (snapshot_source.h) the index and the organizations whose
  * generation moved since their part was written (every organization on the
- * first build after start), writes each of those parts, then the index,
+ * first build after start and after a failed write), writes each of those
+ * parts, then the index,
  * atomically (snapshot_build.h: temp file, fsync, rename; one fsync of the
  * directory after the index's rename makes all the renames durable), and
  * only then publishes the new generation in shared memory.
  * A failed build leaves the old files and the old generation in place and
  * is retried. Superseded part files are deleted one publication later
  * (snapshot_parts.h).
+ *
+ * It also keeps the healthz checks in shared memory (health.h), the only
+ * writer of them: snapshot_write fails with each failed write of the files
+ * and clears with the next publication; snapshot_stale is set from the
+ * first time it reads a generation it has not published until it publishes
+ * one; database fails from the first failed connection or generation read
+ * and clears with the next generation read.
  */
 #include "refresher.h"
 
@@ -25,12 +33,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "bgloop.h"
 #include "config.h"
+#include "health.h"
 #include "log.h"
 #include "metrics.h"
 #include "proctitle.h"
@@ -48,6 +58,7 @@ struct refresher {
     char path[4096 + 32]; /* the index */
     bool built_once;
     uint64_t built;              /* generation of the last index written */
+    uint64_t pending;            /* generation last read from the database */
     struct snapshot_parts parts; /* what that index names */
 };
 
@@ -77,6 +88,37 @@ static void count_database_error(struct refresher *rf)
 {
     if (rf->shm->metrics != NULL)
         metrics_add(&METRICS_BACKGROUND_BLOCK(rf->shm->metrics)->database_errors, 1);
+}
+
+static struct health_state *health_of(struct refresher *rf)
+{
+    return rf->shm->header != NULL ? &rf->shm->header->health : NULL;
+}
+
+/* Records check c failing for reason (one line: line breaks become spaces). */
+static void health_failed(struct refresher *rf, enum health_check c, const char *reason)
+{
+    char line[HEALTH_REASON_MAX];
+    snprintf(line, sizeof line, "%s", reason);
+    for (char *p = line; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    for (size_t n = strlen(line); n > 0 && line[n - 1] == ' '; n--)
+        line[n - 1] = '\0';
+    health_fail(health_of(rf), c, health_now_ms(), line);
+}
+
+/* The database holds generation, not yet served: snapshot_stale runs from now
+ * (or from when it first did), with why it is not served yet. */
+static void health_pending(struct refresher *rf, uint64_t generation, const char *why)
+{
+    char reason[HEALTH_REASON_MAX];
+    uint64_t served =
+        atomic_load_explicit(&rf->shm->header->snapshot_generation, memory_order_relaxed);
+    snprintf(reason, sizeof reason,
+             "generation %" PRIu64 " in the database, %" PRIu64 " served: %.150s", generation,
+             served, why);
+    health_failed(rf, HEALTH_SNAPSHOT_STALE, reason);
 }
 
 /* Publishes the generation of a valid file already on disk. */
@@ -163,6 +205,9 @@ static void build(struct refresher *rf)
     if (snapshot_source_read(rf->loop.conn, rf->built_once ? snapshot_parts_holds : NULL,
                              &rf->parts, &res, err, sizeof err) != 0) {
         log_warn("cannot read the configuration: %s", err);
+        char why[sizeof err + 32];
+        snprintf(why, sizeof why, "cannot read the configuration: %s", err);
+        health_pending(rf, rf->pending, why);
         count_database_error(rf);
         check_connection(rf);
         return;
@@ -177,6 +222,11 @@ static void build(struct refresher *rf)
     struct snapshot_part_file *fresh = NULL;
     if (write_files(rf, &res, &fresh, err, sizeof err) != 0) {
         log_error("cannot write the snapshot: %s", err);
+        char why[sizeof err + 32];
+        snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
+        health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
+        health_pending(rf, rf->pending, why);
+        rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
         free(fresh);
         snapshot_source_result_free(&res);
         return;
@@ -193,6 +243,8 @@ static void build(struct refresher *rf)
         metrics_add(&rf->shm->metrics->snapshot_builds, 1);
     }
     publish(rf, generation, unix_ms(&now));
+    health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
+    health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
     snapshot_parts_published(&rf->parts, fresh, orgs, !rf->built_once);
     rf->built_once = true;
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
@@ -206,12 +258,25 @@ static void refresh(struct refresher *rf)
     uint64_t generation;
     if (snapshot_source_generation(rf->loop.conn, &generation, err, sizeof err) != 0) {
         log_warn("%s", err);
+        health_failed(rf, HEALTH_DATABASE, err);
         count_database_error(rf);
         check_connection(rf);
         return;
     }
-    if (!rf->built_once || generation != rf->built)
-        build(rf);
+    health_clear(health_of(rf), HEALTH_DATABASE);
+    if (rf->built_once && generation == rf->built)
+        return;
+    rf->pending = generation;
+    if (!health_failing(health_of(rf), HEALTH_SNAPSHOT_STALE))
+        health_pending(rf, generation, "being built");
+    build(rf);
+}
+
+/* The database could not be reached: the database check runs. */
+static void database_unreachable(struct refresher *rf)
+{
+    health_failed(rf, HEALTH_DATABASE,
+                  rf->loop.last_error[0] != '\0' ? rf->loop.last_error : "not connected");
 }
 
 int refresher_main(const struct config *cfg, struct shm_region *shm)
@@ -232,6 +297,8 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     while (!bgloop_stopping()) {
         if (bgloop_ensure_connected(&rf.loop))
             refresh(&rf);
+        else
+            database_unreachable(&rf);
         int changes = bgloop_wait(&rf.loop, rf.loop.conn != NULL ? cfg->refresh_interval_ms : 100);
         if (changes > 0)
             log_debug("%d configuration change notifications", changes);

@@ -55,7 +55,8 @@ static const struct route route_table[] = {
      ROUTE_AUTH_NONE, NULL, streams_response_schema, 200},
 
     /* section: meta and identity */
-    {METHOD_GET, "/v1/healthz", meta_healthz, "Liveness probe; never touches the database",
+    {METHOD_GET, "/v1/healthz", meta_healthz,
+     "Health probe: 200 ok, or 503 degraded naming the failing checks; never touches the database",
      ROUTE_AUTH_NONE, NULL, meta_healthz_schema, 200},
     /* /metrics: decisions.md section 11 */
     {METHOD_GET, "/metrics", metrics_route_get,

@@ -3,7 +3,8 @@
  *
  * Whichever worker answers sums every process's block (metrics.c) and
  * adds the node values kept in the shared-memory header: the published
- * snapshot generation and the master's count of restarted children. It
+ * snapshot generation, the master's count of restarted children and the
+ * healthz checks that fail (health.h). It
  * reads shared memory only; it never writes a counter but its own
  * request's, which http.c counts when the answer leaves.
  */
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "health.h"
 #include "http.h"
 #include "metrics.h"
 #include "server.h"
@@ -47,6 +49,12 @@ void metrics_route_get(struct http_request *r)
             atomic_load_explicit(&w->shm->header->worker_restarts, memory_order_relaxed),
         .now_unix_ms = now_unix_ms(),
     };
+    struct health_limits limits =
+        health_limits_of(w->cfg->refresh_interval_ms, w->cfg->healthz_database_timeout_ms);
+    struct health_failure failed[HEALTH_CHECKS];
+    size_t failing = health_judge(&w->shm->header->health, &limits, health_now_ms(), failed);
+    for (size_t i = 0; i < failing; i++)
+        node.health_failing[failed[i].check] = true;
     char *text = metrics_render(w->shm->metrics, &node);
     if (text == NULL) {
         http_send_error(r, 500, "out of memory");

@@ -43,6 +43,7 @@ static void header_init(void *area, size_t size, const struct config *cfg)
     atomic_init(&h->snapshot_generation, 0);
     atomic_init(&h->requests_served, 0);
     atomic_init(&h->worker_restarts, 0);
+    health_init(&h->health);
 }
 
 static void header_attach(struct shm_region *region, void *area)

@@ -3,8 +3,9 @@
  *
  * The master maps it (anonymous MAP_SHARED) before forking, so it outlives
  * every child; it never reads it afterwards. Layout: a header (magic,
- * snapshot generation, process counters), then one area per user, each
- * sized by that user's size function and prepared by its init function
+ * snapshot generation, process counters, the healthz checks of health.h),
+ * then one area per user, each sized by that user's size function and
+ * prepared by its init function
  * (the rate-limit buckets, the usage counters). Fixed size from the
  * configuration: nothing is allocated after start.
  */
@@ -14,6 +15,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "health.h"
 
 struct config;
 
@@ -26,6 +29,7 @@ struct shm_header {
     _Atomic uint64_t snapshot_generation; /* published by the refresher */
     _Atomic uint64_t requests_served;     /* all workers, all routes */
     _Atomic uint64_t worker_restarts;     /* counted by the master */
+    struct health_state health;           /* written by the refresher, read by healthz */
 };
 
 struct usage_table;

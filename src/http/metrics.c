@@ -187,6 +187,11 @@ static void render_node(FILE *out, const struct metrics_area *m, const struct me
     header(out, "ensign_snapshot_builds_total", "counter", "Snapshot files written.");
     fprintf(out, "ensign_snapshot_builds_total %llu\n",
             (unsigned long long)atomic_load_explicit(&m->snapshot_builds, memory_order_relaxed));
+    header(out, "ensign_health_check_failing", "gauge",
+           "1 while the check makes GET /v1/healthz answer 503 degraded, else 0.");
+    for (int c = 0; c < HEALTH_CHECKS; c++)
+        fprintf(out, "ensign_health_check_failing{check=\"%s\"} %d\n",
+                health_check_name((enum health_check)c), node->health_failing[c] ? 1 : 0);
     header(out, "ensign_worker_restarts_total", "counter",
            "Child processes restarted by the master after they died.");
     fprintf(out, "ensign_worker_restarts_total %llu\n", (unsigned long long)node->worker_restarts);

@@ -20,8 +20,11 @@
 #define ENSIGN_METRICS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "health.h"
 
 struct config;
 
@@ -91,6 +94,7 @@ struct metrics_node {
     uint64_t snapshot_generation;
     uint64_t worker_restarts;
     uint64_t now_unix_ms;
+    bool health_failing[HEALTH_CHECKS]; /* the checks healthz reports as failing */
 };
 
 /*

@@ -22,7 +22,7 @@ import unittest
 import harness
 from test_evaluation import FLAG_PATH, OfrepTestCase
 
-SAMPLE = re.compile(r'^(ensign_[a-z_]+)(\{[a-z]+="[a-z0-9]+"(,[a-z]+="[a-z0-9]+")*\})? '
+SAMPLE = re.compile(r'^(ensign_[a-z_]+)(\{[a-z]+="[a-z0-9_]+"(,[a-z]+="[a-z0-9_]+")*\})? '
                     r'(-?[0-9]+(\.[0-9]+)?)$')
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

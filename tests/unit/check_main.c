@@ -22,6 +22,7 @@ int main(void)
     srunner_add_suite(runner, suite_ratelimit());
     srunner_add_suite(runner, suite_metrics());
     srunner_add_suite(runner, suite_heartbeat());
+    srunner_add_suite(runner, suite_health());
     srunner_add_suite(runner, suite_accept_balance());
     srunner_add_suite(runner, suite_json_guard());
     srunner_add_suite(runner, suite_json_quick());

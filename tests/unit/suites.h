@@ -20,6 +20,7 @@ Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
 Suite *suite_metrics(void);
 Suite *suite_heartbeat(void);
+Suite *suite_health(void);
 Suite *suite_accept_balance(void);
 Suite *suite_json_guard(void);
 Suite *suite_json_quick(void);

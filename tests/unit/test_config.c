@@ -166,7 +166,7 @@ START_TEST(test_table_order_and_flags)
         {"state_dir", LOCALSTATEDIR "/lib/ensign", false},
         {"refresh_interval_ms", "1000", true},
         {"usage_flush_interval_ms", "5000", true},
-        {"ratelimit_evaluation", "6000", true},
+        {"ratelimit_evaluation", "0", true},
         {"ratelimit_management", "600", true},
         {"ratelimit_waitlist", "10", true},
         {"max_body_bytes", "1048576", true},
@@ -190,6 +190,7 @@ START_TEST(test_table_order_and_flags)
         {"access_log", "on", true},
         {"max_connections_per_worker", "10000", true},
         {"session_cookie_secure", "0", true},
+        {"healthz_database_timeout_ms", "60000", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -259,7 +260,7 @@ START_TEST(test_defaults)
     ck_assert_str_eq(cfg.state_dir, LOCALSTATEDIR "/lib/ensign");
     ck_assert_int_eq(cfg.refresh_interval_ms, 1000);
     ck_assert_int_eq(cfg.usage_flush_interval_ms, 5000);
-    ck_assert_int_eq(cfg.ratelimit_evaluation, 6000);
+    ck_assert_int_eq(cfg.ratelimit_evaluation, 0);
     ck_assert_int_eq(cfg.ratelimit_management, 600);
     ck_assert_int_eq(cfg.ratelimit_waitlist, 10);
     ck_assert_int_eq(cfg.max_body_bytes, 1048576);
@@ -272,6 +273,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.usage_slots, 65536);
     ck_assert_int_eq(cfg.ratelimit_slots, 65536);
     ck_assert_int_eq(cfg.waitlist_open, true);
+    ck_assert_int_eq(cfg.healthz_database_timeout_ms, 60000);
     config_free(&cfg);
     ck_assert_ptr_null(cfg.listen);
     config_free(&cfg); /* a freed config may be freed again */

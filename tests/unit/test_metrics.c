@@ -119,6 +119,24 @@ START_TEST(test_snapshot_age_before_any_build)
 }
 END_TEST
 
+START_TEST(test_health_check_gauges)
+{
+    struct config cfg;
+    struct metrics_area *m = new_area(&cfg);
+    struct metrics_node node = {.now_unix_ms = 1000};
+    node.health_failing[HEALTH_DATABASE] = true;
+    char *text = metrics_render(m, &node);
+    ck_assert_ptr_nonnull(strstr(text, "\nensign_health_check_failing{check=\"database\"} 1\n"));
+    ck_assert_ptr_nonnull(
+        strstr(text, "\nensign_health_check_failing{check=\"snapshot_write\"} 0\n"));
+    ck_assert_ptr_nonnull(
+        strstr(text, "\nensign_health_check_failing{check=\"snapshot_stale\"} 0\n"));
+    free(text);
+    free(m);
+    config_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_log_values)
 {
     char out[32];
@@ -143,6 +161,7 @@ Suite *suite_metrics(void)
     tcase_add_test(tc, test_worker_blocks_wrap);
     tcase_add_test(tc, test_render_sums_every_block);
     tcase_add_test(tc, test_snapshot_age_before_any_build);
+    tcase_add_test(tc, test_health_check_gauges);
     suite_add_tcase(s, tc);
     tc = tcase_create("log");
     tcase_add_test(tc, test_log_values);
