@@ -64,6 +64,35 @@ static int check_state_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/*
+ * -t: access_log_path (when the access log is on and goes to a file) must
+ * be a writable file, or creatable in an existing, writable directory.
+ * Creates nothing: the master opens the file at start and on SIGHUP.
+ */
+static int check_access_log_path(const struct config *cfg, char *err, size_t errlen)
+{
+    const char *path = cfg->access_log_path;
+    if (cfg->access_log == CONFIG_ACCESS_LOG_OFF || path[0] == '\0')
+        return 0;
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode) || access(path, W_OK) != 0) {
+            snprintf(err, errlen, "access_log_path %s is not a writable file", path);
+            return -1;
+        }
+        return 0;
+    }
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    if (errno != ENOENT || access(dir, W_OK | X_OK) != 0) {
+        snprintf(err, errlen, "access_log_path %s cannot be created in %s: %s", path, dir,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     event_memory_install(); /* before any libevent call (event_memory.h) */
@@ -107,7 +136,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "ensignd: %s\n", err);
         status = EXIT_FAILURE;
     } else if (check_only) {
-        status = check_state_dir(cfg.state_dir, err, sizeof err) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        status = check_state_dir(cfg.state_dir, err, sizeof err) == 0 &&
+                         check_access_log_path(&cfg, err, sizeof err) == 0
+                     ? EXIT_SUCCESS
+                     : EXIT_FAILURE;
         if (status == EXIT_SUCCESS)
             printf("configuration OK\n");
         else
