@@ -5,6 +5,10 @@
  *   ensignd [-c FILE] [-t] [-V] [-h]
  *
  * Exit status: 0 clean stop (or -t/-V/-h success), 1 start-up error.
+ * A configuration error is one line on stderr, with the journal's error
+ * priority when stderr is the journal (log.h): ExecStartPre and
+ * ExecReload run `ensignd -t`, so `journalctl -p err` shows why a start
+ * or a reload was refused.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -133,7 +137,7 @@ int main(int argc, char **argv)
     char err[512];
     int status;
     if (config_load(path_copy, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "ensignd: %s\n", err);
+        fprintf(stderr, "%sensignd: %s\n", log_priority_prefix(LOG_LEVEL_ERROR), err);
         status = EXIT_FAILURE;
     } else if (check_only) {
         status = check_state_dir(cfg.state_dir, err, sizeof err) == 0 &&
@@ -143,7 +147,8 @@ int main(int argc, char **argv)
         if (status == EXIT_SUCCESS)
             printf("configuration OK\n");
         else
-            fprintf(stderr, "ensignd: %s: %s\n", path_copy, err);
+            fprintf(stderr, "%sensignd: %s: %s\n", log_priority_prefix(LOG_LEVEL_ERROR), path_copy,
+                    err);
         config_free(&cfg);
     } else {
         log_set_level((enum log_level)cfg.log_level);

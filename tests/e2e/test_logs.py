@@ -4,8 +4,8 @@
 JournalPriorityTest starts ensignd with JOURNAL_STREAM naming its stderr
 file, as systemd does, and finds "<4>" on the unreachable database's
 warning, "<3>" on a refused reload's error and "<6>" on info lines, each
-matching its level= field; with a JOURNAL_STREAM naming another stream
-the lines carry no prefix. AccessLogDefaultTest checks that the default
+matching its level= field, and "<3>" on `ensignd -t`'s refusal; with a
+JOURNAL_STREAM naming another stream the lines carry no prefix. AccessLogDefaultTest checks that the default
 (management) logs every request but evaluations and event streams.
 AccessLogFileTest writes the access log to a file: the lines arrive within
 the buffer's second, never on stderr, and logrotate's rename + SIGHUP
@@ -109,6 +109,23 @@ class JournalPriorityTest(unittest.TestCase):
             self.assertTrue(line.startswith(PRIORITY[level.group(1)] + "ts="), line)
         self.assertEqual(self.server.stop(), 0, self.server.stderr())
         self.assertEqual(self.server.sanitizer_reports(), [])
+
+    def test_check_errors_carry_the_error_priority(self):
+        """ensignd -t (ExecStartPre, ExecReload) refuses a bad file at <3>."""
+        self.server.write_config_text(read(self.server.config_path) + "no_such_key = 1\n")
+        err_path = os.path.join(self.server.dir, "check.stderr")
+        for journal, prefix in ((True, "<3>ensignd: "), (False, "ensignd: ")):
+            with open(err_path, "wb") as err:
+                env = dict(os.environ)
+                env.pop("JOURNAL_STREAM", None)
+                if journal:
+                    env["JOURNAL_STREAM"] = stream_id(err_path)
+                result = subprocess.run([harness.ENSIGND, "-t", "-c", self.server.config_path],
+                                        stderr=err, env=env, timeout=30)
+            self.assertEqual(result.returncode, 1)
+            text = read(err_path)
+            self.assertTrue(text.startswith(prefix), text)
+            self.assertIn('unknown key "no_such_key"', text)
 
     def test_no_prefix_when_journal_stream_names_another_stream(self):
         dev, ino = stream_id(self.server.stderr_path).split(":")
