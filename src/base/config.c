@@ -56,6 +56,7 @@ enum key_index {
     KEY_STREAM_MAX_PER_WORKER,
     KEY_STREAM_MAX_PER_KEY,
     KEY_ACCESS_LOG,
+    KEY_ACCESS_LOG_PATH,
     KEY_MAX_CONNECTIONS_PER_WORKER,
     KEY_SESSION_COOKIE_SECURE,
     KEY_HEALTHZ_DATABASE_TIMEOUT_MS,
@@ -146,9 +147,13 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
                                 "Open change-notification streams allowed per SDK key on each "
                                 "node."},
-    [KEY_ACCESS_LOG] = {"access_log", CONFIG_ONOFF, "on", 0, 0, true,
-                        "Whether each request is logged at info level (method, path "
-                        "without query, status, duration, bytes): on or off."},
+    [KEY_ACCESS_LOG] = {"access_log", CONFIG_ACCESSLOG, "management", 0, 0, true,
+                        "Which requests get an access line (method, path without query, "
+                        "status, duration, bytes): off, management (all but evaluations "
+                        "and event streams) or all."},
+    [KEY_ACCESS_LOG_PATH] = {"access_log_path", CONFIG_STRING, "", 0, 0, true,
+                             "File the access lines are appended to through a buffer, "
+                             "reopened on SIGHUP; empty writes them to standard error."},
     [KEY_MAX_CONNECTIONS_PER_WORKER] = {"max_connections_per_worker", CONFIG_INT, "10000", 16,
                                         1000000, true,
                                         "Open connections a worker serves at once; beyond it, "
@@ -204,7 +209,8 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = SLOT(agent_llm_url, SLOT_STRING),
     [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
-    [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_BOOL),
+    [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_INT),
+    [KEY_ACCESS_LOG_PATH] = SLOT(access_log_path, SLOT_STRING),
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
     [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_INT),
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
@@ -337,6 +343,28 @@ static int parse_switch(const struct config_key *key, const char *value, const c
         return 0;
     }
     return fail(msg, msglen, "%s: \"%s\" is not one of %s, %s", key->name, value, yes, no);
+}
+
+/* access_log: off | management | all; "on" stays an alias of management
+ * for configuration files written before the three values. */
+static int parse_access_log(const char *value, long long *out, char *msg, size_t msglen)
+{
+    static const char *const names[] = {
+        [CONFIG_ACCESS_LOG_OFF] = "off",
+        [CONFIG_ACCESS_LOG_MANAGEMENT] = "management",
+        [CONFIG_ACCESS_LOG_ALL] = "all",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(value, names[i]) == 0) {
+            *out = (long long)i;
+            return 0;
+        }
+    }
+    if (strcmp(value, "on") == 0) {
+        *out = CONFIG_ACCESS_LOG_MANAGEMENT;
+        return 0;
+    }
+    return fail(msg, msglen, "access_log: \"%s\" is not one of off, management, all", value);
 }
 
 /* ---- listen: host:port, [v6]:port, *:port ---- */
@@ -487,6 +515,8 @@ static int parse_number(enum key_index idx, const char *value, long long *n, cha
         return parse_switch(key, value, "open", "closed", n, msg, msglen);
     case CONFIG_ONOFF:
         return parse_switch(key, value, "on", "off", n, msg, msglen);
+    case CONFIG_ACCESSLOG:
+        return parse_access_log(value, n, msg, msglen);
     default:
         return fail(msg, msglen, "%s: not a numeric key", key->name);
     }

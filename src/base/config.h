@@ -26,14 +26,22 @@
 #define CONFIG_DEFAULT_STATE_DIR LOCALSTATEDIR "/lib/ensign"
 
 enum config_type {
-    CONFIG_STRING,   /* any string */
-    CONFIG_INT,      /* integer within [min, max] */
-    CONFIG_LISTEN,   /* host:port, [v6]:port, *:port */
-    CONFIG_WORKERS,  /* "auto" or integer within [min, max] */
-    CONFIG_LOGLEVEL, /* debug | info | warn | error */
+    CONFIG_STRING,     /* any string */
+    CONFIG_INT,        /* integer within [min, max] */
+    CONFIG_LISTEN,     /* host:port, [v6]:port, *:port */
+    CONFIG_WORKERS,    /* "auto" or integer within [min, max] */
+    CONFIG_LOGLEVEL,   /* debug | info | warn | error */
     CONFIG_OPENCLOSED, /* open | closed */
     CONFIG_LISTEN_OPT, /* like CONFIG_LISTEN, or empty */
-    CONFIG_ONOFF       /* on | off */
+    CONFIG_ONOFF,      /* on | off */
+    CONFIG_ACCESSLOG   /* off | management | all (on: management) */
+};
+
+/* access_log: which requests get an access line. */
+enum config_access_log {
+    CONFIG_ACCESS_LOG_OFF,
+    CONFIG_ACCESS_LOG_MANAGEMENT, /* every request but evaluations and event streams */
+    CONFIG_ACCESS_LOG_ALL
 };
 
 struct config_key {
@@ -79,7 +87,8 @@ struct config {
     char *agent_llm_url;
     int stream_max_per_worker;
     int stream_max_per_key;
-    bool access_log; /* one info line per request */
+    int access_log;        /* enum config_access_log */
+    char *access_log_path; /* "" or NULL: stderr; else a file written through a buffer */
     int max_connections_per_worker;
     int session_cookie_secure; /* 1: the session cookie carries Secure */
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */

@@ -10,14 +10,17 @@
  * fields, quoting values through log_value. One event is one line: trailing
  * white space is dropped and line breaks inside a message (libpq's
  * "ERROR: ...\nDETAIL: ..." errors, text a client sent) become spaces,
- * other control characters '?'.
+ * other control characters '?'. When stderr is the journal
+ * (JOURNAL_STREAM, see log.h) every line starts with its priority prefix.
  */
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +30,9 @@ static enum log_level current_level = LOG_LEVEL_INFO;
 static char current_role[32] = "ensignd";
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
+/* syslog priorities (sd-daemon.h's SD_DEBUG, SD_INFO, SD_WARNING, SD_ERR) */
+static const char *const journal_prefixes[] = {"<7>", "<6>", "<4>", "<3>"};
+static int journal_stream = -1; /* -1: not checked yet */
 
 void log_set_level(enum log_level level)
 {
@@ -36,6 +42,40 @@ void log_set_level(enum log_level level)
 void log_set_role(const char *role)
 {
     snprintf(current_role, sizeof current_role, "%s", role);
+}
+
+const char *log_role(void)
+{
+    return current_role;
+}
+
+/* JOURNAL_STREAM's "DEV:INO" (decimal) names stderr's device and inode. */
+static bool journal_matches(const char *value, const struct stat *st)
+{
+    char *end;
+    unsigned long long dev = strtoull(value, &end, 10);
+    if (end == value || *end != ':')
+        return false;
+    const char *ino_text = end + 1;
+    unsigned long long ino = strtoull(ino_text, &end, 10);
+    if (end == ino_text || *end != '\0')
+        return false;
+    return dev == (unsigned long long)st->st_dev && ino == (unsigned long long)st->st_ino;
+}
+
+int log_detect_journal(void)
+{
+    const char *value = getenv("JOURNAL_STREAM");
+    struct stat st;
+    journal_stream = value != NULL && fstat(STDERR_FILENO, &st) == 0 && journal_matches(value, &st);
+    return journal_stream;
+}
+
+const char *log_priority_prefix(enum log_level level)
+{
+    if (journal_stream < 0)
+        log_detect_journal();
+    return journal_stream ? journal_prefixes[level] : "";
 }
 
 int log_level_parse(const char *name, enum log_level *out)
@@ -105,7 +145,10 @@ static size_t format_prefix(char *buf, size_t size, enum log_level level)
     char role[48];
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(buf, size, "ts=%Y-%m-%dT%H:%M:%S", &tm);
+    const char *priority = log_priority_prefix(level);
+    size_t n = strlen(priority);
+    memcpy(buf, priority, n);
+    n += strftime(buf + n, size - n, "ts=%Y-%m-%dT%H:%M:%S", &tm);
     int more =
         snprintf(buf + n, size - n, ".%03ldZ level=%s role=%s pid=%ld ", now.tv_nsec / 1000000L,
                  level_names[level], log_value(role, sizeof role, current_role), (long)getpid());

@@ -5,6 +5,10 @@
  *   ensignd [-c FILE] [-t] [-V] [-h]
  *
  * Exit status: 0 clean stop (or -t/-V/-h success), 1 start-up error.
+ * A configuration error is one line on stderr, with the journal's error
+ * priority when stderr is the journal (log.h): ExecStartPre and
+ * ExecReload run `ensignd -t`, so `journalctl -p err` shows why a start
+ * or a reload was refused.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -64,6 +68,35 @@ static int check_state_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/*
+ * -t: access_log_path (when the access log is on and goes to a file) must
+ * be a writable file, or creatable in an existing, writable directory.
+ * Creates nothing: the master opens the file at start and on SIGHUP.
+ */
+static int check_access_log_path(const struct config *cfg, char *err, size_t errlen)
+{
+    const char *path = cfg->access_log_path;
+    if (cfg->access_log == CONFIG_ACCESS_LOG_OFF || path[0] == '\0')
+        return 0;
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode) || access(path, W_OK) != 0) {
+            snprintf(err, errlen, "access_log_path %s is not a writable file", path);
+            return -1;
+        }
+        return 0;
+    }
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    if (errno != ENOENT || access(dir, W_OK | X_OK) != 0) {
+        snprintf(err, errlen, "access_log_path %s cannot be created in %s: %s", path, dir,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     event_memory_install(); /* before any libevent call (event_memory.h) */
@@ -104,14 +137,18 @@ int main(int argc, char **argv)
     char err[512];
     int status;
     if (config_load(path_copy, &cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "ensignd: %s\n", err);
+        fprintf(stderr, "%sensignd: %s\n", log_priority_prefix(LOG_LEVEL_ERROR), err);
         status = EXIT_FAILURE;
     } else if (check_only) {
-        status = check_state_dir(cfg.state_dir, err, sizeof err) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        status = check_state_dir(cfg.state_dir, err, sizeof err) == 0 &&
+                         check_access_log_path(&cfg, err, sizeof err) == 0
+                     ? EXIT_SUCCESS
+                     : EXIT_FAILURE;
         if (status == EXIT_SUCCESS)
             printf("configuration OK\n");
         else
-            fprintf(stderr, "ensignd: %s: %s\n", path_copy, err);
+            fprintf(stderr, "%sensignd: %s: %s\n", log_priority_prefix(LOG_LEVEL_ERROR), path_copy,
+                    err);
         config_free(&cfg);
     } else {
         log_set_level((enum log_level)cfg.log_level);

@@ -11,7 +11,10 @@
  *    EXIT_FATAL_CONFIG is not restarted.
  *  - SIGHUP: re-read the configuration; on success start a new generation
  *    of children, then ask the old generation to drain (SIGTERM). The
- *    listening sockets stay open throughout.
+ *    listening sockets stay open throughout. access_log_path is opened
+ *    anew (after logrotate renamed it, a new file) for the new workers;
+ *    the old ones write their last lines to the file they had. A path
+ *    that cannot be opened fails the reload like a bad file.
  *  - Every STALL_CHECK_MAX_MS at most: a worker whose heartbeat in shared
  *    memory (heartbeat.h) is older than worker_stall_ms is killed with
  *    SIGKILL and respawned like any dead child; its listening sockets
@@ -50,6 +53,7 @@
 #include <unistd.h>
 
 #include "accept_balance.h"
+#include "access_log.h"
 #include "config.h"
 #include "flusher.h"
 #include "heartbeat.h"
@@ -90,6 +94,7 @@ struct master {
     int metrics_fd;      /* metrics_listen's socket, or -1 */
     int ready_pipe[2];   /* workers write a byte once they serve; -1 when absent */
     int workers_pipe[2]; /* write end held by workers, read by the flusher; -1 when absent */
+    int access_log_fd;   /* access_log_path opened for this generation, or -1 */
     pid_t pid;
     struct child children[MAX_CHILDREN];
     unsigned generation;
@@ -138,10 +143,12 @@ static int run_child(struct master *m, const struct child *c)
         close(m->workers_pipe[0]);
     if (c->role != ROLE_WORKER && m->workers_pipe[1] >= 0)
         close(m->workers_pipe[1]);
+    if (c->role != ROLE_WORKER && m->access_log_fd >= 0)
+        close(m->access_log_fd);
     switch (c->role) {
     case ROLE_WORKER:
         return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, m->sockets.fds,
-                           m->sockets.count, m->metrics_fd, m->ready_pipe[1]);
+                           m->sockets.count, m->metrics_fd, m->ready_pipe[1], m->access_log_fd);
     case ROLE_REFRESHER:
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
@@ -168,7 +175,7 @@ static void spawn(struct master *m, struct child *c)
         sigprocmask(SIG_SETMASK, &none, NULL);
         int status = run_child(m, c);
         config_free(&m->cfg);
-            exit(status);
+        exit(status);
     }
     c->pid = pid;
     c->started_ms = now_ms();
@@ -417,10 +424,28 @@ static int rebind_if_needed(struct master *m, struct config *fresh)
     return 0;
 }
 
+/* access_log_path's file for the next generation: *fd is -1 for stderr. */
+static int open_access_log(const struct config *cfg, int *fd, char *err, size_t errlen)
+{
+    *fd = -1;
+    if (cfg->access_log == CONFIG_ACCESS_LOG_OFF || cfg->access_log_path[0] == '\0')
+        return 0;
+    *fd = access_log_open_file(cfg->access_log_path, err, errlen);
+    return *fd >= 0 ? 0 : -1;
+}
+
+static void replace_access_log(struct master *m, int fd)
+{
+    if (m->access_log_fd >= 0)
+        close(m->access_log_fd); /* old workers keep their own copies */
+    m->access_log_fd = fd;
+}
+
 static void reload(struct master *m)
 {
     char err[512];
     struct config fresh;
+    int access_fd;
     sdnotify_reloading();
     log_info("reloading %s", m->config_path);
     if (config_load(m->config_path, &fresh, err, sizeof err) != 0) {
@@ -429,11 +454,20 @@ static void reload(struct master *m)
         return;
     }
     keep_fixed_settings(&fresh, &m->cfg);
-    if (rebind_if_needed(m, &fresh) != 0) {
+    if (open_access_log(&fresh, &access_fd, err, sizeof err) != 0) {
+        log_error("reload failed, keeping the running configuration: %s", err);
         config_free(&fresh);
         sdnotify_send("READY=1");
         return;
     }
+    if (rebind_if_needed(m, &fresh) != 0) {
+        if (access_fd >= 0)
+            close(access_fd);
+        config_free(&fresh);
+        sdnotify_send("READY=1");
+        return;
+    }
+    replace_access_log(m, access_fd);
     config_free(&m->cfg);
     m->cfg = fresh;
     log_set_level((enum log_level)m->cfg.log_level);
@@ -534,6 +568,11 @@ static int start_up(struct master *m)
     }
     if (prepare_state_dir(&m->cfg) != 0 || drop_privileges(&m->cfg) != 0)
         return -1;
+    /* after dropping privileges: the file is created by, and belongs to, the user serving */
+    if (open_access_log(&m->cfg, &m->access_log_fd, err, sizeof err) != 0) {
+        log_error("%s", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -588,6 +627,7 @@ int master_run(const char *config_path, struct config *cfg)
     m.config_path = config_path;
     m.metrics_fd = -1;
     m.pid = getpid();
+    m.access_log_fd = -1;
     open_ready_pipe(&m);
     open_workers_pipe(&m);
     m.cfg = *cfg;
@@ -615,6 +655,7 @@ int master_run(const char *config_path, struct config *cfg)
     listener_close_all(&m.sockets);
     if (m.metrics_fd >= 0)
         close(m.metrics_fd);
+    replace_access_log(&m, -1);
     for (int i = 0; i < 2; i++) {
         if (m.ready_pipe[i] >= 0)
             close(m.ready_pipe[i]);

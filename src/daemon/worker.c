@@ -25,6 +25,12 @@
  *
  * A timer beats the worker's heartbeat in shared memory (heartbeat.h);
  * the master kills a worker whose loop stops turning.
+ *
+ * The access log (access_log.h) goes to stderr, or to the file the master
+ * opened for this generation (access_log_path): then a timer writes the
+ * worker's buffer every second, and teardown writes the rest, so a worker
+ * replaced on SIGHUP leaves its last lines in the file it was given
+ * (the one logrotate renamed) and its successor appends to the new one.
  */
 #include "worker.h"
 
@@ -40,6 +46,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "access_log.h"
 #include "answer.h"
 #include "config.h"
 #include "db.h"
@@ -77,6 +84,7 @@ struct worker_runtime {
     struct event *drain_timer;
     struct event *usage_timer;
     struct event *heartbeat_timer;
+    struct event *access_log_timer;
     unsigned heartbeat_slot;
     struct timespec drain_deadline;
     struct timespec grace_end;
@@ -164,6 +172,32 @@ static void start_heartbeat(struct worker_runtime *rt)
     beat(-1, 0, rt);
 }
 
+static void flush_access_log(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    access_log_flush(arg);
+}
+
+/* access_log = off: none; to a file: a log whose buffer a timer writes. */
+static void start_access_log(struct worker_runtime *rt, int fd)
+{
+    if (rt->w.cfg->access_log == CONFIG_ACCESS_LOG_OFF ||
+        (fd < 0 && !log_enabled(LOG_LEVEL_INFO))) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    rt->w.access_log = access_log_new(fd);
+    if (!access_log_buffered(rt->w.access_log))
+        return;
+    struct timeval every = {ACCESS_LOG_FLUSH_MS / 1000, (ACCESS_LOG_FLUSH_MS % 1000) * 1000};
+    rt->access_log_timer =
+        event_new(rt->w.base, -1, EV_PERSIST, flush_access_log, rt->w.access_log);
+    if (rt->access_log_timer != NULL)
+        event_add(rt->access_log_timer, &every);
+}
+
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
@@ -240,6 +274,8 @@ static void teardown(struct worker_runtime *rt)
         event_free(rt->usage_timer);
     if (rt->heartbeat_timer != NULL)
         event_free(rt->heartbeat_timer);
+    if (rt->access_log_timer != NULL)
+        event_free(rt->access_log_timer);
     flush_usage(-1, 0, &rt->w);
     usage_batch_free(rt->w.usage_batch);
     streams_close_all(rt->w.streams);
@@ -249,6 +285,8 @@ static void teardown(struct worker_runtime *rt)
     if (rt->metrics_http != NULL)
         evhttp_free(rt->metrics_http);
     early_write_free(rt->w.early); /* after evhttp_free: drops the last connections' references */
+    access_log_free(rt->w.access_log); /* after the last answer: writes the buffer's rest */
+    rt->w.access_log = NULL;
     streams_hub_free(rt->w.streams);
     intake_end();
     if (rt->w.db != NULL)
@@ -302,7 +340,8 @@ static void tune_malloc(void)
 }
 
 int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
-                struct shm_region *shm, const int *fds, size_t nfds, int metrics_fd, int ready_fd)
+                struct shm_region *shm, const int *fds, size_t nfds, int metrics_fd, int ready_fd,
+                int access_log_fd)
 {
     char role[32];
     snprintf(role, sizeof role, "worker %d", index);
@@ -312,14 +351,21 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
     tune_malloc();
 
     struct worker_runtime *rt = calloc(1, sizeof *rt);
-    if (rt == NULL)
+    if (rt == NULL) {
+        if (access_log_fd >= 0)
+            close(access_log_fd);
         return EXIT_FAILURE;
+    }
     rt->w.index = index;
     rt->heartbeat_slot = heartbeat_slot;
     rt->w.cfg = cfg;
     rt->w.shm = shm;
     rt->w.routes = routes_table(&rt->w.route_count);
     rt->w.base = new_event_base();
+    if (rt->w.base != NULL)
+        start_access_log(rt, access_log_fd);
+    else if (access_log_fd >= 0)
+        close(access_log_fd);
     rt->w.eval_scratch = eval_scratch_new();
     rt->w.usage_batch = usage_batch_new();
     rt->w.snapshot = served_snapshot_new(cfg->state_dir, shm, rt->w.usage_batch);

@@ -23,9 +23,10 @@
  *  - Answers are written into the request's own output buffer, never a
  *    second evbuffer.
  *  - The answer is where each request is counted for /metrics (route
- *    class, status, bytes, time) and logged (the access log, when on):
- *    method, path without the query string, status, duration, bytes; never
- *    a header, so no credential reaches the log.
+ *    class, status, bytes, time) and logged (access_log.h; with
+ *    access_log = management, /ofrep requests are not): method, path
+ *    without the query string, status, duration, bytes; never a header,
+ *    so no credential reaches the log.
  *
  * libevent answers some malformed requests itself (bad request line,
  * oversized headers or body) with an HTML page from evhttp_send_error().
@@ -57,6 +58,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "access_log.h"
 #include "answer.h"
 #include "config.h"
 #include "early_write.h"
@@ -343,13 +345,15 @@ static uint64_t monotonic_us(void)
     return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
 }
 
-static void access_log(const struct http_request *r, int status, size_t bytes, uint64_t us)
+/* The request's access line, unless access_log = management and it was
+ * an evaluation or an event stream (every /ofrep path). */
+static void access_log(struct http_server *w, const struct http_request *r, int status,
+                       size_t bytes, uint64_t us)
 {
-    char path[512];
-    log_event(LOG_LEVEL_INFO,
-              "event=access method=%s path=%s status=%d duration_ms=%llu.%03llu bytes=%zu",
-              router_method_name(r->method), log_value(path, sizeof path, r->path), status,
-              (unsigned long long)(us / 1000), (unsigned long long)(us % 1000), bytes);
+    if (w->cfg->access_log != CONFIG_ACCESS_LOG_ALL &&
+        metrics_class_of(r->path) == METRICS_CLASS_EVALUATION)
+        return;
+    access_log_request(w->access_log, router_method_name(r->method), r->path, status, us, bytes);
 }
 
 /* ---- request memory ---- */
@@ -400,8 +404,8 @@ static void release(struct http_request *r, int status, size_t bytes)
         metrics_count_request(
             w->metrics, r->match.route != NULL ? metrics_class_of(r->path) : METRICS_CLASS_OTHER,
             status, bytes, us);
-    if (w != NULL && w->cfg != NULL && w->cfg->access_log && log_enabled(LOG_LEVEL_INFO))
-        access_log(r, status, bytes, us);
+    if (w != NULL && w->access_log != NULL && w->cfg != NULL)
+        access_log(w, r, status, bytes, us);
     r->answered = true;
     if (r->server != NULL && r->server->in_flight > 0)
         r->server->in_flight--;

@@ -181,6 +181,8 @@ class DatabaseErrorsTest(unittest.TestCase):
 class AccessLogTest(OfrepTestCase):
     """The access log: one key=value line per request, never a secret."""
 
+    settings = {"access_log": "all"}  # evaluations too (the default leaves them out)
+
     @classmethod
     def create_flags(cls):
         cls.fixture.flag("logged")

@@ -27,6 +27,7 @@ int main(void)
     srunner_add_suite(runner, suite_json_guard());
     srunner_add_suite(runner, suite_json_quick());
     srunner_add_suite(runner, suite_log());
+    srunner_add_suite(runner, suite_access_log());
     srunner_add_suite(runner, suite_http_internal());
     srunner_add_suite(runner, suite_agent_parse());
     srunner_add_suite(runner, suite_stream_slots());

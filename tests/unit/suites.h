@@ -25,6 +25,7 @@ Suite *suite_accept_balance(void);
 Suite *suite_json_guard(void);
 Suite *suite_json_quick(void);
 Suite *suite_log(void);
+Suite *suite_access_log(void);
 Suite *suite_http_internal(void);
 Suite *suite_agent_parse(void);
 Suite *suite_stream_slots(void);

@@ -149,6 +149,7 @@ static void assert_same_settings(const struct config *a, const struct config *b)
     ck_assert_int_eq(a->waitlist_open, b->waitlist_open);
     assert_str_or_null_eq(a->metrics_listen, b->metrics_listen);
     ck_assert_int_eq(a->access_log, b->access_log);
+    ck_assert_str_eq(a->access_log_path, b->access_log_path);
 }
 
 /* ---- the table ---- */
@@ -187,7 +188,8 @@ START_TEST(test_table_order_and_flags)
         {"agent_llm_url", "", true},
         {"stream_max_per_worker", "10000", true},
         {"stream_max_per_key", "1000", true},
-        {"access_log", "on", true},
+        {"access_log", "management", true},
+        {"access_log_path", "", true},
         {"max_connections_per_worker", "10000", true},
         {"session_cookie_secure", "0", true},
         {"healthz_database_timeout_ms", "60000", true},
@@ -478,7 +480,8 @@ static const struct {
      "metrics_listen: \"9100\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
     {"metrics_listen = 127.0.0.1:0\n", 1,
      "metrics_listen: \"127.0.0.1:0\" has an invalid port (1..65535)"},
-    {"access_log = yes\n", 1, "access_log: \"yes\" is not one of on, off"},
+    {"access_log = yes\n", 1, "access_log: \"yes\" is not one of off, management, all"},
+    {"\naccess_log = On\n", 2, "access_log: \"On\" is not one of off, management, all"},
 };
 
 START_TEST(test_error_messages)
@@ -560,11 +563,10 @@ START_TEST(test_metrics_listen_and_access_log)
     struct config cfg;
     char err[256] = "", host[64];
     int port = 0;
-    ck_assert_int_eq(load_text("metrics_listen = [::1]:9100\naccess_log = off\n", &cfg, err,
-                               sizeof err),
-                     0);
+    ck_assert_int_eq(
+        load_text("metrics_listen = [::1]:9100\naccess_log = off\n", &cfg, err, sizeof err), 0);
     ck_assert_str_eq(cfg.metrics_listen, "[::1]:9100");
-    ck_assert_int_eq(cfg.access_log, false);
+    ck_assert_int_eq(cfg.access_log, CONFIG_ACCESS_LOG_OFF);
     ck_assert_int_eq(config_parse_address(cfg.metrics_listen, host, sizeof host, &port), 0);
     ck_assert_str_eq(host, "::1");
     ck_assert_int_eq(port, 9100);
@@ -572,7 +574,17 @@ START_TEST(test_metrics_listen_and_access_log)
     ck_assert_int_eq(load_text("metrics_listen = \"\"\naccess_log = on\n", &cfg, err, sizeof err),
                      0);
     ck_assert_str_eq(cfg.metrics_listen, "");
-    ck_assert_int_eq(cfg.access_log, true);
+    ck_assert_int_eq(cfg.access_log, CONFIG_ACCESS_LOG_MANAGEMENT); /* "on": the old spelling */
+    config_free(&cfg);
+    ck_assert_int_eq(load_text("access_log = all\naccess_log_path = /var/log/ensign/access.log\n",
+                               &cfg, err, sizeof err),
+                     0);
+    ck_assert_int_eq(cfg.access_log, CONFIG_ACCESS_LOG_ALL);
+    ck_assert_str_eq(cfg.access_log_path, "/var/log/ensign/access.log");
+    config_free(&cfg);
+    ck_assert_int_eq(load_text("access_log = management\n", &cfg, err, sizeof err), 0);
+    ck_assert_int_eq(cfg.access_log, CONFIG_ACCESS_LOG_MANAGEMENT);
+    ck_assert_str_eq(cfg.access_log_path, "");
     config_free(&cfg);
     ck_assert_int_eq(config_parse_address("*:9100", host, sizeof host, &port), 0);
     ck_assert_str_eq(host, "");
