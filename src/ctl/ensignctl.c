@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auditverify.h"
 #include "build_config.h"
@@ -234,6 +235,27 @@ struct session {
     PGconn *conn;
 };
 
+/*
+ * PostgreSQL refused the role: peer authentication failed, or the role does
+ * not exist. As root, peer authentication over the local socket asks for
+ * the role "root", which the installed setup never creates.
+ */
+static bool role_refused(const char *message)
+{
+    return strstr(message, "Peer authentication failed") != NULL ||
+           (strstr(message, "role \"") != NULL && strstr(message, "\" does not exist") != NULL);
+}
+
+static void hint_role(const char *config_path)
+{
+    fprintf(stderr,
+            "ensignctl: hint: run as root, ensignctl reaches PostgreSQL as the role \"root\" "
+            "(peer authentication) unless `database` names another; run it as the user "
+            "the server runs as: runuser -u ensign -- ensignctl ..., or set `database` in %s "
+            "to a role that exists and may connect\n",
+            config_path);
+}
+
 static int session_open(const char *config_path, struct session *s)
 {
     char err[512];
@@ -243,7 +265,10 @@ static int session_open(const char *config_path, struct session *s)
     s->conn = dbsync_connect(s->cfg.database, &error);
     if (s->conn == NULL) {
         config_free(&s->cfg);
-        return fail(EXIT_RUNTIME, "cannot connect to the database: %s", error.message);
+        fail(EXIT_RUNTIME, "cannot connect to the database: %s", error.message);
+        if (geteuid() == 0 && role_refused(error.message))
+            hint_role(config_path);
+        return EXIT_RUNTIME;
     }
     return 0;
 }

@@ -325,6 +325,47 @@ class GlobalOptionsTest(EnsignctlTestCase):
         self.assertEqual((status, out), (1, ""))
         self.assertIn("cannot connect", err)
 
+    def unknown_role_config(self):
+        """A configuration naming this database with a role that does not exist."""
+        path = os.path.join(self.tmp.name, "unknown-role.conf")
+        with open(path, "w") as f:
+            params = {**harness.parse_conninfo(self.db.conninfo), "user": "ensign_no_such_role"}
+            f.write(harness.config_text({"database": harness.format_conninfo(params)}))
+        return path
+
+    @unittest.skipUnless(os.geteuid() == 0, "the hint is for root")
+    def test_unknown_role_as_root_hints_runuser(self):
+        path = self.unknown_role_config()
+        status, out, err = ctl(path, "user", "create", "--email", "a@example.com",
+                               "--name", "A")
+        self.assertEqual((status, out), (1, ""))
+        self.assertIn('role "ensign_no_such_role" does not exist', err)
+        hint = [line for line in err.splitlines() if line.startswith("ensignctl: hint: ")]
+        self.assertEqual(len(hint), 1, err)
+        self.assertIn("runuser -u ensign -- ensignctl", hint[0])
+        self.assertIn(f"set `database` in {path}", hint[0])
+
+    @unittest.skipUnless(os.geteuid() == 0, "drops to another user")
+    def test_unknown_role_as_another_user_has_no_hint(self):
+        path = self.unknown_role_config()
+        os.chmod(self.tmp.name, 0o755)
+        os.chmod(path, 0o644)
+        result = subprocess.run([harness.ENSIGNCTL, "-c", path, "migrate"],
+                                capture_output=True, text=True, timeout=60,
+                                preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("does not exist", result.stderr)
+        self.assertNotIn("hint:", result.stderr)
+
+    def test_unreachable_database_has_no_hint(self):
+        path = os.path.join(self.tmp.name, "unreachable-nohint.conf")
+        with open(path, "w") as f:
+            f.write(harness.config_text({"database": f"host={self.tmp.name} port=1 "
+                                                     "dbname=nothing connect_timeout=2"}))
+        status, out, err = ctl(path, "migrate")
+        self.assertEqual(status, 1)
+        self.assertNotIn("hint:", err)
+
 
 class ConfigGenerationTest(EnsignctlTestCase):
     """The schema side of snapshot refreshes: one bump per committed change
