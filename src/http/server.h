@@ -32,6 +32,7 @@ struct metrics_block;   /* http/metrics.h: this worker's counters */
 struct stream_hub;      /* eval/streams.h: the worker's open event streams */
 struct answer_pool;     /* http/answer.h: blocks for answer bodies */
 struct early_write;     /* http/early_write.h: answers written in their turn */
+struct work_pool;       /* base/work_pool.h: helper threads for slow work (scrypt) */
 
 struct http_server {
     int index; /* 0-based worker slot */
@@ -52,6 +53,7 @@ struct http_server {
     struct stream_hub *streams;        /* change streams (NULL: none offered) */
     struct answer_pool *answers;       /* created by the first pooled answer */
     struct early_write *early;         /* NULL: answers wait for the write event */
+    struct work_pool *passwords;       /* scrypt off the loop (db/password_pool.h), or NULL */
     unsigned long in_flight;           /* dispatched, unanswered requests */
     bool draining;                     /* answers carry Connection: close */
 };
