@@ -9,6 +9,7 @@ sections 5 and 7a, dashboard.md "Signing in and safety").
 Run by tests/e2e/run (each class has its own database and ensignd).
 """
 
+import signal
 import socket
 import statistics
 import threading
@@ -237,6 +238,49 @@ class LoginPoolTest(SessionCase):
                 self.assertGreaterEqual(int(r.headers["Retry-After"]), 1)
         time.sleep(1.5)
         self.cookie_of(self.login("sam@example.com"))
+
+
+class LoginReloadTest(SessionCase):
+    """Workers replaced (SIGHUP) while their helper threads check passwords:
+    the old workers answer what they hold and join their threads; the
+    class's clean stop fails on any sanitizer report."""
+    settings = {"ratelimit_login": 0}
+
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        make_user(cls, "sam@example.com")
+
+    def worker_pids(self):
+        return {pid for pid, title in self.server.children().items() if "worker" in title}
+
+    def test_reload_with_logins_in_flight(self):
+        old = self.worker_pids()
+        self.assertTrue(old, self.server.children())
+        statuses = []
+        stop = threading.Event()
+
+        def keep_logging_in():
+            while not stop.is_set():
+                statuses.append(self.login("sam@example.com").status)
+
+        clients = [threading.Thread(target=keep_logging_in) for _ in range(4)]
+        for c in clients:
+            c.start()
+        try:
+            time.sleep(0.3)
+            self.server.signal(signal.SIGHUP)
+            replaced = harness.wait_for(lambda: self.worker_pids() and not self.worker_pids() & old, 10.0)
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            for c in clients:
+                c.join()
+        self.assertTrue(replaced, self.server.children())
+        self.assertIn(200, statuses)
+        self.assertTrue(set(statuses) <= {200, 503}, statuses)
+        self.cookie_of(self.login("sam@example.com"))
+        self.assertEqual(harness.sanitizer_reports(self.server.stderr()), [])
 
 
 class PasswordChangeTest(SessionCase):
