@@ -132,7 +132,8 @@ START_TEST(the_loop_turns_while_an_item_runs)
     ck_assert_int_eq(work_pool_submit(pool, &slow.item), 0);
     run_loop(base);
     ck_assert(slow.done && !slow.cancelled);
-    /* 300 ms of work, 10 ms ticks: a blocked loop would tick once or twice. */
+    /* 300 ms of work, 10 ms ticks: a blocked loop would tick once; a busy
+     * machine may delay some ticks, so ask for a third of them. */
     ck_assert_int_ge(ticks, 10);
     event_free(tick);
     work_pool_free(pool);
