@@ -3,7 +3,8 @@
  *
  *  - PUT /me/deleted {deleted}: sets the caller's soft-delete mirror; a
  *    deleted user gets 401 everywhere except here (with a valid key), so
- *    the product can restore the account; their data stays.
+ *    the product can restore the account; their data stays, their
+ *    browser sessions end (an undelete does not bring them back).
  *  - PUT /me/profile: optional strings avatarUrl, bio, company, location,
  *    name, pronouns, publicEmail, username, websiteUrl and the object
  *    socialLinks; a member that is absent stays, null clears it (name
@@ -23,12 +24,14 @@
 #include "ratelimit.h"
 #include "validate.h"
 
-/* $1 user, $2 deleted. */
+/* $1 user, $2 deleted. Deleting ends the user's sessions in the same
+ * statement, so an undelete revives none of them (decisions.md 7a). */
 static const char DELETED_SQL[] =
     "WITH u AS (UPDATE users SET deleted = $2::boolean,"
     "                  deleted_at = CASE WHEN $2::boolean THEN COALESCE(deleted_at, now()) END,"
     "                  updated_at = now()"
-    "            WHERE id = $1 RETURNING id)"
+    "            WHERE id = $1 RETURNING id),"
+    " gone AS (DELETE FROM sessions s USING u WHERE s.user_id = u.id AND $2::boolean)"
     " SELECT 200 AS status, '{\"ok\": true}' AS body, NULL::text AS message FROM u";
 
 /* $1 user, $2 the validated body (jsonb). */

@@ -106,6 +106,9 @@ const char schema_acc_count[] = OBJECT("\"count\"", "\"count\":{\"type\":\"integ
 const char schema_acc_login[] =
     OBJECT("\"email\",\"password\"", "\"email\":" STR ",\"password\":" STR);
 const char schema_acc_session[] = OBJECT("\"user\"", "\"user\":" USER);
+const char schema_acc_password_change[] = OBJECT(
+    "\"current\",\"new\"", "\"current\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":1024},"
+                           "\"new\":{\"type\":\"string\",\"minLength\":8,\"maxLength\":1024}");
 const char schema_acc_deleted[] = OBJECT("\"deleted\"", "\"deleted\":" BOOL);
 const char schema_acc_profile[] =
     OBJECT("", "\"avatarUrl\":" STR_OR_NULL ",\"bio\":" STR_OR_NULL ",\"company\":" STR_OR_NULL

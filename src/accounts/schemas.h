@@ -34,6 +34,7 @@ extern const char schema_acc_notification_list[];
 extern const char schema_acc_count[];
 extern const char schema_acc_login[];
 extern const char schema_acc_session[];
+extern const char schema_acc_password_change[];
 extern const char schema_acc_deleted[];
 extern const char schema_acc_profile[];
 extern const char schema_acc_provision[];

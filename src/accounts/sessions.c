@@ -1,23 +1,29 @@
 /*
  * sessions.c - browser sessions (decisions.md sections 5 and 7a).
  *
- * POST /v1/session {email, password}: attempts are limited per client
- * address (ratelimit_login, its own budget, http_client_address); the
- * user's scrypt hash (users.password_hash, set by `ensignctl user create
- * --password-stdin`) is checked with libscrypt; a wrong password, an
- * unknown or deleted email and a user without a password all get the same
- * 401, after the same scrypt work (an unknown email is checked against a
- * dummy hash). Success stores a new session (svc_ses_ + 43 base62, kept
- * only as its SHA-256 digest) that expires after SESSION_DAYS and answers
- * 200 {user} with Set-Cookie: ensign_session=...; Path=/; HttpOnly;
- * SameSite=Lax; Max-Age (and Secure with session_cookie_secure = 1). Only GET /v1/me and GET /me
- * accept the cookie (auth.c auth_token_or_cookie).
+ * POST /v1/session {email, password}: only as application/json (415
+ * otherwise: a form or text/plain body is what a foreign page can send
+ * without asking) and only from this server's own origin or a non-browser
+ * client (auth_same_origin, 403 otherwise); then attempts are limited per
+ * client address and per account (login_limit.h, the ratelimit_login
+ * budget). The user's scrypt hash (users.password_hash) is checked on the
+ * worker's helper threads (password_pool.h), never on its loop; a full
+ * pool answers 503 with Retry-After. A wrong password, an unknown or
+ * deleted email and a user without a password all get the same 401, after
+ * the same scrypt work (an unknown email is checked against
+ * PASSWORD_DUMMY_HASH). Success stores a new session (svc_ses_ + 43
+ * base62, kept only as its SHA-256 digest) that expires after SESSION_DAYS
+ * and answers 200 {user} with Set-Cookie: ensign_session=...; Path=/;
+ * HttpOnly; SameSite=Lax; Max-Age (and Secure with session_cookie_secure =
+ * 1). The routes of auth.c auth_token_or_cookie accept the cookie.
  *
  * DELETE /v1/session deletes the cookie's session (if any) and answers
- * 200 {ok: true} with a cookie that expires at once.
+ * 200 {ok: true} with a cookie that expires at once (a foreign Origin with
+ * a cookie: 403, as for every unsafe method the cookie authenticates).
  *
- * scrypt runs in the worker (tens of milliseconds); the login limit bounds
- * how much of a worker it can take. It never runs on /ofrep.
+ * A client that goes away while scrypt runs leaves its request waiting
+ * here; the answer is then dropped by http.c. The request stays valid
+ * until answered.
  */
 #include "sessions.h"
 
@@ -25,13 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "auth.h"
 #include "config.h"
 #include "http.h"
+#include "login_limit.h"
 #include "mgmt.h"
 #include "password.h"
-#include "ratelimit.h"
+#include "password_pool.h"
 #include "server.h"
 #include "token.h"
 #include "validate.h"
@@ -60,7 +68,9 @@ static const char DELETE_SQL[] = "DELETE FROM sessions WHERE cookie_digest = $1"
 
 struct login {
     struct http_request *r;
-    char password[PASSWORD_MAX_LEN + 1];
+    bool found; /* the email names a user with a password */
+    char user_id[AUTH_UUID_LEN + 1];
+    char password[PASSWORD_MAX_BYTES + 1];
     char token[TOKEN_MAX_LEN];
 };
 
@@ -73,15 +83,6 @@ static void free_login(struct login *l)
 static void send_bad_login(struct http_request *r)
 {
     auth_send_unauthorized(r, "wrong email or password");
-}
-
-/* A valid hash of no one's password, so unknown emails cost one scrypt too. */
-static const char *dummy_hash(void)
-{
-    static char hash[PASSWORD_HASH_MAX];
-    if (hash[0] == '\0' && password_hash("no such user: dummy password", hash) != 0)
-        hash[0] = '\0';
-    return hash;
 }
 
 static void on_session(PGresult *res, const char *error, void *arg)
@@ -116,6 +117,30 @@ static void start_session(struct login *l, const char *user_id)
         free_login(l);
 }
 
+void sessions_send_busy(struct http_request *r)
+{
+    char seconds[16];
+    snprintf(seconds, sizeof seconds, "%d", PASSWORD_POOL_RETRY_S);
+    http_add_header(r, "Retry-After", seconds);
+    http_send_error(r, 503, "too many password checks in progress, try again shortly");
+}
+
+/* The loop again, after scrypt. */
+static void on_verified(enum password_outcome outcome, const char *hash, void *arg)
+{
+    (void)hash;
+    struct login *l = arg;
+    if (outcome == PASSWORD_CANCELLED) {
+        sessions_send_busy(l->r);
+        free_login(l);
+    } else if (outcome != PASSWORD_MATCH || !l->found) {
+        send_bad_login(l->r);
+        free_login(l);
+    } else {
+        start_session(l, l->user_id);
+    }
+}
+
 static void on_user(PGresult *res, const char *error, void *arg)
 {
     struct login *l = arg;
@@ -125,22 +150,43 @@ static void on_user(PGresult *res, const char *error, void *arg)
         free_login(l);
         return;
     }
-    bool found = PQntuples(res) == 1 && !PQgetisnull(res, 0, 1);
-    const char *hash = found ? PQgetvalue(res, 0, 1) : dummy_hash();
-    bool good = password_verify(hash, l->password) && found;
-    if (!good) {
-        send_bad_login(r);
+    l->found = PQntuples(res) == 1 && !PQgetisnull(res, 0, 1);
+    if (l->found)
+        snprintf(l->user_id, sizeof l->user_id, "%s", PQgetvalue(res, 0, 0));
+    const char *hash = l->found ? PQgetvalue(res, 0, 1) : PASSWORD_DUMMY_HASH;
+    int rc = password_pool_verify(r->server->passwords, hash, l->password, on_verified, l);
+    explicit_bzero(l->password, sizeof l->password); /* the job has its copy */
+    if (rc != 0) {
+        sessions_send_busy(r);
         free_login(l);
-        return;
     }
-    start_session(l, PQgetvalue(res, 0, 0));
+}
+
+/* application/json, parameters allowed ("; charset=utf-8"). */
+static bool json_media_type(const char *type)
+{
+    static const char json[] = "application/json";
+    if (type == NULL)
+        return false;
+    type += strspn(type, " \t");
+    if (strncasecmp(type, json, sizeof json - 1) != 0)
+        return false;
+    const char *rest = type + sizeof json - 1;
+    rest += strspn(rest, " \t");
+    return *rest == '\0' || *rest == ';';
+}
+
+bool sessions_json_body(struct http_request *r)
+{
+    if (json_media_type(http_header(r, "Content-Type")))
+        return true;
+    http_send_error(r, 415, "the body must be application/json");
+    return false;
 }
 
 void sessions_login(struct http_request *r)
 {
-    char address[64];
-    http_client_address(r, address, sizeof address);
-    if (!ratelimit_check(r, RATELIMIT_LOGIN, address, strlen(address)))
+    if (!sessions_json_body(r) || !auth_check_same_origin(r) || !login_limit_check_address(r))
         return;
     struct json_object *body = mgmt_body_object(r);
     if (body == NULL)
@@ -155,6 +201,8 @@ void sessions_login(struct http_request *r)
     struct login *l = NULL;
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
+    } else if (!login_limit_check_account(r, email)) {
+        validate_free(&v);
     } else if ((l = calloc(1, sizeof *l)) == NULL) {
         validate_free(&v);
         http_send_error(r, 500, "out of memory");
@@ -182,6 +230,8 @@ static void on_logout(PGresult *res, const char *error, void *arg)
 void sessions_logout(struct http_request *r)
 {
     char cookie[TOKEN_MAX_LEN];
+    if (auth_session_cookie(r, cookie, sizeof cookie) && !auth_check_same_origin(r))
+        return;
     http_add_header(r, "Set-Cookie", "ensign_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
     if (!auth_session_cookie(r, cookie, sizeof cookie) ||
         !token_well_formed(cookie, TOKEN_PREFIX_SESSION)) {

@@ -125,8 +125,9 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_WAITLIST] = {"waitlist", CONFIG_OPENCLOSED, "open", 0, 0, true,
                       "Whether the waitlist accepts submissions: open or closed."},
     [KEY_RATELIMIT_LOGIN] = {"ratelimit_login", CONFIG_INT, "10", 0, RATE_MAX, true,
-                             "Session login attempts allowed per minute per client address; "
-                             "0 disables the limit."},
+                             "Session login attempts allowed per minute per client address "
+                             "(IPv6: per /64) and, separately, per account; 0 disables the "
+                             "limit."},
     [KEY_TRUSTED_PROXIES] = {"trusted_proxies", CONFIG_STRING, "", 0, 0, true,
                              "Space-separated addresses of reverse proxies whose "
                              "X-Forwarded-For header names the client; empty trusts none."},

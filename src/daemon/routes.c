@@ -25,6 +25,7 @@
 #include "invitations.h"
 #include "notifications.h"
 #include "org_members.h"
+#include "password_change.h"
 #include "orgs.h"
 #include "project_members.h"
 #include "projects.h"
@@ -199,6 +200,9 @@ static const struct route route_table[] = {
      schema_acc_login, schema_acc_session, 200},
     {METHOD_DELETE, "/v1/session", sessions_logout, "Log out: ends the cookie's session",
      ROUTE_AUTH_NONE, NULL, schema_acc_ack, 200},
+    {METHOD_PUT, "/v1/session/password", password_change_put,
+     "Change the caller's password {current, new}; ends the user's other sessions",
+     ROUTE_AUTH_TOKEN_OR_COOKIE, schema_acc_password_change, schema_acc_ack, 200},
     ACC_LIST("/me/tokens", tokens_list, "List the caller's personal access tokens",
              schema_acc_token_list),
     ACC(POST, "/me/tokens", tokens_create,

@@ -23,6 +23,10 @@
  * and its batch of usage counts, moved to shared memory every
  * USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
  *
+ * Password checks and hashes (scrypt, tens of milliseconds each) run on
+ * the worker's helper threads (password_pool.h), never on its loop; the
+ * threads are joined at exit before the HTTP server goes.
+ *
  * A timer beats the worker's heartbeat in shared memory (heartbeat.h);
  * the master kills a worker whose loop stops turning.
  *
@@ -58,6 +62,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ofrep.h"
+#include "password_pool.h"
 #include "proctitle.h"
 #include "query_method.h"
 #include "routes.h"
@@ -66,6 +71,7 @@
 #include "server.h"
 #include "streams.h"
 #include "usage_batch.h"
+#include "work_pool.h"
 
 #define WORKER_MAX_SOCKETS 256
 #define DRAIN_POLL_MS 20
@@ -278,6 +284,10 @@ static void teardown(struct worker_runtime *rt)
         event_free(rt->access_log_timer);
     flush_usage(-1, 0, &rt->w);
     usage_batch_free(rt->w.usage_batch);
+    /* Joins the scrypt threads; what they had not handed back is answered
+     * 503 now, while the connections still exist. */
+    work_pool_free(rt->w.passwords);
+    rt->w.passwords = NULL;
     streams_close_all(rt->w.streams);
     intake_forget_listeners(); /* evhttp_free frees them before the connections */
     if (rt->w.http != NULL)
@@ -385,6 +395,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
         start_heartbeat(rt);
         rt->w.streams = streams_hub_new(&rt->w);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
+        rt->w.passwords = password_pool_new(rt->w.base); /* NULL: logins answer 503 */
         if (rt->w.metrics != NULL)
             db_count_errors(rt->w.db, &rt->w.metrics->database_errors);
         log_debug("serving on %zu sockets", nfds);

@@ -14,6 +14,11 @@
  * does not authenticate is answered here and its callback never runs; the
  * callback runs with the identity on the stack, valid only during the call.
  *
+ * Owns the one Origin check of the browser surface (auth_same_origin):
+ * the login route calls it, and every request authenticated by the
+ * session cookie with an unsafe method passes it here, before the
+ * session is looked up (dashboard.md "Signing in and safety").
+ *
  * Called by management handlers through auth_access_token.
  */
 #include "auth.h"
@@ -21,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "config.h"
 #include "db.h"
 #include "http.h"
 #include "log.h"
@@ -268,6 +275,45 @@ void auth_internal(struct http_request *r, auth_cb cb, void *arg)
            (struct auth_request){.r = r, .cb = cb, .arg = arg, .internal = true});
 }
 
+/* ---- the Origin check ---- */
+
+/* scheme://Host of r: https with session_cookie_secure = 1 or when a proxy
+ * says X-Forwarded-Proto: https (a header a cross-site browser request
+ * cannot carry without a preflight), else http. False without a Host. */
+static bool own_origin(const struct http_request *r, char *out, size_t outlen)
+{
+    const char *host = http_header(r, "Host");
+    const char *proto = http_header(r, "X-Forwarded-Proto");
+    bool https =
+        (r->server != NULL && r->server->cfg != NULL && r->server->cfg->session_cookie_secure) ||
+        (proto != NULL && strncasecmp(proto, "https", 5) == 0 &&
+         (proto[5] == '\0' || proto[5] == ',' || proto[5] == ' '));
+    if (host == NULL || host[0] == '\0')
+        return false;
+    int n = snprintf(out, outlen, "%s://%s", https ? "https" : "http", host);
+    return n > 0 && (size_t)n < outlen;
+}
+
+bool auth_same_origin(const struct http_request *r)
+{
+    const char *site = http_header(r, "Sec-Fetch-Site");
+    const char *origin = http_header(r, "Origin");
+    if (site == NULL && origin == NULL)
+        return true; /* not a browser (curl, an SDK, a script) */
+    if (site != NULL && strcasecmp(site, "same-origin") == 0)
+        return true;
+    char own[300];
+    return origin != NULL && own_origin(r, own, sizeof own) && strcasecmp(origin, own) == 0;
+}
+
+bool auth_check_same_origin(struct http_request *r)
+{
+    if (auth_same_origin(r))
+        return true;
+    http_send_error(r, 403, "cross-origin request refused: Origin is not this server's");
+    return false;
+}
+
 /* ---- session cookie ---- */
 
 bool auth_session_cookie(const struct http_request *r, char *out, size_t outlen)
@@ -299,6 +345,9 @@ void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg)
             auth_send_unauthorized(r, "invalid or expired session");
             return;
         }
+        bool safe = (r->method & (METHOD_GET | METHOD_HEAD | METHOD_OPTIONS | METHOD_QUERY)) != 0;
+        if (!safe && !auth_check_same_origin(r))
+            return;
         token_digest_hex(cookie, strlen(cookie), digest);
         const char *params[] = {digest};
         init.via_cookie = true;

@@ -114,15 +114,31 @@ void auth_identity_from_row(struct identity *who, const PGresult *res);
 void auth_internal(struct http_request *r, auth_cb cb, void *arg);
 
 /*
- * Authenticates GET /v1/me and GET /me: the bearer access token when there
+ * Authenticates the routes a browser session may call (GET /v1/me, GET
+ * /me, PUT /v1/session/password): the bearer access token when there
  * is an Authorization header, else the ensign_session cookie (a session
  * of sessions, by SHA-256 digest, not expired, of a user not deleted),
  * which acts as its user with every scope; *via_cookie tells which. The
- * same failures as auth_access_token.
+ * same failures as auth_access_token, and 403 for a cookie with an unsafe
+ * method (not GET, HEAD, OPTIONS or QUERY) that fails auth_same_origin.
  */
 typedef void (*auth_either_cb)(struct http_request *r, const struct identity *who, bool via_cookie,
                                void *arg);
 void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg);
+
+/*
+ * The Origin check of the browser surface (dashboard.md "Signing in and
+ * safety"), the one place it is made: true when r carries Sec-Fetch-Site:
+ * same-origin, or an Origin equal to the server's own (scheme://Host of r,
+ * the scheme https with session_cookie_secure = 1 or X-Forwarded-Proto:
+ * https, else http), or neither header (not a browser). False for a
+ * foreign Origin, Origin "null", Sec-Fetch-Site cross-site, same-site or
+ * none without the own Origin.
+ */
+bool auth_same_origin(const struct http_request *r);
+
+/* auth_same_origin, answering 403 (and returning false) when it fails. */
+bool auth_check_same_origin(struct http_request *r);
 
 /* The value of the ensign_session cookie of r copied into out, or false. */
 bool auth_session_cookie(const struct http_request *r, char *out, size_t outlen);

@@ -3,7 +3,8 @@
  * text form ("$s1$...") as stored in users.password_hash.
  *
  * Slow on purpose (about 16 MiB and tens of milliseconds per call): used by
- * ensignctl and the session login route only, never on the evaluation path.
+ * ensignctl directly and by ensignd only through password_pool.h, on a
+ * helper thread, never on a worker's event loop.
  */
 #ifndef ENSIGN_PASSWORD_H
 #define ENSIGN_PASSWORD_H
@@ -13,7 +14,14 @@
 
 #define PASSWORD_HASH_MAX 128 /* MCF string plus NUL */
 #define PASSWORD_MIN_LEN 8
-#define PASSWORD_MAX_LEN 1024
+#define PASSWORD_MAX_LEN 1024 /* characters (the API's rule); ensignctl counts bytes */
+#define PASSWORD_MAX_BYTES (4 * PASSWORD_MAX_LEN) /* UTF-8: four bytes a character at most */
+
+/* A valid hash of a password no one has (same parameters as password_hash):
+ * an unknown email is checked against it, so it costs the same scrypt. */
+#define PASSWORD_DUMMY_HASH                                                                        \
+    "$s1$0e0801$UxA1J3hGM+NsxOfpmTH58w==$KnIYQrXkIlTWT+mnRFuH1Wy5XrDDU9E3UrfjMwSiPfyszksAGhwx9ruV" \
+    "1wBilHuCbFlDPL5PARjbvaQX3JXLeQ=="
 
 /* Writes the MCF hash of password (fresh random salt) into out. 0 or -1. */
 int password_hash(const char *password, char out[PASSWORD_HASH_MAX]);

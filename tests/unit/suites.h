@@ -36,5 +36,7 @@ Suite *suite_event_memory(void);
 Suite *suite_head_format(void);
 Suite *suite_early_write(void);
 Suite *suite_pgtime(void);
+Suite *suite_work_pool(void);
+Suite *suite_login_limit(void);
 
 #endif
