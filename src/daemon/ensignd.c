@@ -18,6 +18,7 @@
 #include "config.h"
 #include "event_memory.h"
 #include "head_format.h"
+#include "libevent_replacements.h"
 #include "log.h"
 #include "master.h"
 #include "proctitle.h"
@@ -115,7 +116,13 @@ int main(int argc, char **argv)
         config_free(&cfg);
     } else {
         log_set_level((enum log_level)cfg.log_level);
-        status = master_run(path_copy, &cfg);
+        if (libevent_replacements_prove(err, sizeof err) != 0) {
+            log_error("%s", err); /* before any worker: the defences are not there */
+            config_free(&cfg);
+            status = EXIT_FAILURE;
+        } else {
+            status = master_run(path_copy, &cfg);
+        }
     }
     return status;
 }

@@ -28,6 +28,7 @@
 #include <strings.h>
 
 #include "query_method.h"
+#include "libevent_replacements.h"
 
 static const struct {
     const char *name;
@@ -87,6 +88,7 @@ static signed char fold(char c)
 
 int evutil_ascii_strcasecmp(const char *str1, const char *str2)
 {
+    libevent_replacement_reached(REPLACEMENT_EVUTIL_ASCII_STRCASECMP);
     for (;; str1++, str2++) {
         signed char x = (signed char)*str1, y = (signed char)*str2;
         if (x != y) {

@@ -58,6 +58,7 @@
 #include <strings.h>
 
 #include "answer.h"
+#include "libevent_replacements.h"
 #include "config.h"
 #include "early_write.h"
 #include "intake.h"
@@ -844,6 +845,7 @@ static bool headers_were_too_large(struct evhttp_request *req)
 void evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 {
     (void)reason;
+    libevent_replacement_reached(REPLACEMENT_EVHTTP_SEND_ERROR);
     if (error == 413 && req->chunked && intake_chunk_size_malformed())
         error = 400;
     if (error == 400 && req->uri == NULL && intake_head_too_long(req) != 0)
