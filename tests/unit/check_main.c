@@ -36,6 +36,7 @@ int main(void)
     srunner_add_suite(runner, suite_head_format());
     srunner_add_suite(runner, suite_early_write());
     srunner_add_suite(runner, suite_pgtime());
+    srunner_add_suite(runner, suite_intake());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

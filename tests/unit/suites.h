@@ -34,5 +34,6 @@ Suite *suite_event_memory(void);
 Suite *suite_head_format(void);
 Suite *suite_early_write(void);
 Suite *suite_pgtime(void);
+Suite *suite_intake(void);
 
 #endif
