@@ -278,13 +278,12 @@ static bool within_rate_limit(struct call *c, const char *digest)
 #define OFREP_MAX_BODY_MEMBERS 1024
 
 /* What json_guard refuses, as this surface's error codes (decisions.md
- * sections 3 and 9): text that is not UTF-8 is PARSE_ERROR, content no
- * context may hold is INVALID_CONTEXT. */
+ * sections 3 and 9): text that is not JSON (not UTF-8, a NUL byte) is
+ * PARSE_ERROR, content no context may hold is INVALID_CONTEXT. */
 static enum ofrep_body_status guard_status(enum json_guard_verdict verdict, const char **detail)
 {
     *detail = json_guard_message(verdict);
-    return verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE ||
-                   verdict == JSON_GUARD_DUPLICATE_KEY
+    return json_guard_not_json(verdict) || verdict == JSON_GUARD_DUPLICATE_KEY
                ? OFREP_BODY_PARSE_ERROR
                : OFREP_BODY_INVALID_CONTEXT;
 }

@@ -212,7 +212,7 @@ enum json_guard_verdict json_guard_scan(const char *text, size_t len, size_t max
         }
         unsigned char c = u[i];
         if (c == 0)
-            return JSON_GUARD_NUL;
+            return JSON_GUARD_NUL_BYTE;
         if (c >= 0x80) {
             size_t n = utf8_sequence(u + i, len - i);
             if (n == 0)
@@ -277,6 +277,12 @@ bool json_guard_members_kept(struct json_object *root, size_t members_in_text)
     return count_members(root) == members_in_text;
 }
 
+bool json_guard_not_json(enum json_guard_verdict verdict)
+{
+    return verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE ||
+           verdict == JSON_GUARD_NUL_BYTE;
+}
+
 const char *json_guard_message(enum json_guard_verdict verdict)
 {
     switch (verdict) {
@@ -288,6 +294,8 @@ const char *json_guard_message(enum json_guard_verdict verdict)
         return "the request body holds an unpaired surrogate escape";
     case JSON_GUARD_NUL:
         return "strings must not contain the NUL character (\\u0000)";
+    case JSON_GUARD_NUL_BYTE:
+        return "the request body is not valid JSON (a NUL byte)";
     case JSON_GUARD_NUMBER_RANGE:
         return "a number is out of range (integers must fit in 64 bits)";
     case JSON_GUARD_TOO_MANY:

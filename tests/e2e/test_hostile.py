@@ -112,12 +112,45 @@ class HostileInputTest(FlagTestCase):
         "comment": (b'{"slug": "c", /* note */ "context": {}}', 400, "PARSE_ERROR"),
         "trailing comma": (b'{"slug": "t", "context": {"a": 1,},}', 400, "PARSE_ERROR"),
         "upper-case literal": (b'{"slug": "u", "context": {"a": TRUE}}', 400, "PARSE_ERROR"),
+        # raw NUL bytes are no JSON at all: a parse error, not the 422 of a
+        # "\u0000" that JSON can carry but no field may hold (issue 21)
+        "raw bytes": (b"\x00\x01", 400, "PARSE_ERROR"),
+        "raw NUL in a string": (b'{"slug": "a\x00b", "context": {"a": "x\x00y"}}', 400,
+                                "PARSE_ERROR"),
+        "raw NUL after the body": (b'{"slug": "z", "context": {}}\x00', 400, "PARSE_ERROR"),
     }
+
+    def assertGuardError(self, response, status):
+        """The first document's envelope; a 422 of the JSON check names the
+        body in errors (flags-and-evaluation-api.md: errors on a 422)."""
+        self.assertEqual(response.status, status, response)
+        self.assertJsonContentType(response)
+        body = response.json
+        self.assertEqual(body["status"], status)
+        if status == 422:
+            self.assertEqual(set(body), {"message", "status", "errors"}, body)
+            self.assertEqual(body["errors"], {"body": [body["message"]]}, body)
+        else:
+            self.assertEqual(set(body), {"message", "status"}, body)
+        return body
 
     def test_json_bodies_on_v1(self):
         for name, (raw, status, _) in self.BODIES.items():
             with self.subTest(name):
-                self.assertV1Error(self.post_v1(raw), status)
+                self.assertGuardError(self.post_v1(raw), status)
+
+    def test_json_bodies_on_the_account_routes(self):
+        for name, (raw, status, _) in self.BODIES.items():
+            with self.subTest(name):
+                response = self.server.request("POST", "/orgs", body=raw, headers={
+                    "Authorization": f"Bearer {self.tokens['member']}",
+                    "Content-Type": "application/json"})
+                self.assertProblem(response, status)
+                if status == 422:
+                    self.assertEqual(response.json["errors"],
+                                     {"body": [response.json["detail"]]}, response.json)
+                else:
+                    self.assertNotIn("NUL character", response.json["detail"])
 
     def test_json_bodies_on_ofrep(self):
         for name, (raw, _, code) in self.BODIES.items():

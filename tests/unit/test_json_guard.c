@@ -43,7 +43,12 @@ START_TEST(refuses_what_json_c_accepts)
     ck_assert_int_eq(scan("{\"slug\\u0000x\": 1}", 0), JSON_GUARD_NUL);
     ck_assert_int_eq(scan("{\"a\": \"nul-demo\\u0000<script>\"}", 0), JSON_GUARD_NUL);
     size_t members;
-    ck_assert_int_eq(json_guard_scan("{\"a\": \"x\0\"}", 10, 0, &members), JSON_GUARD_NUL);
+    ck_assert_int_eq(json_guard_scan("{\"a\": \"x\0\"}", 10, 0, &members), JSON_GUARD_NUL_BYTE);
+    ck_assert_int_eq(json_guard_scan("\0\1", 2, 0, &members), JSON_GUARD_NUL_BYTE);
+    ck_assert(json_guard_not_json(JSON_GUARD_NUL_BYTE));
+    ck_assert(json_guard_not_json(JSON_GUARD_BAD_UTF8));
+    ck_assert(!json_guard_not_json(JSON_GUARD_NUL));
+    ck_assert(!json_guard_not_json(JSON_GUARD_NUMBER_RANGE));
     ck_assert_int_eq(scan("123456789012345678901234567890", 0), JSON_GUARD_NUMBER_RANGE);
     ck_assert_int_eq(scan("[9223372036854775808]", 0), JSON_GUARD_NUMBER_RANGE);
     ck_assert_int_eq(scan("[-9223372036854775809]", 0), JSON_GUARD_NUMBER_RANGE);
