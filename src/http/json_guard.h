@@ -35,13 +35,14 @@ struct json_object;
 
 enum json_guard_verdict {
     JSON_GUARD_OK,
-    JSON_GUARD_BAD_UTF8,       /* bytes that are not UTF-8 */
-    JSON_GUARD_LONE_SURROGATE, /* \ud800-\udfff escape without its pair */
-    JSON_GUARD_NUL,            /* \u0000 escape: JSON, but no field may hold it */
-    JSON_GUARD_NUL_BYTE,       /* a raw NUL byte: not JSON at all (a parse error) */
-    JSON_GUARD_NUMBER_RANGE,   /* integer beyond int64, or a double overflow */
-    JSON_GUARD_TOO_MANY,       /* more object members than the caller allows */
-    JSON_GUARD_DUPLICATE_KEY,  /* from json_guard_members_kept */
+    JSON_GUARD_BAD_UTF8,          /* bytes that are not UTF-8 */
+    JSON_GUARD_LONE_SURROGATE,    /* \ud800-\udfff escape without its pair */
+    JSON_GUARD_NUL,               /* \u0000 escape: JSON, but no field may hold it */
+    JSON_GUARD_NUL_BYTE,          /* a raw NUL byte: not JSON at all (a parse error) */
+    JSON_GUARD_NUMBER_RANGE,      /* integer beyond int64, or a double overflow */
+    JSON_GUARD_TOO_MANY,          /* more object members than the caller allows */
+    JSON_GUARD_TOO_MANY_ELEMENTS, /* more array elements than the caller allows */
+    JSON_GUARD_DUPLICATE_KEY,     /* from json_guard_members_kept */
 };
 
 /*
@@ -52,6 +53,17 @@ enum json_guard_verdict {
  */
 enum json_guard_verdict json_guard_scan(const char *text, size_t len, size_t max_members,
                                         size_t *members);
+
+/*
+ * json_guard_scan, also bounding the array elements of the text, all
+ * arrays together: more than max_elements (0: no bound) stops the scan
+ * with JSON_GUARD_TOO_MANY_ELEMENTS. Elements are told from members by the
+ * container they are in, tracked JSON_GUARD_TRACKED_DEPTH levels deep
+ * (deeper text is refused by the parser's own depth bound).
+ */
+#define JSON_GUARD_TRACKED_DEPTH 64
+enum json_guard_verdict json_guard_scan_bounded(const char *text, size_t len, size_t max_members,
+                                                size_t max_elements, size_t *members);
 
 /* True when the parsed tree holds as many object members as the text had
  * (no duplicate names). Recursion is bounded by the parser's depth. */

@@ -209,6 +209,28 @@ class HostileInputTest(FlagTestCase):
         context = {f"attr{i:03d}": "vv" for i in range(500)}
         self.assertEqual(self.post_ofrep(json.dumps({"context": context}).encode()).status, 200)
 
+    def test_context_arrays_are_capped(self):
+        """At most 1024 array elements in a body, all arrays together
+        (doc/choices.md): a 450,000-element array is refused before it is
+        parsed, on the quick path (plain integers) and on json-c's path
+        (doubles), single and bulk."""
+        for first in ("0", "0.5"):  # a double makes the quick parse decline
+            raw = ('{"context": {"targetingKey": "u", "ids": [%s,%s]}}'
+                   % (first, ",".join(["0"] * 449999))).encode()
+            self.assertLess(len(raw), 1048576)
+            for path in (EVAL, EVAL + "/kept-flag"):
+                with self.subTest(first=first, path=path):
+                    started = time.monotonic()
+                    body = self.assertOfrepError(self.post_ofrep(raw, path), 400,
+                                                 "INVALID_CONTEXT")
+                    self.assertLess(time.monotonic() - started, 1.0)
+                    self.assertIn("array elements", body["errorDetails"])
+        at_cap = {"targetingKey": "u", "ids": list(range(1000)), "tags": ["t"] * 24}
+        self.assertEqual(self.post_ofrep(json.dumps({"context": at_cap}).encode()).status, 200)
+        at_cap["tags"].append("one too many")
+        self.assertOfrepError(self.post_ofrep(json.dumps({"context": at_cap}).encode()), 400,
+                              "INVALID_CONTEXT")
+
     # --- paths ---------------------------------------------------------------
 
     def test_paths(self):

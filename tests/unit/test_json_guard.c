@@ -102,6 +102,37 @@ START_TEST(duplicate_names_are_found)
 }
 END_TEST
 
+static enum json_guard_verdict scan_elements(const char *text, size_t max_elements)
+{
+    size_t members;
+    return json_guard_scan_bounded(text, strlen(text), 0, max_elements, &members);
+}
+
+START_TEST(array_elements_are_bounded)
+{
+    ck_assert_int_eq(scan_elements("[1, 2, 3]", 3), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[1, 2, 3]", 2), JSON_GUARD_TOO_MANY_ELEMENTS);
+    ck_assert_int_eq(scan_elements("[ ]", 1), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[[]]", 1), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[[], []]", 2), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[[], []]", 1), JSON_GUARD_TOO_MANY_ELEMENTS);
+    /* commas of objects and inside strings are no elements */
+    ck_assert_int_eq(scan_elements("{\"a\": 1, \"b\": 2, \"c\": \"[1,2,3]\"}", 1), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[{\"a\": 1, \"b\": 2}, \"x,y\"]", 2), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("{\"a\": [\"x\", \"y\"], \"b\": [1]}", 3), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("{\"a\": [\"x\", \"y\"], \"b\": [1]}", 2),
+                     JSON_GUARD_TOO_MANY_ELEMENTS);
+    ck_assert_int_eq(scan_elements("[1, 2, 3]", 0), JSON_GUARD_OK); /* 0: no bound */
+    char deep[2 * 1000 + 1]; /* too deep is the parser's verdict, not too many */
+    memset(deep, '[', 1000);
+    memset(deep + 1000, ']', 1000);
+    deep[2000] = '\0';
+    ck_assert_int_eq(scan_elements(deep, 100), JSON_GUARD_OK);
+    ck_assert_str_eq(json_guard_message(JSON_GUARD_TOO_MANY_ELEMENTS),
+                     "the request body has too many array elements");
+}
+END_TEST
+
 START_TEST(utf8_cut_keeps_characters_whole)
 {
     ck_assert_uint_eq(json_guard_utf8_cut("abc", 120), 3);
@@ -169,6 +200,7 @@ Suite *suite_json_guard(void)
     tcase_add_test(tc, refuses_what_json_c_accepts);
     tcase_add_test(tc, duplicate_names_are_found);
     tcase_add_test(tc, utf8_cut_keeps_characters_whole);
+    tcase_add_test(tc, array_elements_are_bounded);
     tcase_add_test(tc, framing_rules);
     suite_add_tcase(s, tc);
     return s;
