@@ -20,6 +20,8 @@
  *    libevent's own definition, only when the second changes; with a time
  *    it is libevent's call as it is.
  * tests/unit/test_head_format.c checks both against libevent's output.
+ * Both are listed in libevent_replacements.c and proven in effect at
+ * start-up.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */

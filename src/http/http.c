@@ -31,7 +31,9 @@
  * oversized headers or body) with an HTML page from evhttp_send_error().
  * Ensign defines evhttp_send_error() (see the end of this file): libevent
  * calls it through its PLT, so the executable's definition takes its
- * place and those answers become JSON too. tests/e2e checks this.
+ * place and those answers become JSON too. tests/e2e checks this; the
+ * start-up proof (libevent_replacements.c, which lists every replacement)
+ * refuses to start when libevent does not call it.
  *
  * Internal requests (http_internal_request) go through the same router
  * and handlers; only the last step differs: send_raw and

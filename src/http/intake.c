@@ -6,7 +6,9 @@
  * does the same with evhttp_send_error). The definitions below call
  * libevent's own through dlsym(RTLD_NEXT) and add the guard's work before
  * or after it. They act only on requests of the evhttp that intake_start
- * was given; any other caller gets libevent's behaviour unchanged.
+ * was given; any other caller gets libevent's behaviour unchanged. Every
+ * replacement is listed in libevent_replacements.c, marks itself reached,
+ * and is proven in effect at start-up.
  * libevent 2.1's head parsers return 1 (all data read), 0 (more data
  * expected) or a negative error, the values used here.
  *
