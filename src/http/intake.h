@@ -16,7 +16,7 @@
  *    Content-Length values, a Transfer-Encoding other than chunked,
  *    Transfer-Encoding with Content-Length), a missing or repeated Host on
  *    HTTP/1.1, NUL bytes in the head, a field name that is not a token
- *    ("Content-Length : 5"), a control character in a field value, a
+ *    ("Content-Length : 5"), a bare CR in a field value, a
  *    Content-Length that is not 1*DIGIT ("+5") and a Host value with
  *    characters no host has ("a b") are answered 400 and closed, without
  *    reading a body that could smuggle a second request; a field value's

@@ -377,6 +377,7 @@ class HostileInputTest(FlagTestCase):
             "tab before the colon": b"Content-Length\t: %d\r\n" % n,
             "space inside a name": b"X Forwarded: a\r\nContent-Length: 0\r\n",
             "separator in a name": b"X(a): 1\r\n",
+            "bare CR in a value": b"X-A: a\rb\r\n",
             "TE with a space, then CL": b"Transfer-Encoding : chunked\r\nContent-Length: %d\r\n" % n,
         }
         for name, fields in heads.items():
