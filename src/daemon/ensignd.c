@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "build_config.h"
@@ -116,11 +117,18 @@ int main(int argc, char **argv)
         config_free(&cfg);
     } else {
         log_set_level((enum log_level)cfg.log_level);
-        if (libevent_replacements_prove(err, sizeof err) != 0) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int proven = libevent_replacements_prove(err, sizeof err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (proven != 0) {
             log_error("%s", err); /* before any worker: the defences are not there */
             config_free(&cfg);
             status = EXIT_FAILURE;
         } else {
+            log_debug("libevent replacements proven in effect in %lld us",
+                      (long long)(t1.tv_sec - t0.tv_sec) * 1000000 +
+                          (t1.tv_nsec - t0.tv_nsec) / 1000);
             status = master_run(path_copy, &cfg);
         }
     }

@@ -81,11 +81,11 @@
  *
  *  evutil_date_rfc1123 (head_format.c)
  *    Replaces: the Date header's snprintf per answer by the text of the
- *    current second, cached. Kept for speed (same measurement). Public
- *    API alternative considered: adding Date ourselves so that
- *    evhttp_maybe_add_date_header skips it costs a header lookup and an
- *    insert per answer, more than it saves. Relies on: evhttp calling it
- *    with tm == NULL for "now".
+ *    current second, cached. Kept for speed (same measurement). The
+ *    public-API alternative, a Date header added by ensignd so that
+ *    evhttp_maybe_add_date_header skips its own, would still cost a header
+ *    insert and a lookup per answer (not measured). Relies on: evhttp
+ *    calling it with tm == NULL for "now".
  *
  *  evutil_ascii_strcasecmp (header_index.c)
  *    Replaces: libevent's per-character compare with one that folds only
