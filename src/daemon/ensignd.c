@@ -66,21 +66,6 @@ static int check_state_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
-/* The start-up proof of libevent_replacements.h, timed: 0, or -1 with err.
- * Run by -t too (ExecStartPre and ExecReload), so a libevent that bypasses
- * the replacements is named before a start is attempted. */
-static int prove_replacements(char *err, size_t errlen)
-{
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int proven = libevent_replacements_prove(err, errlen);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (proven == 0)
-        log_debug("libevent replacements proven in effect in %lld us",
-                  (long long)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
-    return proven;
-}
-
 int main(int argc, char **argv)
 {
     event_memory_install(); /* before any libevent call (event_memory.h) */
@@ -125,22 +110,25 @@ int main(int argc, char **argv)
         status = EXIT_FAILURE;
     } else if (check_only) {
         status = check_state_dir(cfg.state_dir, err, sizeof err) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-        if (status == EXIT_SUCCESS && prove_replacements(err, sizeof err) != 0) {
-            fprintf(stderr, "ensignd: %s\n", err); /* the binary, not the file */
-            status = EXIT_FAILURE;
-        } else if (status == EXIT_SUCCESS) {
+        if (status == EXIT_SUCCESS)
             printf("configuration OK\n");
-        } else {
+        else
             fprintf(stderr, "ensignd: %s: %s\n", path_copy, err);
-        }
         config_free(&cfg);
     } else {
         log_set_level((enum log_level)cfg.log_level);
-        if (prove_replacements(err, sizeof err) != 0) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int proven = libevent_replacements_prove(err, sizeof err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (proven != 0) {
             log_error("%s", err); /* before any worker: the defences are not there */
             config_free(&cfg);
             status = EXIT_FAILURE;
         } else {
+            log_debug("libevent replacements proven in effect in %lld us",
+                      (long long)(t1.tv_sec - t0.tv_sec) * 1000000 +
+                          (t1.tv_nsec - t0.tv_nsec) / 1000);
             status = master_run(path_copy, &cfg);
         }
     }
