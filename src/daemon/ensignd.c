@@ -16,12 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "build_config.h"
 #include "config.h"
 #include "event_memory.h"
 #include "head_format.h"
+#include "libevent_replacements.h"
 #include "log.h"
 #include "master.h"
 #include "proctitle.h"
@@ -152,7 +154,20 @@ int main(int argc, char **argv)
         config_free(&cfg);
     } else {
         log_set_level((enum log_level)cfg.log_level);
-        status = master_run(path_copy, &cfg);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int proven = libevent_replacements_prove(err, sizeof err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (proven != 0) {
+            log_error("%s", err); /* before any worker: the defences are not there */
+            config_free(&cfg);
+            status = EXIT_FAILURE;
+        } else {
+            log_debug("libevent replacements proven in effect in %lld us",
+                      (long long)(t1.tv_sec - t0.tv_sec) * 1000000 +
+                          (t1.tv_nsec - t0.tv_nsec) / 1000);
+            status = master_run(path_copy, &cfg);
+        }
     }
     return status;
 }

@@ -20,11 +20,14 @@
  *    libevent's own definition, only when the second changes; with a time
  *    it is libevent's call as it is.
  * tests/unit/test_head_format.c checks both against libevent's output.
+ * Both are listed in libevent_replacements.c and proven in effect at
+ * start-up.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
 #endif
 #include "head_format.h"
+#include "libevent_replacements.h"
 
 #include <dlfcn.h>
 #include <event2/buffer.h>
@@ -115,6 +118,7 @@ int head_format_status_line(struct evbuffer *buf, int major, int minor, int code
 
 int evbuffer_add_printf(struct evbuffer *buf, const char *fmt, ...)
 {
+    libevent_replacement_reached(REPLACEMENT_EVBUFFER_ADD_PRINTF);
     va_list ap, untouched;
     va_start(ap, fmt);
     va_copy(untouched, ap);
@@ -161,6 +165,7 @@ int evutil_date_rfc1123(char *date, const size_t datelen, const struct tm *tm)
 {
     if (!head_format_prepare())
         abort(); /* a libevent without it: cannot happen (evhttp calls it) */
+    libevent_replacement_reached(REPLACEMENT_EVUTIL_DATE_RFC1123);
     date_fn original = libevent_date;
     if (tm != NULL)
         return original(date, datelen, tm);

@@ -16,7 +16,8 @@
  * Same result as libevent's: characters folded A-Z to a-z, compared as
  * (signed) char, -1, 0 or 1. What is faster: bytes that are equal as they
  * are need no folding, and the fold is inline. tests/unit/test_answer.c
- * checks it against libevent's definition.
+ * checks it against libevent's definition. Listed in
+ * libevent_replacements.c and proven in effect at start-up.
  */
 #include "header_index.h"
 
@@ -28,6 +29,7 @@
 #include <strings.h>
 
 #include "query_method.h"
+#include "libevent_replacements.h"
 
 static const struct {
     const char *name;
@@ -87,6 +89,7 @@ static signed char fold(char c)
 
 int evutil_ascii_strcasecmp(const char *str1, const char *str2)
 {
+    libevent_replacement_reached(REPLACEMENT_EVUTIL_ASCII_STRCASECMP);
     for (;; str1++, str2++) {
         signed char x = (signed char)*str1, y = (signed char)*str2;
         if (x != y) {

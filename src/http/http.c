@@ -32,7 +32,9 @@
  * oversized headers or body) with an HTML page from evhttp_send_error().
  * Ensign defines evhttp_send_error() (see the end of this file): libevent
  * calls it through its PLT, so the executable's definition takes its
- * place and those answers become JSON too. tests/e2e checks this.
+ * place and those answers become JSON too. tests/e2e checks this; the
+ * start-up proof (libevent_replacements.c, which lists every replacement)
+ * refuses to start when libevent does not call it.
  *
  * Internal requests (http_internal_request) go through the same router
  * and handlers; only the last step differs: send_raw and
@@ -60,6 +62,7 @@
 
 #include "access_log.h"
 #include "answer.h"
+#include "libevent_replacements.h"
 #include "config.h"
 #include "early_write.h"
 #include "intake.h"
@@ -129,19 +132,25 @@ const char *http_body(struct http_request *r, size_t *len)
     return (const char *)evbuffer_pullup(in, -1);
 }
 
-/* Answers what json_guard found: 400 for text that is not UTF-8 (on
- * /ofrep PARSE_ERROR), 422 for content no field may hold (on /ofrep
- * INVALID_CONTEXT). */
+/* Answers what json_guard found: 400 for text that is not JSON (not UTF-8,
+ * a NUL byte; on /ofrep PARSE_ERROR), 422 for content no field may hold
+ * (on /ofrep INVALID_CONTEXT), with the envelope's errors: the body as a
+ * whole, as validate.c names it. */
 static void send_guard_error(struct http_request *r, enum json_guard_verdict verdict)
 {
-    bool text = verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE;
+    bool text = json_guard_not_json(verdict);
     const char *message = json_guard_message(verdict);
-    if (r->surface == SURFACE_OFREP)
+    if (r->surface == SURFACE_OFREP) {
         http_send_eval_error(r, 400, NULL, text ? "PARSE_ERROR" : "INVALID_CONTEXT", message);
-    else if (text)
+    } else if (text) {
         http_send_error(r, 400, message);
-    else
-        http_send_validation_error(r, message, NULL);
+    } else {
+        struct json_object *errors = json_object_new_object();
+        struct json_object *list = json_object_new_array();
+        json_object_array_add(list, json_object_new_string(message));
+        json_object_object_add(errors, "body", list);
+        http_send_validation_error(r, message, errors);
+    }
 }
 
 bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_object **out)
@@ -848,6 +857,7 @@ static bool headers_were_too_large(struct evhttp_request *req)
 void evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 {
     (void)reason;
+    libevent_replacement_reached(REPLACEMENT_EVHTTP_SEND_ERROR);
     if (error == 413 && req->chunked && intake_chunk_size_malformed())
         error = 400;
     if (error == 400 && req->uri == NULL && intake_head_too_long(req) != 0)

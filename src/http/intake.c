@@ -6,7 +6,9 @@
  * does the same with evhttp_send_error). The definitions below call
  * libevent's own through dlsym(RTLD_NEXT) and add the guard's work before
  * or after it. They act only on requests of the evhttp that intake_start
- * was given; any other caller gets libevent's behaviour unchanged.
+ * was given; any other caller gets libevent's behaviour unchanged. Every
+ * replacement is listed in libevent_replacements.c, marks itself reached,
+ * and is proven in effect at start-up.
  * libevent 2.1's head parsers return 1 (all data read), 0 (more data
  * expected) or a negative error, the values used here.
  *
@@ -62,6 +64,7 @@
 #include <time.h>
 
 #include "accept_balance.h"
+#include "libevent_replacements.h"
 #include "log.h"
 #include "server.h"
 
@@ -446,6 +449,7 @@ struct evhttp_request *evhttp_request_new(void (*cb)(struct evhttp_request *, vo
     static request_new_fn real;
     if (real == NULL)
         real = (request_new_fn)original("evhttp_request_new");
+    libevent_replacement_reached(REPLACEMENT_EVHTTP_REQUEST_NEW);
     struct evhttp_request *req = real(cb, arg);
     if (req == NULL || intake.guards == NULL || arg != intake.w->http)
         return req;
@@ -470,6 +474,7 @@ void evhttp_request_free(struct evhttp_request *req)
     static request_free_fn real;
     if (real == NULL)
         real = (request_free_fn)original("evhttp_request_free");
+    libevent_replacement_reached(REPLACEMENT_EVHTTP_REQUEST_FREE);
     struct guard *g = guard_of(req);
     if (g != NULL) {
         event_del(g->deadline);
@@ -510,6 +515,7 @@ int evhttp_parse_firstline_(struct evhttp_request *req, struct evbuffer *buf)
     static parse_fn real;
     if (real == NULL)
         real = (parse_fn)original("evhttp_parse_firstline_");
+    libevent_replacement_reached(REPLACEMENT_EVHTTP_PARSE_FIRSTLINE);
     struct guard *g = guard_of(req);
     if (g != NULL && !g->armed && evbuffer_get_length(buf) > 0) {
         g->armed = true;
@@ -536,6 +542,20 @@ static bool nul_in_head(struct evbuffer *buf)
     return end.pos < 0 || nul.pos < end.pos;
 }
 
+/* Strips the optional white space (SP or HTAB, RFC 9110 section 5.6.3)
+ * that libevent leaves before a field value: it skips spaces only, so
+ * "Transfer-Encoding:<TAB>chunked" would not read as chunked. */
+static void strip_leading_ows(struct evkeyvalq *headers)
+{
+    struct evkeyval *kv;
+    TAILQ_FOREACH(kv, headers, next)
+    {
+        size_t skip = strspn(kv->value, " \t");
+        if (skip > 0)
+            memmove(kv->value, kv->value + skip, strlen(kv->value + skip) + 1);
+    }
+}
+
 /* Removes every header called name. */
 static void remove_all(struct evkeyvalq *headers, const char *name)
 {
@@ -549,6 +569,7 @@ int evhttp_parse_headers_(struct evhttp_request *req, struct evbuffer *buf)
     static parse_fn real;
     if (real == NULL)
         real = (parse_fn)original("evhttp_parse_headers_");
+    libevent_replacement_reached(REPLACEMENT_EVHTTP_PARSE_HEADERS);
     struct guard *g = guard_of(req);
     if (g != NULL && g->framing_error == NULL && nul_in_head(buf)) {
         g->framing_error = "a NUL byte in the request head";
@@ -559,6 +580,7 @@ int evhttp_parse_headers_(struct evhttp_request *req, struct evbuffer *buf)
         g->too_long_status = 431;
     if (g == NULL || status != PARSE_ALL_DATA_READ || req->kind != EVHTTP_REQUEST)
         return status;
+    strip_leading_ows(req->input_headers);
     if (g->framing_error == NULL)
         g->framing_error =
             intake_framing_check(req->input_headers, req->major, req->minor, &g->framing_status);
@@ -574,38 +596,62 @@ int evhttp_parse_headers_(struct evhttp_request *req, struct evbuffer *buf)
 
 /* ---- chunk sizes ----
  *
- * libevent 2.1 reads a chunk-size line with evutil_strtoll(line, &end, 16)
- * and accepts it only when the number ends the line or is followed by a
- * space, so the valid chunk extension "20;ext=1" is refused, and any
- * refusal is reported as a body too large (413). Chunk-size lines are the
- * only base-16 calls: here a line is checked by RFC 9112 section 7.1
- * (hex digits, optional white space, then ";" and an extension of
- * visible characters), a valid one is handed back as ending at its number,
- * and an invalid one returns -1, which libevent refuses, with
- * chunk_size_malformed set for evhttp_send_error to answer 400. The worker
- * is single-threaded and libevent reports the refusal before reading
- * anything else, so one flag suffices. */
+ * libevent 2.1 reads a chunk-size line with evbuffer_readln and then
+ * evutil_strtoll(line, &end, 16), and accepts it when the number ends the
+ * line or is followed by a space. strtoll also takes leading white space,
+ * a sign and a "0x" prefix, and the line is a C string, so "0x2", "+2",
+ * " 2" and "2<NUL>" all read as 2, while the valid chunk extension
+ * "20;ext=1" is refused; any refusal is reported as a body too large
+ * (413). Chunk-size lines are the only base-16 calls: here a line is
+ * checked by RFC 9112 section 7.1 (intake_chunk_size_line_ok), a valid
+ * one is handed back as ending at its number, and an invalid one returns
+ * -1, which libevent refuses, with chunk_size_malformed set for
+ * evhttp_send_error to answer 400. The line's length comes from the
+ * evbuffer_readln call that read it (the last line read), so a NUL inside
+ * it is seen. The worker is single-threaded and libevent reports the
+ * refusal before reading anything else, so one flag suffices. */
 
 static bool chunk_size_malformed;
+static const char *last_line; /* the line evbuffer_readln returned last */
+static size_t last_line_len;
 
 bool intake_chunk_size_malformed(void)
 {
     return chunk_size_malformed;
 }
 
-static bool chunk_size_line_ok(const char *line, const char *end)
+bool intake_chunk_size_line_ok(const char *line, size_t len)
 {
-    if (end == line)
+    size_t digits = strspn(line, "0123456789abcdefABCDEF");
+    if (digits == 0 || strlen(line) != len)
         return false;
-    end += strspn(end, " \t");
-    if (*end == '\0')
+    const char *rest = line + digits;
+    rest += strspn(rest, " \t");
+    if (*rest == '\0')
         return true;
-    if (*end != ';')
+    if (*rest != ';')
         return false;
-    for (const unsigned char *p = (const unsigned char *)end; *p != '\0'; p++)
+    for (const unsigned char *p = (const unsigned char *)rest; *p != '\0'; p++)
         if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
             return false;
     return true;
+}
+
+typedef char *(*readln_fn)(struct evbuffer *, size_t *, enum evbuffer_eol_style);
+
+char *evbuffer_readln(struct evbuffer *buffer, size_t *n_read_out, enum evbuffer_eol_style style)
+{
+    static readln_fn real;
+    if (real == NULL)
+        real = (readln_fn)original("evbuffer_readln");
+    libevent_replacement_reached(REPLACEMENT_EVBUFFER_READLN);
+    size_t n = 0;
+    char *line = real(buffer, &n, style);
+    last_line = line;
+    last_line_len = n;
+    if (n_read_out != NULL)
+        *n_read_out = n;
+    return line;
 }
 
 typedef ev_int64_t (*strtoll_fn)(const char *, char **, int);
@@ -615,6 +661,7 @@ ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
     static strtoll_fn real;
     if (real == NULL)
         real = (strtoll_fn)original("evutil_strtoll");
+    libevent_replacement_reached(REPLACEMENT_EVUTIL_STRTOLL);
     char *end = NULL;
     ev_int64_t value = real(s, &end, base);
     if (base != 16 || intake.guards == NULL) {
@@ -622,7 +669,8 @@ ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
             *endptr = end;
         return value;
     }
-    chunk_size_malformed = value < 0 || !chunk_size_line_ok(s, end);
+    size_t len = s == last_line ? last_line_len : strlen(s);
+    chunk_size_malformed = value < 0 || !intake_chunk_size_line_ok(s, len);
     if (endptr != NULL)
         *endptr = chunk_size_malformed ? end : (char *)"";
     return chunk_size_malformed ? -1 : value;
@@ -654,6 +702,65 @@ int intake_surface(struct evhttp_request *req)
 
 /* ---- the framing rules ---- */
 
+/* RFC 9110 section 5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" /
+ * "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
+ * (a table: every header name of every request goes through it) */
+#define TCHAR_PUNCT(c)                                                                             \
+    ((c) == '!' || (c) == '#' || (c) == '$' || (c) == '%' || (c) == '&' || (c) == '\'' ||          \
+     (c) == '*' || (c) == '+' || (c) == '-' || (c) == '.' || (c) == '^' || (c) == '_' ||           \
+     (c) == '`' || (c) == '|' || (c) == '~')
+#define TCHAR(c)                                                                                   \
+    (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') ||     \
+     TCHAR_PUNCT(c))
+
+static bool tchar_table[256];
+static bool tchar_table_ready;
+
+static void tchar_table_fill(void)
+{
+    for (int c = 0; c < 256; c++)
+        tchar_table[c] = TCHAR(c);
+    tchar_table_ready = true;
+}
+
+bool intake_token_ok(const char *name)
+{
+    if (!tchar_table_ready)
+        tchar_table_fill();
+    if (*name == '\0')
+        return false;
+    for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
+        if (!tchar_table[*p])
+            return false;
+    return true;
+}
+
+bool intake_digits_ok(const char *value)
+{
+    size_t n = strspn(value, "0123456789");
+    return n > 0 && value[n] == '\0';
+}
+
+/* RFC 9110 section 5.5: a recipient of CR, LF or NUL in a field value
+ * must reject the message (or replace them). libevent splits lines at LF
+ * and NUL is refused with the head (nul_in_head), so a bare CR is what can
+ * be left; other control characters are invalid but harmless, and every
+ * value of every request goes through this (strchr is vectorized). */
+static bool field_value_ok(const char *value)
+{
+    return strchr(value, '\r') == NULL;
+}
+
+bool intake_host_ok(const char *value)
+{
+    /* uri-host [ ":" port ] (RFC 9110 section 7.2): reg-name characters
+     * (unreserved, pct-encoded, sub-delims), an IP literal's brackets and
+     * colons; may be empty */
+    static const char allowed[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789-._~%!$&'()*+,;=:[]";
+    return value[strspn(value, allowed)] == '\0';
+}
+
 /* How often one header name occurs, its first value, and whether a later
  * value differs from it. */
 struct header_tally {
@@ -672,37 +779,54 @@ static void tally(struct header_tally *t, const char *value)
 
 #define NAME_IS(key, len, name) ((len) == sizeof(name) - 1 && strcasecmp((key), (name)) == 0)
 
-const char *intake_framing_check(const struct evkeyvalq *headers, int major, int minor, int *status)
+/* Counts the three framing headers; the first rule a field breaks, or NULL. */
+static const char *tally_fields(const struct evkeyvalq *headers, struct header_tally *length,
+                                struct header_tally *coding, struct header_tally *host)
 {
     /* one pass over the headers, names told apart by length first */
-    struct header_tally length = {0}, coding = {0}, host = {0};
     const struct evkeyval *kv;
     TAILQ_FOREACH(kv, headers, next)
     {
+        if (!intake_token_ok(kv->key))
+            return "a header field name that is not a token";
+        if (!field_value_ok(kv->value))
+            return "a CR in a header field value";
         size_t len = strlen(kv->key);
-        if (NAME_IS(kv->key, len, "Content-Length"))
-            tally(&length, kv->value);
-        else if (NAME_IS(kv->key, len, "Transfer-Encoding"))
-            tally(&coding, kv->value);
-        else if (NAME_IS(kv->key, len, "Host"))
-            tally(&host, kv->value);
+        if (NAME_IS(kv->key, len, "Content-Length")) {
+            if (!intake_digits_ok(kv->value))
+                return "a Content-Length that is not a decimal number";
+            tally(length, kv->value);
+        } else if (NAME_IS(kv->key, len, "Transfer-Encoding")) {
+            tally(coding, kv->value);
+        } else if (NAME_IS(kv->key, len, "Host")) {
+            if (!intake_host_ok(kv->value))
+                return "a Host header that is not a host";
+            tally(host, kv->value);
+        }
     }
-    size_t nlength = length.n, ncoding = coding.n, nhost = host.n;
-    bool lengths_differ = length.differ;
+    return NULL;
+}
+
+const char *intake_framing_check(const struct evkeyvalq *headers, int major, int minor, int *status)
+{
+    struct header_tally length = {0}, coding = {0}, host = {0};
     *status = 400;
     if (major != 1) {
         *status = 505;
         return "only HTTP/1.x is supported";
     }
-    if (lengths_differ)
+    const char *broken = tally_fields(headers, &length, &coding, &host);
+    if (broken != NULL)
+        return broken;
+    if (length.differ)
         return "conflicting Content-Length headers";
-    if (ncoding > 1 || (ncoding == 1 && strcasecmp(coding.first, "chunked") != 0))
+    if (coding.n > 1 || (coding.n == 1 && strcasecmp(coding.first, "chunked") != 0))
         return "the only transfer coding accepted is chunked";
-    if (ncoding > 0 && nlength > 0)
+    if (coding.n > 0 && length.n > 0)
         return "Transfer-Encoding and Content-Length together";
-    if (nhost > 1)
+    if (host.n > 1)
         return "more than one Host header";
-    if (nhost == 0 && minor >= 1)
+    if (host.n == 0 && minor >= 1)
         return "an HTTP/1.1 request needs a Host header";
     return NULL;
 }

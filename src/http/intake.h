@@ -15,14 +15,19 @@
  *  - framing that RFC 9112 section 6 makes unrecoverable (two different
  *    Content-Length values, a Transfer-Encoding other than chunked,
  *    Transfer-Encoding with Content-Length), a missing or repeated Host on
- *    HTTP/1.1 and NUL bytes in the head are answered 400 and closed, without
- *    reading a body that could smuggle a second request;
+ *    HTTP/1.1, NUL bytes in the head, a field name that is not a token
+ *    ("Content-Length : 5"), a bare CR in a field value, a
+ *    Content-Length that is not 1*DIGIT ("+5") and a Host value with
+ *    characters no host has ("a b") are answered 400 and closed, without
+ *    reading a body that could smuggle a second request; a field value's
+ *    leading HTAB is stripped as its leading spaces are;
  *  - the surface (/v1, /ofrep, the rest) is remembered from the request
  *    line, so the errors libevent raises itself answer the right body;
  *  - at max_connections_per_worker open connections the worker stops
  *    accepting (new clients wait in the kernel's queue) until one closes;
  *  - chunk-size lines are checked by RFC 9112 section 7.1: a chunk
- *    extension ("20;ext=1") is accepted, a malformed size is 400;
+ *    extension ("20;ext=1") is accepted, a malformed size ("0x2", "+2",
+ *    " 2", "2<NUL>") is 400;
  *  - with the node's accept balance joined (accept_balance.h), the worker
  *    accepts only while it holds no more connections than the least
  *    loaded sibling that accepts;
@@ -83,6 +88,20 @@ bool intake_chunk_size_malformed(void);
 
 /* The surface of req's request line, or -1 when it was never seen. */
 int intake_surface(struct evhttp_request *req);
+
+/* RFC 9110 section 5.6.2: name is 1*tchar. */
+bool intake_token_ok(const char *name);
+
+/* A Content-Length value: 1*DIGIT and nothing else (RFC 9110 section 8.6). */
+bool intake_digits_ok(const char *value);
+
+/* A Host value: uri-host [":" port] characters only, no white space. */
+bool intake_host_ok(const char *value);
+
+/* A chunk-size line of len bytes (RFC 9112 section 7.1): 1*HEXDIG, then
+ * the end or optional white space and ";" with an extension free of
+ * control characters; a NUL before len is malformed. */
+bool intake_chunk_size_line_ok(const char *line, size_t len);
 
 /*
  * The framing rules on a parsed head (pure): NULL when acceptable, else a

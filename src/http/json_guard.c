@@ -196,12 +196,59 @@ static size_t number_token(const char *text, size_t len, size_t i, enum json_gua
     return n > 0 ? n : 1;
 }
 
+/* The containers around the scan's position: one bit each (1: an array),
+ * JSON_GUARD_TRACKED_DEPTH deep; below that, depth is only counted. The
+ * elements of the arrays are counted as they start. */
+struct containers {
+    uint64_t arrays;
+    size_t depth;
+    bool array_opened; /* an array just opened: its first element, if any, is next */
+    size_t elements, max_elements;
+};
+
+static bool in_array(const struct containers *c)
+{
+    return c->depth > 0 && c->depth <= JSON_GUARD_TRACKED_DEPTH &&
+           (c->arrays >> (c->depth - 1) & 1) != 0;
+}
+
+/* Follows the structure at byte ch outside strings; false when one
+ * element too many starts. */
+static bool follow(struct containers *c, unsigned char ch)
+{
+    bool space = ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+    /* in_array is false below the tracked depth: text that deep is the
+     * parser's to refuse (too deep), not this count's */
+    bool starts =
+        (c->array_opened && ch != ']' && !space && in_array(c)) || (ch == ',' && in_array(c));
+    if (!space)
+        c->array_opened = false;
+    if (ch == '[' || ch == '{') {
+        if (c->depth < JSON_GUARD_TRACKED_DEPTH) {
+            uint64_t bit = (uint64_t)1 << c->depth;
+            c->arrays = ch == '[' ? c->arrays | bit : c->arrays & ~bit;
+        }
+        c->depth++;
+        c->array_opened = ch == '[';
+    } else if ((ch == ']' || ch == '}') && c->depth > 0) {
+        c->depth--;
+    }
+    return !(starts && ++c->elements > c->max_elements && c->max_elements > 0);
+}
+
 enum json_guard_verdict json_guard_scan(const char *text, size_t len, size_t max_members,
                                         size_t *members)
+{
+    return json_guard_scan_bounded(text, len, max_members, 0, members);
+}
+
+enum json_guard_verdict json_guard_scan_bounded(const char *text, size_t len, size_t max_members,
+                                                size_t max_elements, size_t *members)
 {
     enum json_guard_verdict verdict = JSON_GUARD_OK;
     const unsigned char *u = (const unsigned char *)text;
     bool in_string = false;
+    struct containers shape = {.max_elements = max_elements};
     *members = 0;
     for (size_t i = 0; i < len;) {
         if (in_string) { /* the plain run of a string, in one tight loop */
@@ -212,7 +259,7 @@ enum json_guard_verdict json_guard_scan(const char *text, size_t len, size_t max
         }
         unsigned char c = u[i];
         if (c == 0)
-            return JSON_GUARD_NUL;
+            return JSON_GUARD_NUL_BYTE;
         if (c >= 0x80) {
             size_t n = utf8_sequence(u + i, len - i);
             if (n == 0)
@@ -233,6 +280,8 @@ enum json_guard_verdict json_guard_scan(const char *text, size_t len, size_t max
             i += c == '\\' ? 2 : 1;
             continue;
         }
+        if (!follow(&shape, c))
+            return JSON_GUARD_TOO_MANY_ELEMENTS;
         if (c == '"') {
             in_string = true;
         } else if (c == ':') {
@@ -277,6 +326,12 @@ bool json_guard_members_kept(struct json_object *root, size_t members_in_text)
     return count_members(root) == members_in_text;
 }
 
+bool json_guard_not_json(enum json_guard_verdict verdict)
+{
+    return verdict == JSON_GUARD_BAD_UTF8 || verdict == JSON_GUARD_LONE_SURROGATE ||
+           verdict == JSON_GUARD_NUL_BYTE;
+}
+
 const char *json_guard_message(enum json_guard_verdict verdict)
 {
     switch (verdict) {
@@ -288,10 +343,14 @@ const char *json_guard_message(enum json_guard_verdict verdict)
         return "the request body holds an unpaired surrogate escape";
     case JSON_GUARD_NUL:
         return "strings must not contain the NUL character (\\u0000)";
+    case JSON_GUARD_NUL_BYTE:
+        return "the request body is not valid JSON (a NUL byte)";
     case JSON_GUARD_NUMBER_RANGE:
         return "a number is out of range (integers must fit in 64 bits)";
     case JSON_GUARD_TOO_MANY:
         return "the request body has too many object members";
+    case JSON_GUARD_TOO_MANY_ELEMENTS:
+        return "the request body has too many array elements";
     case JSON_GUARD_DUPLICATE_KEY:
         return "an object holds the same member name twice";
     }

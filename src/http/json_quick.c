@@ -20,7 +20,8 @@
 struct quick {
     const char *p, *end;
     struct json_flat_doc *doc;
-    size_t members, max_members; /* object members so far, and the bound */
+    size_t members, max_members;   /* object members so far, and the bound */
+    size_t elements, max_elements; /* array elements so far, and the bound */
 };
 
 static void skip_ws(struct quick *q)
@@ -152,7 +153,7 @@ static bool quick_array(struct quick *q, int depth, const char *key, size_t key_
     if (quick_open_empty(q, ']'))
         return true;
     for (uint32_t items = 1;; items++) {
-        if (!quick_value(q, depth, NULL, 0))
+        if (++q->elements > q->max_elements || !quick_value(q, depth, NULL, 0))
             return false;
         int more = quick_separator(q, ']');
         if (more < 0)
@@ -215,9 +216,9 @@ static bool quick_value(struct quick *q, int depth, const char *key, size_t key_
 }
 
 const struct json_flat *json_quick_parse(const char *text, size_t len, size_t max_members,
-                                         struct json_flat_doc *doc)
+                                         size_t max_elements, struct json_flat_doc *doc)
 {
-    struct quick q = {text, text + len, doc, 0, max_members};
+    struct quick q = {text, text + len, doc, 0, max_members, 0, max_elements};
     json_flat_doc_reset(doc);
     skip_ws(&q);
     if (q.p >= q.end || *q.p != '{' || !quick_object(&q, 1, NULL, 0))

@@ -18,9 +18,9 @@
  *
  * What it accepts also keeps json_guard.h's promises (strings of valid
  * UTF-8 without NUL, integers in range, at most max_members object
- * members), so json_guard_scan need only run on what it declines: the
- * subset has no escapes, and a string with a byte beyond ASCII is checked
- * with json_guard_utf8_valid. Pure; called by eval/ofrep.c.
+ * members and max_elements array elements), so json_guard_scan need only run on what it declines:
+ * the subset has no escapes, and a string with a byte beyond ASCII is checked with
+ * json_guard_utf8_valid. Pure; called by eval/ofrep.c.
  */
 #ifndef ENSIGN_JSON_QUICK_H
 #define ENSIGN_JSON_QUICK_H
@@ -37,10 +37,10 @@
  * whitespace allowed) into doc (reset first): the root object, whose
  * strings and names point into text (keep it unchanged while the nodes
  * are used), or NULL when the text is outside the subset, holds more than
- * max_members object members in all (json_guard_scan's count), or memory
- * ran out (json-c decides).
+ * max_members object members or max_elements array elements in all
+ * (json_guard_scan_bounded's counts), or memory ran out (json-c decides).
  */
 const struct json_flat *json_quick_parse(const char *text, size_t len, size_t max_members,
-                                         struct json_flat_doc *doc);
+                                         size_t max_elements, struct json_flat_doc *doc);
 
 #endif

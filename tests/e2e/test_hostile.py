@@ -112,12 +112,45 @@ class HostileInputTest(FlagTestCase):
         "comment": (b'{"slug": "c", /* note */ "context": {}}', 400, "PARSE_ERROR"),
         "trailing comma": (b'{"slug": "t", "context": {"a": 1,},}', 400, "PARSE_ERROR"),
         "upper-case literal": (b'{"slug": "u", "context": {"a": TRUE}}', 400, "PARSE_ERROR"),
+        # raw NUL bytes are no JSON at all: a parse error, not the 422 of a
+        # "\u0000" that JSON can carry but no field may hold (issue 21)
+        "raw bytes": (b"\x00\x01", 400, "PARSE_ERROR"),
+        "raw NUL in a string": (b'{"slug": "a\x00b", "context": {"a": "x\x00y"}}', 400,
+                                "PARSE_ERROR"),
+        "raw NUL after the body": (b'{"slug": "z", "context": {}}\x00', 400, "PARSE_ERROR"),
     }
+
+    def assertGuardError(self, response, status):
+        """The first document's envelope; a 422 of the JSON check names the
+        body in errors (flags-and-evaluation-api.md: errors on a 422)."""
+        self.assertEqual(response.status, status, response)
+        self.assertJsonContentType(response)
+        body = response.json
+        self.assertEqual(body["status"], status)
+        if status == 422:
+            self.assertEqual(set(body), {"message", "status", "errors"}, body)
+            self.assertEqual(body["errors"], {"body": [body["message"]]}, body)
+        else:
+            self.assertEqual(set(body), {"message", "status"}, body)
+        return body
 
     def test_json_bodies_on_v1(self):
         for name, (raw, status, _) in self.BODIES.items():
             with self.subTest(name):
-                self.assertV1Error(self.post_v1(raw), status)
+                self.assertGuardError(self.post_v1(raw), status)
+
+    def test_json_bodies_on_the_account_routes(self):
+        for name, (raw, status, _) in self.BODIES.items():
+            with self.subTest(name):
+                response = self.server.request("POST", "/orgs", body=raw, headers={
+                    "Authorization": f"Bearer {self.tokens['member']}",
+                    "Content-Type": "application/json"})
+                self.assertProblem(response, status)
+                if status == 422:
+                    self.assertEqual(response.json["errors"],
+                                     {"body": [response.json["detail"]]}, response.json)
+                else:
+                    self.assertNotIn("NUL character", response.json["detail"])
 
     def test_json_bodies_on_ofrep(self):
         for name, (raw, _, code) in self.BODIES.items():
@@ -175,6 +208,28 @@ class HostileInputTest(FlagTestCase):
         self.assertLess(time.monotonic() - started, 2.0)
         context = {f"attr{i:03d}": "vv" for i in range(500)}
         self.assertEqual(self.post_ofrep(json.dumps({"context": context}).encode()).status, 200)
+
+    def test_context_arrays_are_capped(self):
+        """At most 1024 array elements in a body, all arrays together
+        (doc/choices.md): a 450,000-element array is refused before it is
+        parsed, on the quick path (plain integers) and on json-c's path
+        (doubles), single and bulk."""
+        for first in ("0", "0.5"):  # a double makes the quick parse decline
+            raw = ('{"context": {"targetingKey": "u", "ids": [%s,%s]}}'
+                   % (first, ",".join(["0"] * 449999))).encode()
+            self.assertLess(len(raw), 1048576)
+            for path in (EVAL, EVAL + "/kept-flag"):
+                with self.subTest(first=first, path=path):
+                    started = time.monotonic()
+                    body = self.assertOfrepError(self.post_ofrep(raw, path), 400,
+                                                 "INVALID_CONTEXT")
+                    self.assertLess(time.monotonic() - started, 1.0)
+                    self.assertIn("array elements", body["errorDetails"])
+        at_cap = {"targetingKey": "u", "ids": list(range(1000)), "tags": ["t"] * 24}
+        self.assertEqual(self.post_ofrep(json.dumps({"context": at_cap}).encode()).status, 200)
+        at_cap["tags"].append("one too many")
+        self.assertOfrepError(self.post_ofrep(json.dumps({"context": at_cap}).encode()), 400,
+                              "INVALID_CONTEXT")
 
     # --- paths ---------------------------------------------------------------
 
@@ -302,3 +357,78 @@ class HostileInputTest(FlagTestCase):
                 self.assertIn("chunked", body_["errorDetails"])
         self.assertOfrepError(self.chunked(b"7fffffffffff\r\nabc\r\n0\r\n\r\n"), 413,
                               "GENERAL")
+
+    # --- strict framing (issue 21) ---------------------------------------------
+
+    SMUGGLED = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def assertAnsweredOnceAndClosed(self, data):
+        """One answer, a 400 in the surface's body, the connection closed:
+        the bytes after the head (a second request) were never answered."""
+        self.assertEqual(data.count(b"HTTP/1.1 "), 1, data)
+        self.assertFalse(data.endswith(b"<open>"), data)
+        self.assertEqual(harness.parse_raw_response(data).status, 400, data)
+        return harness.parse_raw_response(data)
+
+    def test_field_names_that_are_not_tokens_are_400_and_closed(self):
+        n = len(self.SMUGGLED)
+        heads = {
+            "space before the colon": b"Content-Length : %d\r\n" % n,
+            "tab before the colon": b"Content-Length\t: %d\r\n" % n,
+            "space inside a name": b"X Forwarded: a\r\nContent-Length: 0\r\n",
+            "separator in a name": b"X(a): 1\r\n",
+            "bare CR in a value": b"X-A: a\rb\r\n",
+            "TE with a space, then CL": b"Transfer-Encoding : chunked\r\nContent-Length: %d\r\n" % n,
+        }
+        for name, fields in heads.items():
+            with self.subTest(name):
+                data = self.raw(b"POST /v1/orgs/acme/flags HTTP/1.1\r\nHost: x\r\n" + fields +
+                                b"\r\n" + self.SMUGGLED)
+                self.assertV1Error(self.assertAnsweredOnceAndClosed(data), 400)
+
+    def test_content_length_is_digits_only(self):
+        for value in (b"+%d", b"0x%x", b"%d%%", b"%d 1", b"-%d", b"%d,%d"):
+            n = len(self.SMUGGLED)
+            text = value % ((n, n) if value.count(b"%d") == 2 else n)
+            with self.subTest(text):
+                data = self.raw(b"POST " + EVAL.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                                b"Content-Length: " + text + b"\r\n\r\n" + self.SMUGGLED)
+                self.assertOfrepError(self.assertAnsweredOnceAndClosed(data), 400, "GENERAL")
+        body = b'{"context": {"targetingKey": "u"}}'
+        data = self.raw(b"POST " + EVAL.encode() + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                        + self.sdk_key.encode() + b"\r\nContent-Length:\t%d \r\n"
+                        b"Connection: close\r\n\r\n" % len(body) + body)
+        self.assertEqual(harness.parse_raw_response(data).status, 200, data)
+
+    def test_host_values_that_are_not_hosts(self):
+        for value in (b"a b", b"a\tb", b"a/b", b"a@b", b"a\rb"):
+            with self.subTest(value):
+                data = self.raw(b"GET /v1/healthz HTTP/1.1\r\nHost: " + value + b"\r\n\r\n" +
+                                self.SMUGGLED)
+                self.assertV1Error(self.assertAnsweredOnceAndClosed(data), 400)
+        for value in (b"example.com:8080", b"[::1]:80", b"127.0.0.1", b""):
+            with self.subTest(value):
+                data = self.raw(b"GET /v1/healthz HTTP/1.1\r\nHost: " + value +
+                                b"\r\nConnection: close\r\n\r\n")
+                self.assertEqual(harness.parse_raw_response(data).status, 200, data)
+
+    def test_chunk_sizes_are_hex_digits_only(self):
+        for size in (b"0x2", b"+2", b" 2", b"2\0", b"\t2", b"2\0;a=b"):
+            with self.subTest(size):
+                data = self.raw(b"POST " + EVAL.encode() + b" HTTP/1.1\r\nHost: a\r\n"
+                                b"Authorization: Bearer " + self.sdk_key.encode() +
+                                b"\r\nTransfer-Encoding: chunked\r\n\r\n" + size +
+                                b"\r\n{}\r\n0\r\n\r\n" + self.SMUGGLED)
+                body = self.assertOfrepError(self.assertAnsweredOnceAndClosed(data), 400,
+                                             "GENERAL")
+                self.assertIn("chunked", body["errorDetails"])
+
+    def test_transfer_encoding_after_a_tab_is_chunked(self):
+        body = b'{"context": {"targetingKey": "u"}}'
+        for separator in (b"\t", b" \t ", b""):
+            with self.subTest(separator):
+                data = self.raw(b"POST " + EVAL.encode() + b" HTTP/1.1\r\nHost: a\r\n"
+                                b"Authorization: Bearer " + self.sdk_key.encode() +
+                                b"\r\nTransfer-Encoding:" + separator + b"chunked\r\n\r\n" +
+                                b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n" + self.SMUGGLED)
+                self.assertEqual(data.count(b"HTTP/1.1 200"), 2, data)

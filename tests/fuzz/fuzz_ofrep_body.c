@@ -6,7 +6,8 @@
  * length, parsed by one tokener reused between requests). A body that is
  * not a JSON object must be PARSE_ERROR, a bad context INVALID_CONTEXT,
  * both with a detail; an accepted body must keep json_guard.h's promises
- * (fuzz_check_guarded: clean UTF-8 without NUL, finite numbers), and its
+ * (fuzz_check_guarded: clean UTF-8 without NUL, finite numbers) and hold
+ * at most 1024 array elements in all, and its
  * context is then evaluated against every flag of a fixed snapshot whose
  * rules use every operator, entity data types, segments, rollouts with
  * bucketBy and $currentTime, and the bulk ETag is computed over it
@@ -110,6 +111,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static struct json_flat_doc doc; /* reused: emptied by each read */
 
+/* The array elements of an accepted body, all arrays together: at most
+ * the bound ofrep.c gives json_quick and json_guard (1024). */
+static void check_elements_bounded(const struct json_flat_doc *d)
+{
+    size_t elements = 0;
+    for (size_t i = 0; i < d->used; i++)
+        if (d->nodes[i].type == JSON_FLAT_ARRAY)
+            elements += d->nodes[i].len;
+    if (elements > 1024)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = fuzz_text(data, size);
@@ -121,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == OFREP_BODY_OK) {
         if (doc.used > 0) /* the body's root, however it was parsed */
             fuzz_check_guarded(&doc.nodes[0]);
+        check_elements_bounded(&doc);
         fuzz_evaluate_all(&snap, &ctx, scratch, true);
     } else if (detail == NULL || *detail == '\0')
         abort(); /* every rejection says why */

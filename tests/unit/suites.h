@@ -38,5 +38,6 @@ Suite *suite_early_write(void);
 Suite *suite_pgtime(void);
 Suite *suite_work_pool(void);
 Suite *suite_login_limit(void);
+Suite *suite_intake(void);
 
 #endif

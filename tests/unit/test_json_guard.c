@@ -43,7 +43,12 @@ START_TEST(refuses_what_json_c_accepts)
     ck_assert_int_eq(scan("{\"slug\\u0000x\": 1}", 0), JSON_GUARD_NUL);
     ck_assert_int_eq(scan("{\"a\": \"nul-demo\\u0000<script>\"}", 0), JSON_GUARD_NUL);
     size_t members;
-    ck_assert_int_eq(json_guard_scan("{\"a\": \"x\0\"}", 10, 0, &members), JSON_GUARD_NUL);
+    ck_assert_int_eq(json_guard_scan("{\"a\": \"x\0\"}", 10, 0, &members), JSON_GUARD_NUL_BYTE);
+    ck_assert_int_eq(json_guard_scan("\0\1", 2, 0, &members), JSON_GUARD_NUL_BYTE);
+    ck_assert(json_guard_not_json(JSON_GUARD_NUL_BYTE));
+    ck_assert(json_guard_not_json(JSON_GUARD_BAD_UTF8));
+    ck_assert(!json_guard_not_json(JSON_GUARD_NUL));
+    ck_assert(!json_guard_not_json(JSON_GUARD_NUMBER_RANGE));
     ck_assert_int_eq(scan("123456789012345678901234567890", 0), JSON_GUARD_NUMBER_RANGE);
     ck_assert_int_eq(scan("[9223372036854775808]", 0), JSON_GUARD_NUMBER_RANGE);
     ck_assert_int_eq(scan("[-9223372036854775809]", 0), JSON_GUARD_NUMBER_RANGE);
@@ -94,6 +99,37 @@ START_TEST(duplicate_names_are_found)
     struct json_object *o = json_tokener_parse(fine);
     ck_assert(json_guard_members_kept(o, members));
     json_object_put(o);
+}
+END_TEST
+
+static enum json_guard_verdict scan_elements(const char *text, size_t max_elements)
+{
+    size_t members;
+    return json_guard_scan_bounded(text, strlen(text), 0, max_elements, &members);
+}
+
+START_TEST(array_elements_are_bounded)
+{
+    ck_assert_int_eq(scan_elements("[1, 2, 3]", 3), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[1, 2, 3]", 2), JSON_GUARD_TOO_MANY_ELEMENTS);
+    ck_assert_int_eq(scan_elements("[ ]", 1), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[[]]", 1), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[[], []]", 2), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[[], []]", 1), JSON_GUARD_TOO_MANY_ELEMENTS);
+    /* commas of objects and inside strings are no elements */
+    ck_assert_int_eq(scan_elements("{\"a\": 1, \"b\": 2, \"c\": \"[1,2,3]\"}", 1), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("[{\"a\": 1, \"b\": 2}, \"x,y\"]", 2), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("{\"a\": [\"x\", \"y\"], \"b\": [1]}", 3), JSON_GUARD_OK);
+    ck_assert_int_eq(scan_elements("{\"a\": [\"x\", \"y\"], \"b\": [1]}", 2),
+                     JSON_GUARD_TOO_MANY_ELEMENTS);
+    ck_assert_int_eq(scan_elements("[1, 2, 3]", 0), JSON_GUARD_OK); /* 0: no bound */
+    char deep[2 * 1000 + 1]; /* too deep is the parser's verdict, not too many */
+    memset(deep, '[', 1000);
+    memset(deep + 1000, ']', 1000);
+    deep[2000] = '\0';
+    ck_assert_int_eq(scan_elements(deep, 100), JSON_GUARD_OK);
+    ck_assert_str_eq(json_guard_message(JSON_GUARD_TOO_MANY_ELEMENTS),
+                     "the request body has too many array elements");
 }
 END_TEST
 
@@ -164,6 +200,7 @@ Suite *suite_json_guard(void)
     tcase_add_test(tc, refuses_what_json_c_accepts);
     tcase_add_test(tc, duplicate_names_are_found);
     tcase_add_test(tc, utf8_cut_keeps_characters_whole);
+    tcase_add_test(tc, array_elements_are_bounded);
     tcase_add_test(tc, framing_rules);
     suite_add_tcase(s, tc);
     return s;

@@ -53,7 +53,8 @@ static bool same_flat(const struct json_flat *a, const struct json_flat *b)
 /* Parses text both ways; the quick nodes must equal json-c's converted. */
 static void assert_same_as_json_c(const char *text)
 {
-    const struct json_flat *quick = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
+    const struct json_flat *quick =
+        json_quick_parse(text, strlen(text), SIZE_MAX, SIZE_MAX, &quick_doc);
     ck_assert_msg(quick != NULL, "declined: %s", text);
     struct json_object *expected = json_tokener_parse(text);
     ck_assert_ptr_nonnull(expected);
@@ -69,8 +70,8 @@ static void assert_same_as_json_c(const char *text)
 
 static void assert_declined(const char *text, size_t len)
 {
-    ck_assert_msg(json_quick_parse(text, len, SIZE_MAX, &quick_doc) == NULL, "accepted: %.*s",
-                  (int)len, text);
+    ck_assert_msg(json_quick_parse(text, len, SIZE_MAX, SIZE_MAX, &quick_doc) == NULL,
+                  "accepted: %.*s", (int)len, text);
 }
 
 #define DECLINED(text) assert_declined(text, strlen(text))
@@ -101,7 +102,8 @@ END_TEST
 START_TEST(strings_point_into_the_text)
 {
     const char text[] = "{\"context\": {\"targetingKey\": \"u-1\", \"n\": \"42\"}}";
-    const struct json_flat *root = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
+    const struct json_flat *root =
+        json_quick_parse(text, strlen(text), SIZE_MAX, SIZE_MAX, &quick_doc);
     ck_assert_ptr_nonnull(root);
     const struct json_flat *ctx = json_flat_member(root, "context", 7);
     ck_assert_ptr_nonnull(ctx);
@@ -141,7 +143,8 @@ START_TEST(large_objects_are_ordered)
     for (int n = JSON_FLAT_LINEAR_MAX; n <= 400; n += 131) {
         many_members(text, sizeof text, n);
         assert_same_as_json_c(text);
-        const struct json_flat *root = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
+        const struct json_flat *root =
+            json_quick_parse(text, strlen(text), SIZE_MAX, SIZE_MAX, &quick_doc);
         ck_assert_ptr_nonnull(root);
         ck_assert_uint_eq(root->len, (unsigned)n);
         for (int k = 0; k < n; k++) {
@@ -188,7 +191,8 @@ START_TEST(room_is_given_back)
     for (int i = 0; i < 6000; i++)
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%d", i > 0 ? "," : "", i % 10);
     snprintf(text + used, sizeof text - used, "]}");
-    const struct json_flat *root = json_quick_parse(text, strlen(text), SIZE_MAX, &quick_doc);
+    const struct json_flat *root =
+        json_quick_parse(text, strlen(text), SIZE_MAX, SIZE_MAX, &quick_doc);
     ck_assert_ptr_nonnull(root);
     ck_assert_uint_eq(root->span, 6002);
     const struct json_flat *a = json_flat_member(root, "a", 1);
@@ -217,9 +221,16 @@ START_TEST(keeps_the_guards_promises)
     size_t members;
     ck_assert_int_eq(json_guard_scan(text, strlen(text), 0, &members), JSON_GUARD_OK);
     ck_assert_uint_eq(members, 4);
-    ck_assert_ptr_nonnull(json_quick_parse(text, strlen(text), 4, &quick_doc));
-    ck_assert_ptr_null(json_quick_parse(text, strlen(text), 3, &quick_doc));
+    ck_assert_ptr_nonnull(json_quick_parse(text, strlen(text), 4, SIZE_MAX, &quick_doc));
+    ck_assert_ptr_null(json_quick_parse(text, strlen(text), 3, SIZE_MAX, &quick_doc));
     ck_assert_int_eq(json_guard_scan(text, strlen(text), 3, &members), JSON_GUARD_TOO_MANY);
+    /* array elements, all arrays together: 5 here */
+    const char *lists = "{\"a\": [1, [\"x\", {}], []], \"b\": [true, null]}";
+    ck_assert_ptr_nonnull(json_quick_parse(lists, strlen(lists), 9, 7, &quick_doc));
+    ck_assert_ptr_null(json_quick_parse(lists, strlen(lists), 9, 6, &quick_doc));
+    ck_assert_int_eq(json_guard_scan_bounded(lists, strlen(lists), 9, 7, &members), JSON_GUARD_OK);
+    ck_assert_int_eq(json_guard_scan_bounded(lists, strlen(lists), 9, 6, &members),
+                     JSON_GUARD_TOO_MANY_ELEMENTS);
 }
 END_TEST
 
