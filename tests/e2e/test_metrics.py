@@ -123,12 +123,14 @@ class MetricsTest(OfrepTestCase):
                          before['ensign_ratelimit_rejections_total{limit="management"}'])
 
     def test_killed_worker_is_counted(self):
-        before = self.metrics()
-        victim = self.server.child_with_title("ensignd: worker 1")
+        # A child is titled "ensignd: master" until it has set its own title;
+        # on a loaded machine worker 1 may still be starting.
+        victim = harness.wait_for(lambda: self.server.child_with_title("ensignd: worker 1"), 10.0)
         self.assertIsNotNone(victim, self.server.children())
+        before = self.metrics()
         os.kill(victim, signal.SIGKILL)
         replaced = harness.wait_for(
-            lambda: (self.server.child_with_title("ensignd: worker 1") or victim) != victim, 3.0,
+            lambda: (self.server.child_with_title("ensignd: worker 1") or victim) != victim, 10.0,
             interval=0.02)
         self.assertTrue(replaced, self.server.stderr())
         after = self.metrics()
