@@ -122,8 +122,8 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_RATELIMIT_SLOTS] = {"ratelimit_slots", CONFIG_INT, "65536", SLOTS_MIN, SLOTS_MAX, false,
                              "Number of rate-limit buckets in shared memory, sized at "
                              "start."},
-    [KEY_WAITLIST] = {"waitlist", CONFIG_OPENCLOSED, "open", 0, 0, true,
-                      "Whether the waitlist accepts submissions: open or closed."},
+    [KEY_WAITLIST] = {"waitlist", CONFIG_BOOL, "on", 0, 0, true,
+                      "Whether the waitlist accepts submissions: on or off.", "open", "closed"},
     [KEY_RATELIMIT_LOGIN] = {"ratelimit_login", CONFIG_INT, "10", 0, RATE_MAX, true,
                              "Session login attempts allowed per minute per client address "
                              "(IPv6: per /64) and, separately, per account; 0 disables the "
@@ -143,8 +143,8 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = {"agent_llm_url", CONFIG_STRING, "", 0, 0, true,
                            "An OpenAI-compatible chat-completions endpoint for the agent; "
                            "empty uses the built-in one."},
-    [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000,
-                                   true, "Open change-notification streams allowed per worker."},
+    [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000, true,
+                                   "Open change-notification streams allowed per worker."},
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
                                 "Open change-notification streams allowed per SDK key on each "
                                 "node."},
@@ -159,9 +159,9 @@ static const struct config_key keys[KEY_COUNT] = {
                                         1000000, true,
                                         "Open connections a worker serves at once; beyond it, "
                                         "new connections wait until one closes."},
-    [KEY_SESSION_COOKIE_SECURE] = {"session_cookie_secure", CONFIG_INT, "0", 0, 1, true,
-                                   "1 adds Secure to the session cookie (browsers then send it "
-                                   "over HTTPS only, as behind a TLS proxy); 0 leaves it out."},
+    [KEY_SESSION_COOKIE_SECURE] = {"session_cookie_secure", CONFIG_BOOL, "off", 0, 0, true,
+                                   "on adds Secure to the session cookie (browsers then send it "
+                                   "over HTTPS only, as behind a TLS proxy); off leaves it out."},
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = {"healthz_database_timeout_ms", CONFIG_INT, "60000", 0,
                                          86400000, true,
                                          "After this many milliseconds without reaching the "
@@ -213,7 +213,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_INT),
     [KEY_ACCESS_LOG_PATH] = SLOT(access_log_path, SLOT_STRING),
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
-    [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_INT),
+    [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_BOOL),
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
 };
 
@@ -335,15 +335,28 @@ static int parse_log_level(const char *value, long long *out, char *msg, size_t 
     return fail(msg, msglen, "log_level: \"%s\" is not one of debug, info, warn, error", value);
 }
 
-/* A two-word switch: YES gives 1, NO gives 0 (open/closed, on/off). */
-static int parse_switch(const struct config_key *key, const char *value, const char *yes,
-                        const char *no, long long *out, char *msg, size_t msglen)
+/* A switch: on or off, the one documented spelling. yes/no, true/false,
+ * 1/0 and the row's own old pair (waitlist: open/closed) are read too, so
+ * files written before on/off still load. */
+static int parse_bool(const struct config_key *key, const char *value, long long *out, char *msg,
+                      size_t msglen)
 {
-    if (strcmp(value, yes) == 0 || strcmp(value, no) == 0) {
-        *out = strcmp(value, yes) == 0;
+    static const char *const spellings[][2] = {
+        {"on", "off"}, {"yes", "no"}, {"true", "false"}, {"1", "0"}};
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        for (int word = 0; word < 2; word++) {
+            if (strcmp(value, spellings[i][word]) == 0) {
+                *out = word == 0;
+                return 0;
+            }
+        }
+    }
+    if (key->old_on && key->old_off &&
+        (strcmp(value, key->old_on) == 0 || strcmp(value, key->old_off) == 0)) {
+        *out = strcmp(value, key->old_on) == 0;
         return 0;
     }
-    return fail(msg, msglen, "%s: \"%s\" is not one of %s, %s", key->name, value, yes, no);
+    return fail(msg, msglen, "%s: \"%s\" is not one of on, off", key->name, value);
 }
 
 /* access_log: off | management | all; "on" stays an alias of management
@@ -512,10 +525,8 @@ static int parse_number(enum key_index idx, const char *value, long long *n, cha
         return parse_workers(key, value, n, msg, msglen);
     case CONFIG_LOGLEVEL:
         return parse_log_level(value, n, msg, msglen);
-    case CONFIG_OPENCLOSED:
-        return parse_switch(key, value, "open", "closed", n, msg, msglen);
-    case CONFIG_ONOFF:
-        return parse_switch(key, value, "on", "off", n, msg, msglen);
+    case CONFIG_BOOL:
+        return parse_bool(key, value, n, msg, msglen);
     case CONFIG_ACCESSLOG:
         return parse_access_log(value, n, msg, msglen);
     default:

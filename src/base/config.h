@@ -31,9 +31,8 @@ enum config_type {
     CONFIG_LISTEN,     /* host:port, [v6]:port, *:port */
     CONFIG_WORKERS,    /* "auto" or integer within [min, max] */
     CONFIG_LOGLEVEL,   /* debug | info | warn | error */
-    CONFIG_OPENCLOSED, /* open | closed */
+    CONFIG_BOOL,       /* on | off; also yes/no, true/false, 1/0 and the row's old pair */
     CONFIG_LISTEN_OPT, /* like CONFIG_LISTEN, or empty */
-    CONFIG_ONOFF,      /* on | off */
     CONFIG_ACCESSLOG   /* off | management | all (on: management) */
 };
 
@@ -49,16 +48,19 @@ struct config_key {
     enum config_type type;
     const char *default_value; /* as written in the file */
     long long min, max;        /* bounds for CONFIG_INT and CONFIG_WORKERS */
-    bool reloadable;           /* applied on SIGHUP without a restart */
+    bool reloadable;           /* applied on SIGHUP; else kept until a restart */
     const char *help;          /* one sentence, used by etc/ensign.conf and the man page */
+    /* CONFIG_BOOL: the key's own words for on and off before on/off was the
+     * one spelling (waitlist: open, closed), still accepted; NULL: none. */
+    const char *old_on, *old_off;
 };
 
 struct config {
     char *path; /* the file this was read from */
 
     /* listen */
-    char *listen;        /* as written */
-    char *listen_host;   /* NULL or "" means every address ("*") */
+    char *listen;      /* as written */
+    char *listen_host; /* NULL or "" means every address ("*") */
     int listen_port;
 
     char *database;
@@ -90,7 +92,7 @@ struct config {
     int access_log;        /* enum config_access_log */
     char *access_log_path; /* "" or NULL: stderr; else a file written through a buffer */
     int max_connections_per_worker;
-    int session_cookie_secure; /* 1: the session cookie carries Secure */
+    bool session_cookie_secure;      /* the session cookie carries Secure */
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
 };
 

@@ -150,6 +150,7 @@ static void assert_same_settings(const struct config *a, const struct config *b)
     assert_str_or_null_eq(a->metrics_listen, b->metrics_listen);
     ck_assert_int_eq(a->access_log, b->access_log);
     ck_assert_str_eq(a->access_log_path, b->access_log_path);
+    ck_assert_int_eq(a->session_cookie_secure, b->session_cookie_secure);
 }
 
 /* ---- the table ---- */
@@ -179,7 +180,7 @@ START_TEST(test_table_order_and_flags)
         {"shutdown_timeout_ms", "10000", true},
         {"usage_slots", "65536", false},
         {"ratelimit_slots", "65536", false},
-        {"waitlist", "open", true},
+        {"waitlist", "on", true},
         {"ratelimit_login", "10", true},
         {"trusted_proxies", "", true},
         {"worker_stall_ms", "5000", true},
@@ -191,7 +192,7 @@ START_TEST(test_table_order_and_flags)
         {"access_log", "management", true},
         {"access_log_path", "", true},
         {"max_connections_per_worker", "10000", true},
-        {"session_cookie_secure", "0", true},
+        {"session_cookie_secure", "off", true},
         {"healthz_database_timeout_ms", "60000", true},
     };
     size_t n;
@@ -232,7 +233,6 @@ START_TEST(test_table_bounds)
         {"stream_max_per_worker", 0, 1000000},
         {"stream_max_per_key", 0, 1000000},
         {"max_connections_per_worker", 16, 1000000},
-        {"session_cookie_secure", 0, 1},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -275,6 +275,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.usage_slots, 65536);
     ck_assert_int_eq(cfg.ratelimit_slots, 65536);
     ck_assert_int_eq(cfg.waitlist_open, true);
+    ck_assert_int_eq(cfg.session_cookie_secure, false);
     ck_assert_int_eq(cfg.healthz_database_timeout_ms, 60000);
     config_free(&cfg);
     ck_assert_ptr_null(cfg.listen);
@@ -385,6 +386,65 @@ START_TEST(test_workers_auto)
 }
 END_TEST
 
+/* ---- switches: on/off, and every older spelling still read ---- */
+
+static const struct {
+    const char *value;
+    bool on;
+} bool_spellings[] = {
+    {"on", true},   {"off", false},   {"yes", true}, {"no", false},
+    {"true", true}, {"false", false}, {"1", true},   {"0", false},
+};
+
+START_TEST(test_bool_spellings)
+{
+    const char *keys[] = {"waitlist", "session_cookie_secure"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        char text[128], err[256] = "";
+        struct config cfg;
+        snprintf(text, sizeof text, "%s = %s\n", keys[k], bool_spellings[_i].value);
+        ck_assert_msg(load_text(text, &cfg, err, sizeof err) == 0, "%s", err);
+        bool got = k == 0 ? cfg.waitlist_open : cfg.session_cookie_secure;
+        ck_assert_msg(got == bool_spellings[_i].on, "%s read as %d", text, got);
+        config_free(&cfg);
+    }
+}
+END_TEST
+
+/* open/closed: the waitlist's spelling before on/off, still read. */
+START_TEST(test_waitlist_open_closed)
+{
+    struct config cfg;
+    char err[256] = "";
+    ck_assert_int_eq(load_text("waitlist = closed\n", &cfg, err, sizeof err), 0);
+    ck_assert_int_eq(cfg.waitlist_open, false);
+    config_free(&cfg);
+    ck_assert_int_eq(load_text("waitlist = \"open\"\n", &cfg, err, sizeof err), 0);
+    ck_assert_int_eq(cfg.waitlist_open, true);
+    config_free(&cfg);
+}
+END_TEST
+
+/* Every CONFIG_BOOL row documents on/off: its default is one of them. */
+START_TEST(test_bool_defaults_are_on_or_off)
+{
+    size_t n, bools = 0;
+    const struct config_key *keys = config_keys(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i].type != CONFIG_BOOL) {
+            ck_assert_msg(keys[i].old_on == NULL && keys[i].old_off == NULL,
+                          "%s has old switch words but is not a switch", keys[i].name);
+            continue;
+        }
+        bools++;
+        ck_assert_msg(strcmp(keys[i].default_value, "on") == 0 ||
+                          strcmp(keys[i].default_value, "off") == 0,
+                      "%s defaults to %s", keys[i].name, keys[i].default_value);
+    }
+    ck_assert_uint_eq(bools, 2);
+}
+END_TEST
+
 /* ---- quoting, comments, whitespace ---- */
 
 START_TEST(test_quoting_and_comments)
@@ -463,7 +523,12 @@ static const struct {
     {"workers = many\n", 1, "workers: \"many\" is neither \"auto\" nor an integer"},
     {"workers = AUTO\n", 1, "workers: \"AUTO\" is neither \"auto\" nor an integer"},
     {"log_level = verbose\n", 1, "log_level: \"verbose\" is not one of debug, info, warn, error"},
-    {"waitlist = yes\n", 1, "waitlist: \"yes\" is not one of open, closed"},
+    {"waitlist = maybe\n", 1, "waitlist: \"maybe\" is not one of on, off"},
+    {"waitlist = On\n", 1, "waitlist: \"On\" is not one of on, off"},
+    {"waitlist =\n", 1, "waitlist: \"\" is not one of on, off"},
+    {"session_cookie_secure = 2\n", 1, "session_cookie_secure: \"2\" is not one of on, off"},
+    {"session_cookie_secure = closed\n", 1,
+     "session_cookie_secure: \"closed\" is not one of on, off"},
     {"listen = 8080\n", 1, "listen: \"8080\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
     {"listen = :8080\n", 1, "listen: \":8080\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
     {"listen = [::1]8080\n", 1, "listen: \"[::1]8080\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
@@ -678,6 +743,10 @@ Suite *suite_config(void)
     tcase_add_test(tc, test_every_type_parsed);
     tcase_add_test(tc, test_log_levels_and_waitlist);
     tcase_add_test(tc, test_workers_auto);
+    tcase_add_loop_test(tc, test_bool_spellings, 0,
+                        (int)(sizeof bool_spellings / sizeof bool_spellings[0]));
+    tcase_add_test(tc, test_waitlist_open_closed);
+    tcase_add_test(tc, test_bool_defaults_are_on_or_off);
     tcase_add_test(tc, test_quoting_and_comments);
     tcase_add_test(tc, test_unquoted_inner_quotes_and_empty_value);
     tcase_add_test(tc, test_metrics_listen_and_access_log);
