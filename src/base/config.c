@@ -8,7 +8,10 @@
  * Invariants: keys[] and slots[] are both indexed by enum key_index, in
  * documentation order; defaults are applied by the same code that parses the
  * file, so the table and the parser cannot drift apart; a failed config_load
- * leaves nothing allocated. Errors name "PATH:LINE: message".
+ * leaves nothing allocated. Errors name "PATH:LINE: message". A row's
+ * reloadable flag is the only list of keys that need a restart: a reload
+ * keeps the running value of each key whose flag is false
+ * (config_keep_restart_only), and the docs are checked against the flags.
  * Called by ensignd (master: at start, on SIGHUP, and for -t) and ensignctl.
  * tests/unit/test_config.c checks etc/ensign.conf and ensign.conf(5) against
  * the table.
@@ -586,6 +589,89 @@ void config_free(struct config *cfg)
         if (slots[i].kind == SLOT_STRING)
             free(*(char **)slot_address(cfg, (enum key_index)i));
     memset(cfg, 0, sizeof *cfg);
+}
+
+/* ---- a reload: restart-only keys keep their running values ---- */
+
+static bool same_value(const struct config *a, const struct config *b, enum key_index idx)
+{
+    const void *x = (const char *)a + slots[idx].offset, *y = (const char *)b + slots[idx].offset;
+    switch (slots[idx].kind) {
+    case SLOT_STRING:
+        return strcmp(*(char *const *)x, *(char *const *)y) == 0;
+    case SLOT_LISTEN:
+        return strcmp(a->listen, b->listen) == 0;
+    case SLOT_LLONG:
+        return *(const long long *)x == *(const long long *)y;
+    case SLOT_BOOL:
+        return *(const bool *)x == *(const bool *)y;
+    default:
+        return *(const int *)x == *(const int *)y;
+    }
+}
+
+/* *field becomes a copy of VALUE (which may be NULL); -1 when out of memory. */
+static int copy_string(char **field, const char *value)
+{
+    char *copy = NULL;
+    if (value && !(copy = strdup(value)))
+        return -1;
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+/* FRESH takes a copy of RUNNING's value of key IDX; -1 when out of memory. */
+static int take_value(struct config *fresh, const struct config *running, enum key_index idx)
+{
+    void *to = slot_address(fresh, idx);
+    const void *from = (const char *)running + slots[idx].offset;
+    switch (slots[idx].kind) {
+    case SLOT_STRING:
+        return copy_string(to, *(char *const *)from);
+    case SLOT_LISTEN:
+        fresh->listen_port = running->listen_port;
+        return copy_string(&fresh->listen, running->listen) < 0 ||
+                       copy_string(&fresh->listen_host, running->listen_host) < 0
+                   ? -1
+                   : 0;
+    case SLOT_LLONG:
+        *(long long *)to = *(const long long *)from;
+        return 0;
+    case SLOT_BOOL:
+        *(bool *)to = *(const bool *)from;
+        return 0;
+    default:
+        *(int *)to = *(const int *)from;
+        return 0;
+    }
+}
+
+/* Appends ", NAME" (or NAME first) to the list; never overflows. */
+static void list_name(char *list, size_t len, size_t *used, const char *name)
+{
+    if (list == NULL || *used >= len)
+        return;
+    int n = snprintf(list + *used, len - *used, "%s%s", *used ? ", " : "", name);
+    *used += n > 0 ? (size_t)n : 0;
+}
+
+int config_keep_restart_only(struct config *fresh, const struct config *running, char *changed,
+                             size_t changedlen)
+{
+    size_t used = 0;
+    int count = 0;
+    if (changed && changedlen > 0)
+        changed[0] = '\0';
+    for (int i = 0; i < KEY_COUNT; i++) {
+        if (keys[i].reloadable || same_value(fresh, running, (enum key_index)i))
+            continue;
+        list_name(changed, changedlen, &used, keys[i].name);
+        count++;
+        if (take_value(fresh, running, (enum key_index)i) < 0)
+            return -1;
+    }
+    return count;
 }
 
 /* ---- the line syntax ---- */

@@ -5,6 +5,8 @@
  * Owns struct config (every setting, parsed and bounded) and the key table.
  * The file format is `key = value` lines, `#` comments, optional "..."
  * quoting. Unknown keys and bad values are errors naming FILE:LINE.
+ * A row's `reloadable` decides what a reload keeps: config_keep_restart_only
+ * gives a freshly read config the running value of every other key.
  * Called by ensignd (master, at start and on SIGHUP) and ensignctl.
  */
 #ifndef ENSIGN_CONFIG_H
@@ -110,6 +112,16 @@ void config_set_defaults(struct config *cfg);
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
 
 void config_free(struct config *cfg);
+
+/*
+ * For a reload: FRESH takes a copy of RUNNING's value of every key whose
+ * row is not reloadable and whose value differs; RUNNING is not changed.
+ * Writes the names of those keys, ", "-separated, into changed ("" when
+ * none; cut short when it does not fit) and returns how many there were,
+ * or -1 when out of memory (FRESH then stays valid for config_free).
+ */
+int config_keep_restart_only(struct config *fresh, const struct config *running, char *changed,
+                             size_t changedlen);
 
 /*
  * Splits a listen-style address ("HOST:PORT", "[V6]:PORT", "*:PORT") into
