@@ -8,7 +8,10 @@
  * Invariants: keys[] and slots[] are both indexed by enum key_index, in
  * documentation order; defaults are applied by the same code that parses the
  * file, so the table and the parser cannot drift apart; a failed config_load
- * leaves nothing allocated. Errors name "PATH:LINE: message".
+ * leaves nothing allocated. Errors name "PATH:LINE: message". A row's
+ * reloadable flag is the only list of keys that need a restart: a reload
+ * keeps the running value of each key whose flag is false
+ * (config_keep_restart_only), and the docs are checked against the flags.
  * Called by ensignd (master: at start, on SIGHUP, and for -t) and ensignctl.
  * tests/unit/test_config.c checks etc/ensign.conf and ensign.conf(5) against
  * the table.
@@ -122,8 +125,8 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_RATELIMIT_SLOTS] = {"ratelimit_slots", CONFIG_INT, "65536", SLOTS_MIN, SLOTS_MAX, false,
                              "Number of rate-limit buckets in shared memory, sized at "
                              "start."},
-    [KEY_WAITLIST] = {"waitlist", CONFIG_OPENCLOSED, "open", 0, 0, true,
-                      "Whether the waitlist accepts submissions: open or closed."},
+    [KEY_WAITLIST] = {"waitlist", CONFIG_BOOL, "on", 0, 0, true,
+                      "Whether the waitlist accepts submissions: on or off.", "open", "closed"},
     [KEY_RATELIMIT_LOGIN] = {"ratelimit_login", CONFIG_INT, "10", 0, RATE_MAX, true,
                              "Session login attempts allowed per minute per client address "
                              "(IPv6: per /64) and, separately, per account; 0 disables the "
@@ -143,8 +146,8 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = {"agent_llm_url", CONFIG_STRING, "", 0, 0, true,
                            "An OpenAI-compatible chat-completions endpoint for the agent; "
                            "empty uses the built-in one."},
-    [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000,
-                                   true, "Open change-notification streams allowed per worker."},
+    [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000, true,
+                                   "Open change-notification streams allowed per worker."},
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
                                 "Open change-notification streams allowed per SDK key on each "
                                 "node."},
@@ -159,9 +162,9 @@ static const struct config_key keys[KEY_COUNT] = {
                                         1000000, true,
                                         "Open connections a worker serves at once; beyond it, "
                                         "new connections wait until one closes."},
-    [KEY_SESSION_COOKIE_SECURE] = {"session_cookie_secure", CONFIG_INT, "0", 0, 1, true,
-                                   "1 adds Secure to the session cookie (browsers then send it "
-                                   "over HTTPS only, as behind a TLS proxy); 0 leaves it out."},
+    [KEY_SESSION_COOKIE_SECURE] = {"session_cookie_secure", CONFIG_BOOL, "off", 0, 0, true,
+                                   "on adds Secure to the session cookie (browsers then send it "
+                                   "over HTTPS only, as behind a TLS proxy); off leaves it out."},
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = {"healthz_database_timeout_ms", CONFIG_INT, "60000", 0,
                                          86400000, true,
                                          "After this many milliseconds without reaching the "
@@ -213,7 +216,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_INT),
     [KEY_ACCESS_LOG_PATH] = SLOT(access_log_path, SLOT_STRING),
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
-    [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_INT),
+    [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_BOOL),
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
 };
 
@@ -335,15 +338,28 @@ static int parse_log_level(const char *value, long long *out, char *msg, size_t 
     return fail(msg, msglen, "log_level: \"%s\" is not one of debug, info, warn, error", value);
 }
 
-/* A two-word switch: YES gives 1, NO gives 0 (open/closed, on/off). */
-static int parse_switch(const struct config_key *key, const char *value, const char *yes,
-                        const char *no, long long *out, char *msg, size_t msglen)
+/* A switch: on or off, the one documented spelling. yes/no, true/false,
+ * 1/0 and the row's own old pair (waitlist: open/closed) are read too, so
+ * files written before on/off still load. */
+static int parse_bool(const struct config_key *key, const char *value, long long *out, char *msg,
+                      size_t msglen)
 {
-    if (strcmp(value, yes) == 0 || strcmp(value, no) == 0) {
-        *out = strcmp(value, yes) == 0;
+    static const char *const spellings[][2] = {
+        {"on", "off"}, {"yes", "no"}, {"true", "false"}, {"1", "0"}};
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        for (int word = 0; word < 2; word++) {
+            if (strcmp(value, spellings[i][word]) == 0) {
+                *out = word == 0;
+                return 0;
+            }
+        }
+    }
+    if (key->old_on && key->old_off &&
+        (strcmp(value, key->old_on) == 0 || strcmp(value, key->old_off) == 0)) {
+        *out = strcmp(value, key->old_on) == 0;
         return 0;
     }
-    return fail(msg, msglen, "%s: \"%s\" is not one of %s, %s", key->name, value, yes, no);
+    return fail(msg, msglen, "%s: \"%s\" is not one of on, off", key->name, value);
 }
 
 /* access_log: off | management | all; "on" stays an alias of management
@@ -512,10 +528,8 @@ static int parse_number(enum key_index idx, const char *value, long long *n, cha
         return parse_workers(key, value, n, msg, msglen);
     case CONFIG_LOGLEVEL:
         return parse_log_level(value, n, msg, msglen);
-    case CONFIG_OPENCLOSED:
-        return parse_switch(key, value, "open", "closed", n, msg, msglen);
-    case CONFIG_ONOFF:
-        return parse_switch(key, value, "on", "off", n, msg, msglen);
+    case CONFIG_BOOL:
+        return parse_bool(key, value, n, msg, msglen);
     case CONFIG_ACCESSLOG:
         return parse_access_log(value, n, msg, msglen);
     default:
@@ -575,6 +589,89 @@ void config_free(struct config *cfg)
         if (slots[i].kind == SLOT_STRING)
             free(*(char **)slot_address(cfg, (enum key_index)i));
     memset(cfg, 0, sizeof *cfg);
+}
+
+/* ---- a reload: restart-only keys keep their running values ---- */
+
+static bool same_value(const struct config *a, const struct config *b, enum key_index idx)
+{
+    const void *x = (const char *)a + slots[idx].offset, *y = (const char *)b + slots[idx].offset;
+    switch (slots[idx].kind) {
+    case SLOT_STRING:
+        return strcmp(*(char *const *)x, *(char *const *)y) == 0;
+    case SLOT_LISTEN:
+        return strcmp(a->listen, b->listen) == 0;
+    case SLOT_LLONG:
+        return *(const long long *)x == *(const long long *)y;
+    case SLOT_BOOL:
+        return *(const bool *)x == *(const bool *)y;
+    default:
+        return *(const int *)x == *(const int *)y;
+    }
+}
+
+/* *field becomes a copy of VALUE (which may be NULL); -1 when out of memory. */
+static int copy_string(char **field, const char *value)
+{
+    char *copy = NULL;
+    if (value && !(copy = strdup(value)))
+        return -1;
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+/* FRESH takes a copy of RUNNING's value of key IDX; -1 when out of memory. */
+static int take_value(struct config *fresh, const struct config *running, enum key_index idx)
+{
+    void *to = slot_address(fresh, idx);
+    const void *from = (const char *)running + slots[idx].offset;
+    switch (slots[idx].kind) {
+    case SLOT_STRING:
+        return copy_string(to, *(char *const *)from);
+    case SLOT_LISTEN:
+        fresh->listen_port = running->listen_port;
+        return copy_string(&fresh->listen, running->listen) < 0 ||
+                       copy_string(&fresh->listen_host, running->listen_host) < 0
+                   ? -1
+                   : 0;
+    case SLOT_LLONG:
+        *(long long *)to = *(const long long *)from;
+        return 0;
+    case SLOT_BOOL:
+        *(bool *)to = *(const bool *)from;
+        return 0;
+    default:
+        *(int *)to = *(const int *)from;
+        return 0;
+    }
+}
+
+/* Appends ", NAME" (or NAME first) to the list; never overflows. */
+static void list_name(char *list, size_t len, size_t *used, const char *name)
+{
+    if (list == NULL || *used >= len)
+        return;
+    int n = snprintf(list + *used, len - *used, "%s%s", *used ? ", " : "", name);
+    *used += n > 0 ? (size_t)n : 0;
+}
+
+int config_keep_restart_only(struct config *fresh, const struct config *running, char *changed,
+                             size_t changedlen)
+{
+    size_t used = 0;
+    int count = 0;
+    if (changed && changedlen > 0)
+        changed[0] = '\0';
+    for (int i = 0; i < KEY_COUNT; i++) {
+        if (keys[i].reloadable || same_value(fresh, running, (enum key_index)i))
+            continue;
+        list_name(changed, changedlen, &used, keys[i].name);
+        count++;
+        if (take_value(fresh, running, (enum key_index)i) < 0)
+            return -1;
+    }
+    return count;
 }
 
 /* ---- the line syntax ---- */

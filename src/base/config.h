@@ -5,6 +5,8 @@
  * Owns struct config (every setting, parsed and bounded) and the key table.
  * The file format is `key = value` lines, `#` comments, optional "..."
  * quoting. Unknown keys and bad values are errors naming FILE:LINE.
+ * A row's `reloadable` decides what a reload keeps: config_keep_restart_only
+ * gives a freshly read config the running value of every other key.
  * Called by ensignd (master, at start and on SIGHUP) and ensignctl.
  */
 #ifndef ENSIGN_CONFIG_H
@@ -31,9 +33,8 @@ enum config_type {
     CONFIG_LISTEN,     /* host:port, [v6]:port, *:port */
     CONFIG_WORKERS,    /* "auto" or integer within [min, max] */
     CONFIG_LOGLEVEL,   /* debug | info | warn | error */
-    CONFIG_OPENCLOSED, /* open | closed */
+    CONFIG_BOOL,       /* on | off; also yes/no, true/false, 1/0 and the row's old pair */
     CONFIG_LISTEN_OPT, /* like CONFIG_LISTEN, or empty */
-    CONFIG_ONOFF,      /* on | off */
     CONFIG_ACCESSLOG   /* off | management | all (on: management) */
 };
 
@@ -49,16 +50,19 @@ struct config_key {
     enum config_type type;
     const char *default_value; /* as written in the file */
     long long min, max;        /* bounds for CONFIG_INT and CONFIG_WORKERS */
-    bool reloadable;           /* applied on SIGHUP without a restart */
+    bool reloadable;           /* applied on SIGHUP; else kept until a restart */
     const char *help;          /* one sentence, used by etc/ensign.conf and the man page */
+    /* CONFIG_BOOL: the key's own words for on and off before on/off was the
+     * one spelling (waitlist: open, closed), still accepted; NULL: none. */
+    const char *old_on, *old_off;
 };
 
 struct config {
     char *path; /* the file this was read from */
 
     /* listen */
-    char *listen;        /* as written */
-    char *listen_host;   /* NULL or "" means every address ("*") */
+    char *listen;      /* as written */
+    char *listen_host; /* NULL or "" means every address ("*") */
     int listen_port;
 
     char *database;
@@ -90,7 +94,7 @@ struct config {
     int access_log;        /* enum config_access_log */
     char *access_log_path; /* "" or NULL: stderr; else a file written through a buffer */
     int max_connections_per_worker;
-    int session_cookie_secure; /* 1: the session cookie carries Secure */
+    bool session_cookie_secure;      /* the session cookie carries Secure */
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
 };
 
@@ -108,6 +112,16 @@ void config_set_defaults(struct config *cfg);
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
 
 void config_free(struct config *cfg);
+
+/*
+ * For a reload: FRESH takes a copy of RUNNING's value of every key whose
+ * row is not reloadable and whose value differs; RUNNING is not changed.
+ * Writes the names of those keys, ", "-separated, into changed ("" when
+ * none; cut short when it does not fit) and returns how many there were,
+ * or -1 when out of memory (FRESH then stays valid for config_free).
+ */
+int config_keep_restart_only(struct config *fresh, const struct config *running, char *changed,
+                             size_t changedlen);
 
 /*
  * Splits a listen-style address ("HOST:PORT", "[V6]:PORT", "*:PORT") into

@@ -11,10 +11,13 @@
  *    EXIT_FATAL_CONFIG is not restarted.
  *  - SIGHUP: re-read the configuration; on success start a new generation
  *    of children, then ask the old generation to drain (SIGTERM). The
- *    listening sockets stay open throughout. access_log_path is opened
- *    anew (after logrotate renamed it, a new file) for the new workers;
- *    the old ones write their last lines to the file they had. A path
- *    that cannot be opened fails the reload like a bad file.
+ *    listening sockets stay open throughout. Keys whose row in the
+ *    configuration table is not reloadable keep their running values
+ *    (config_keep_restart_only), with one warning naming those changed.
+ *    access_log_path is opened anew (after logrotate renamed it, a new
+ *    file) for the new workers; the old ones write their last lines to the
+ *    file they had. A path that cannot be opened fails the reload like a
+ *    bad file.
  *  - Every STALL_CHECK_MAX_MS at most: a worker whose heartbeat in shared
  *    memory (heartbeat.h) is older than worker_stall_ms is killed with
  *    SIGKILL and respawned like any dead child; its listening sockets
@@ -386,22 +389,16 @@ static long long stall_check_ms(const struct master *m)
 
 /* ---- reload and stop ---- */
 
-static void keep_fixed_settings(struct config *fresh, struct config *old)
+/* Keys whose row in the configuration table is not reloadable (they size
+ * shared memory, or were applied before the first fork) keep their running
+ * values; one warning names those the file changed. -1: out of memory. */
+static int keep_restart_only_settings(struct config *fresh, const struct config *running)
 {
-    /* Settings that size shared memory or were applied before the first
-     * fork cannot change without a restart. */
-    char *tmp;
-    if (strcmp(fresh->state_dir, old->state_dir) != 0 || strcmp(fresh->user, old->user) != 0 ||
-        fresh->usage_slots != old->usage_slots || fresh->ratelimit_slots != old->ratelimit_slots)
-        log_warn("state_dir, user, usage_slots and ratelimit_slots change only on restart");
-    tmp = fresh->state_dir, fresh->state_dir = old->state_dir, old->state_dir = tmp;
-    tmp = fresh->user, fresh->user = old->user, old->user = tmp;
-    if (strcmp(fresh->metrics_listen, old->metrics_listen) != 0)
-        log_warn("metrics_listen changes only on restart");
-    tmp = fresh->metrics_listen, fresh->metrics_listen = old->metrics_listen,
-    old->metrics_listen = tmp;
-    fresh->usage_slots = old->usage_slots;
-    fresh->ratelimit_slots = old->ratelimit_slots;
+    char changed[512];
+    int count = config_keep_restart_only(fresh, running, changed, sizeof changed);
+    if (count > 0)
+        log_warn("reload: %s change only on restart; keeping the running values", changed);
+    return count < 0 ? -1 : 0;
 }
 
 static int rebind_if_needed(struct master *m, struct config *fresh)
@@ -441,29 +438,41 @@ static void replace_access_log(struct master *m, int fd)
     m->access_log_fd = fd;
 }
 
-static void reload(struct master *m)
+/* Reads the file again and opens what the next generation needs. On
+ * failure logs why and returns -1, with nothing left open or allocated. */
+static int prepare_reload(struct master *m, struct config *fresh, int *access_fd)
 {
     char err[512];
+    if (config_load(m->config_path, fresh, err, sizeof err) != 0) {
+        log_error("reload failed, keeping the running configuration: %s", err);
+        return -1;
+    }
+    if (keep_restart_only_settings(fresh, &m->cfg) != 0) {
+        log_error("reload failed, keeping the running configuration: out of memory");
+        config_free(fresh);
+        return -1;
+    }
+    if (open_access_log(fresh, access_fd, err, sizeof err) != 0) {
+        log_error("reload failed, keeping the running configuration: %s", err);
+        config_free(fresh);
+        return -1;
+    }
+    if (rebind_if_needed(m, fresh) != 0) {
+        if (*access_fd >= 0)
+            close(*access_fd);
+        config_free(fresh);
+        return -1;
+    }
+    return 0;
+}
+
+static void reload(struct master *m)
+{
     struct config fresh;
     int access_fd;
     sdnotify_reloading();
     log_info("reloading %s", m->config_path);
-    if (config_load(m->config_path, &fresh, err, sizeof err) != 0) {
-        log_error("reload failed, keeping the running configuration: %s", err);
-        sdnotify_send("READY=1");
-        return;
-    }
-    keep_fixed_settings(&fresh, &m->cfg);
-    if (open_access_log(&fresh, &access_fd, err, sizeof err) != 0) {
-        log_error("reload failed, keeping the running configuration: %s", err);
-        config_free(&fresh);
-        sdnotify_send("READY=1");
-        return;
-    }
-    if (rebind_if_needed(m, &fresh) != 0) {
-        if (access_fd >= 0)
-            close(access_fd);
-        config_free(&fresh);
+    if (prepare_reload(m, &fresh, &access_fd) != 0) {
         sdnotify_send("READY=1");
         return;
     }

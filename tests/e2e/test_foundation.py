@@ -1,7 +1,7 @@
 """test_foundation.py - end-to-end tests of the foundation: the process model
-(supervision, SIGTERM, SIGHUP), the configuration check, the HTTP envelopes
-and limits, health without a database, identity (/v1/me and /me) and the
-OpenAPI document.
+(supervision, SIGTERM, SIGHUP and what a reload keeps), the configuration
+check, the HTTP envelopes and limits, health without a database, identity
+(/v1/me and /me) and the OpenAPI document.
 
 Each class runs its own ensignd on its own database (harness.ServerTestCase),
 so classes do not depend on each other's order. Run by tests/e2e/run.
@@ -273,6 +273,81 @@ class SupervisionTest(harness.ServerTestCase):
             self.server.write_config()
 
 
+class ReloadRestartOnlyKeysTest(unittest.TestCase):
+    """A reload keeps the running value of every key whose row in the
+    configuration table is not reloadable, and says so in one warning;
+    reloadable keys change. A reload that fails leaves the running
+    configuration whole, restart-only keys included."""
+
+    WARNING = "change only on restart; keeping the running values"
+
+    def setUp(self):
+        self.server = harness.Server(harness.require_env("ENSIGN_TEST_DATABASE"), workers=1)
+        self.metrics_port = harness.free_port()
+        self.server.start()
+
+    def tearDown(self):
+        try:
+            self.assertEqual(self.server.stop(), 0, self.server.stderr())
+            self.assertEqual(self.server.sanitizer_reports(), [])
+        finally:
+            self.server.remove()
+
+    def worker(self):
+        return self.server.child_with_title("ensignd: worker 0")
+
+    def wait_new_worker(self, old):
+        replaced = harness.wait_for(lambda: (self.worker() or old) != old or None, 10.0)
+        self.assertTrue(replaced, f"worker {old} not replaced:\n{self.server.stderr()}")
+        self.server.wait_ready()
+
+    def assert_metrics_on_listen(self):
+        self.assertEqual(self.server.get("/metrics").status, 200, self.server.stderr())
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", self.metrics_port), timeout=2).close()
+
+    def waitlist(self):
+        return self.server.request("POST", "/v1/waitlist", body=b'{"email":"r@example.org"}',
+                                   headers={"Content-Type": "application/json"})
+
+    def test_restart_only_keys_keep_their_values_with_one_warning(self):
+        old = self.worker()
+        self.server.write_config(metrics_listen=f"127.0.0.1:{self.metrics_port}",
+                                 usage_slots=2048, waitlist="off")
+        self.server.signal(signal.SIGHUP)
+        self.wait_new_worker(old)
+        self.assertTrue(harness.wait_for(lambda: self.WARNING in self.server.stderr(), 5.0),
+                        self.server.stderr())
+        warnings = [line for line in self.server.stderr().splitlines() if self.WARNING in line]
+        self.assertEqual(len(warnings), 1, warnings)
+        self.assertIn(" level=warn ", warnings[0])
+        self.assertIn("reload: usage_slots, metrics_listen " + self.WARNING, warnings[0])
+        self.assert_metrics_on_listen()  # metrics_listen kept: still served on listen
+        response = self.waitlist()  # waitlist is reloadable: off, the new spelling, applies
+        self.assertEqual((response.status, response.json), (200, {"accepted": False}))
+        # The same file again: nothing new to warn of, the kept values stay.
+        old = self.worker()
+        self.server.signal(signal.SIGHUP)
+        self.wait_new_worker(old)
+        self.assertEqual(
+            sum(self.WARNING in line for line in self.server.stderr().splitlines()), 2,
+            "the second reload of the changed file warns again, once")
+        self.assert_metrics_on_listen()
+
+    def test_failed_reload_keeps_the_running_restart_only_values(self):
+        bad_log = os.path.join(self.server.dir, "no-such-dir", "access.log")
+        self.server.write_config(metrics_listen=f"127.0.0.1:{self.metrics_port}",
+                                 access_log_path=bad_log)
+        self.server.signal(signal.SIGHUP)
+        self.assertTrue(harness.wait_for(lambda: "reload failed" in self.server.stderr(), 10.0),
+                        self.server.stderr())
+        # A worker respawned after the refused reload runs the running configuration.
+        old = self.worker()
+        os.kill(old, signal.SIGKILL)
+        self.wait_new_worker(old)
+        self.assert_metrics_on_listen()
+
+
 class StopSignalTest(harness.ServerTestCase):
     """SIGTERM and SIGINT drain in-flight requests and exit 0."""
 
@@ -409,6 +484,21 @@ class ConfigurationCheckTest(unittest.TestCase):
                 self.assertEqual(result.returncode, 1, result)
                 self.assertIn(f"{self.path}:3", result.stdout + result.stderr)
                 self.assertNotIn("configuration OK", result.stdout + result.stderr)
+
+    def test_switches_read_on_off_and_the_old_spellings(self):
+        accepted = ["waitlist = off", "waitlist = on", "waitlist = closed", "waitlist = open",
+                    "waitlist = no", "session_cookie_secure = on", "session_cookie_secure = 1",
+                    "session_cookie_secure = false", 'session_cookie_secure = "yes"']
+        for line in accepted:
+            with self.subTest(line):
+                self.write(f"state_dir = {self.dir}\n{line}\n")
+                result = self.ensignd("-t", "-c", self.path)
+                self.assertEqual(result.returncode, 0, result.stderr)
+        self.write(f"state_dir = {self.dir}\n\nsession_cookie_secure = open\n")
+        result = self.ensignd("-t", "-c", self.path)
+        self.assertEqual(result.returncode, 1, result)
+        self.assertIn(f'{self.path}:3: session_cookie_secure: "open" is not one of on, off',
+                      result.stderr)
 
     def test_missing_file_is_an_error(self):
         missing = os.path.join(self.dir, "absent.conf")

@@ -1,7 +1,9 @@
 /*
  * test_config.c - unit tests of the configuration table and parser
- * (src/base/config.c), and the documentation check: every key of config_keys()
- * appears with its default in etc/ensign.conf and in doc/ensign.conf.5.
+ * (src/base/config.c), of what a reload keeps (config_keep_restart_only),
+ * and the documentation check: every key of config_keys() appears with its
+ * default in etc/ensign.conf and in doc/ensign.conf.5, and both say "needs
+ * a restart" of exactly the keys whose row is not reloadable.
  *
  * Parser tests write temporary files under /tmp (mkstemp) and remove them.
  * The documentation files are found under $top_srcdir (exported by the test
@@ -150,6 +152,7 @@ static void assert_same_settings(const struct config *a, const struct config *b)
     assert_str_or_null_eq(a->metrics_listen, b->metrics_listen);
     ck_assert_int_eq(a->access_log, b->access_log);
     ck_assert_str_eq(a->access_log_path, b->access_log_path);
+    ck_assert_int_eq(a->session_cookie_secure, b->session_cookie_secure);
 }
 
 /* ---- the table ---- */
@@ -179,7 +182,7 @@ START_TEST(test_table_order_and_flags)
         {"shutdown_timeout_ms", "10000", true},
         {"usage_slots", "65536", false},
         {"ratelimit_slots", "65536", false},
-        {"waitlist", "open", true},
+        {"waitlist", "on", true},
         {"ratelimit_login", "10", true},
         {"trusted_proxies", "", true},
         {"worker_stall_ms", "5000", true},
@@ -191,7 +194,7 @@ START_TEST(test_table_order_and_flags)
         {"access_log", "management", true},
         {"access_log_path", "", true},
         {"max_connections_per_worker", "10000", true},
-        {"session_cookie_secure", "0", true},
+        {"session_cookie_secure", "off", true},
         {"healthz_database_timeout_ms", "60000", true},
     };
     size_t n;
@@ -232,7 +235,6 @@ START_TEST(test_table_bounds)
         {"stream_max_per_worker", 0, 1000000},
         {"stream_max_per_key", 0, 1000000},
         {"max_connections_per_worker", 16, 1000000},
-        {"session_cookie_secure", 0, 1},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -275,6 +277,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.usage_slots, 65536);
     ck_assert_int_eq(cfg.ratelimit_slots, 65536);
     ck_assert_int_eq(cfg.waitlist_open, true);
+    ck_assert_int_eq(cfg.session_cookie_secure, false);
     ck_assert_int_eq(cfg.healthz_database_timeout_ms, 60000);
     config_free(&cfg);
     ck_assert_ptr_null(cfg.listen);
@@ -385,6 +388,221 @@ START_TEST(test_workers_auto)
 }
 END_TEST
 
+/* ---- switches: on/off, and every older spelling still read ---- */
+
+static const struct {
+    const char *value;
+    bool on;
+} bool_spellings[] = {
+    {"on", true},   {"off", false},   {"yes", true}, {"no", false},
+    {"true", true}, {"false", false}, {"1", true},   {"0", false},
+};
+
+START_TEST(test_bool_spellings)
+{
+    const char *keys[] = {"waitlist", "session_cookie_secure"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        char text[128], err[256] = "";
+        struct config cfg;
+        snprintf(text, sizeof text, "%s = %s\n", keys[k], bool_spellings[_i].value);
+        ck_assert_msg(load_text(text, &cfg, err, sizeof err) == 0, "%s", err);
+        bool got = k == 0 ? cfg.waitlist_open : cfg.session_cookie_secure;
+        ck_assert_msg(got == bool_spellings[_i].on, "%s read as %d", text, got);
+        config_free(&cfg);
+    }
+}
+END_TEST
+
+/* open/closed: the waitlist's spelling before on/off, still read. */
+START_TEST(test_waitlist_open_closed)
+{
+    struct config cfg;
+    char err[256] = "";
+    ck_assert_int_eq(load_text("waitlist = closed\n", &cfg, err, sizeof err), 0);
+    ck_assert_int_eq(cfg.waitlist_open, false);
+    config_free(&cfg);
+    ck_assert_int_eq(load_text("waitlist = \"open\"\n", &cfg, err, sizeof err), 0);
+    ck_assert_int_eq(cfg.waitlist_open, true);
+    config_free(&cfg);
+}
+END_TEST
+
+/* Every CONFIG_BOOL row documents on/off: its default is one of them. */
+START_TEST(test_bool_defaults_are_on_or_off)
+{
+    size_t n, bools = 0;
+    const struct config_key *keys = config_keys(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i].type != CONFIG_BOOL) {
+            ck_assert_msg(keys[i].old_on == NULL && keys[i].old_off == NULL,
+                          "%s has old switch words but is not a switch", keys[i].name);
+            continue;
+        }
+        bools++;
+        ck_assert_msg(strcmp(keys[i].default_value, "on") == 0 ||
+                          strcmp(keys[i].default_value, "off") == 0,
+                      "%s defaults to %s", keys[i].name, keys[i].default_value);
+    }
+    ck_assert_uint_eq(bools, 2);
+}
+END_TEST
+
+/* ---- a reload: restart-only keys keep their running values ---- */
+
+/* A value other than the default for every key, in table order. */
+static const char *const changed_values[] = {
+    "listen = 0.0.0.0:9090",
+    "database = \"host=db dbname=flags\"",
+    "workers = 3",
+    "state_dir = /srv/ensign",
+    "refresh_interval_ms = 50",
+    "usage_flush_interval_ms = 100",
+    "ratelimit_evaluation = 5",
+    "ratelimit_management = 6",
+    "ratelimit_waitlist = 7",
+    "max_body_bytes = 2048",
+    "max_header_bytes = 2048",
+    "cors_allow_origins = https://a.example",
+    "log_level = debug",
+    "user = ensign",
+    "statement_timeout_ms = 100",
+    "shutdown_timeout_ms = 100",
+    "usage_slots = 1024",
+    "ratelimit_slots = 2048",
+    "waitlist = off",
+    "ratelimit_login = 3",
+    "trusted_proxies = 10.0.0.1",
+    "worker_stall_ms = 0",
+    "request_timeout_ms = 100",
+    "metrics_listen = 127.0.0.1:9100",
+    "agent_llm_url = http://127.0.0.1:8000/v1/chat/completions",
+    "stream_max_per_worker = 1",
+    "stream_max_per_key = 1",
+    "access_log = all",
+    "access_log_path = /tmp/access.log",
+    "max_connections_per_worker = 16",
+    "session_cookie_secure = on",
+    "healthz_database_timeout_ms = 0",
+};
+
+static char *changed_file_text(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(mem);
+    for (size_t i = 0; i < sizeof changed_values / sizeof changed_values[0]; i++)
+        fprintf(mem, "%s\n", changed_values[i]);
+    fclose(mem);
+    return text;
+}
+
+/* The names of the rows that are not reloadable, as the master's warning
+ * lists them. */
+static void restart_only_names(char *buf, size_t len, size_t *count)
+{
+    size_t n, used = 0;
+    const struct config_key *keys = config_keys(&n);
+    buf[0] = '\0';
+    *count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i].reloadable)
+            continue;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", *count ? ", " : "", keys[i].name);
+        (*count)++;
+    }
+}
+
+START_TEST(test_reload_keeps_restart_only_keys)
+{
+    size_t n;
+    config_keys(&n);
+    ck_assert_uint_eq(sizeof changed_values / sizeof changed_values[0], n);
+    struct config running, fresh;
+    char err[512] = "", changed[512], expected[512];
+    ck_assert_int_eq(load_text("", &running, err, sizeof err), 0);
+    char *text = changed_file_text();
+    ck_assert_msg(load_text(text, &fresh, err, sizeof err) == 0, "%s", err);
+    free(text);
+    size_t restart_only;
+    restart_only_names(expected, sizeof expected, &restart_only);
+    ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed),
+                     (int)restart_only);
+    ck_assert_str_eq(changed, expected);
+    ck_assert_str_eq(changed, "state_dir, user, usage_slots, ratelimit_slots, metrics_listen");
+    /* the restart-only keys hold the running values */
+    ck_assert_str_eq(fresh.state_dir, LOCALSTATEDIR "/lib/ensign");
+    ck_assert_str_eq(fresh.user, "");
+    ck_assert_int_eq(fresh.usage_slots, 65536);
+    ck_assert_int_eq(fresh.ratelimit_slots, 65536);
+    ck_assert_str_eq(fresh.metrics_listen, "");
+    /* every other key holds the file's value */
+    ck_assert_str_eq(fresh.listen, "0.0.0.0:9090");
+    ck_assert_str_eq(fresh.listen_host, "0.0.0.0");
+    ck_assert_int_eq(fresh.listen_port, 9090);
+    ck_assert_str_eq(fresh.database, "host=db dbname=flags");
+    ck_assert_int_eq(fresh.workers, 3);
+    ck_assert_int_eq(fresh.refresh_interval_ms, 50);
+    ck_assert_int_eq(fresh.max_body_bytes, 2048);
+    ck_assert_int_eq(fresh.log_level, LOG_LEVEL_DEBUG);
+    ck_assert_int_eq(fresh.waitlist_open, false);
+    ck_assert_str_eq(fresh.access_log_path, "/tmp/access.log");
+    ck_assert_int_eq(fresh.session_cookie_secure, true);
+    ck_assert_int_eq(fresh.healthz_database_timeout_ms, 0);
+    /* the running config is untouched, and a second pass finds nothing to keep */
+    ck_assert_str_eq(running.user, "");
+    ck_assert_str_eq(running.listen, "127.0.0.1:8080");
+    ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed), 0);
+    ck_assert_str_eq(changed, "");
+    config_free(&fresh);
+    config_free(&running);
+}
+END_TEST
+
+START_TEST(test_reload_of_reloadable_keys_warns_of_none)
+{
+    struct config running, fresh;
+    char err[512] = "", changed[64] = "x";
+    ck_assert_int_eq(load_text("state_dir = /srv/a\nuser = ensign\n", &running, err, sizeof err),
+                     0);
+    ck_assert_int_eq(load_text("state_dir = /srv/a\nuser = ensign\nworkers = 5\nlisten = "
+                               "[::1]:8081\nwaitlist = closed\n",
+                               &fresh, err, sizeof err),
+                     0);
+    ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed), 0);
+    ck_assert_str_eq(changed, "");
+    ck_assert_int_eq(fresh.workers, 5);
+    ck_assert_str_eq(fresh.listen_host, "::1");
+    ck_assert_int_eq(fresh.waitlist_open, false);
+    ck_assert_str_eq(fresh.state_dir, "/srv/a");
+    config_free(&fresh);
+    config_free(&running);
+}
+END_TEST
+
+/* A short buffer gets a truncated list, never an overflow; NULL gets none. */
+START_TEST(test_reload_changed_list_truncated)
+{
+    struct config running, fresh;
+    char err[512] = "", changed[8];
+    ck_assert_int_eq(load_text("", &running, err, sizeof err), 0);
+    ck_assert_int_eq(load_text("user = a\nusage_slots = 1024\nmetrics_listen = *:9100\n", &fresh,
+                               err, sizeof err),
+                     0);
+    ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed), 3);
+    ck_assert_str_eq(changed, "user, u");
+    ck_assert_str_eq(fresh.user, "");
+    ck_assert_str_eq(fresh.metrics_listen, "");
+    config_free(&fresh);
+    ck_assert_int_eq(load_text("user = b\n", &fresh, err, sizeof err), 0);
+    ck_assert_int_eq(config_keep_restart_only(&fresh, &running, NULL, 0), 1);
+    ck_assert_str_eq(fresh.user, "");
+    ck_assert_ptr_ne(fresh.user, running.user); /* a copy: each config owns its strings */
+    config_free(&fresh);
+    config_free(&running);
+}
+END_TEST
+
 /* ---- quoting, comments, whitespace ---- */
 
 START_TEST(test_quoting_and_comments)
@@ -463,7 +681,12 @@ static const struct {
     {"workers = many\n", 1, "workers: \"many\" is neither \"auto\" nor an integer"},
     {"workers = AUTO\n", 1, "workers: \"AUTO\" is neither \"auto\" nor an integer"},
     {"log_level = verbose\n", 1, "log_level: \"verbose\" is not one of debug, info, warn, error"},
-    {"waitlist = yes\n", 1, "waitlist: \"yes\" is not one of open, closed"},
+    {"waitlist = maybe\n", 1, "waitlist: \"maybe\" is not one of on, off"},
+    {"waitlist = On\n", 1, "waitlist: \"On\" is not one of on, off"},
+    {"waitlist =\n", 1, "waitlist: \"\" is not one of on, off"},
+    {"session_cookie_secure = 2\n", 1, "session_cookie_secure: \"2\" is not one of on, off"},
+    {"session_cookie_secure = closed\n", 1,
+     "session_cookie_secure: \"closed\" is not one of on, off"},
     {"listen = 8080\n", 1, "listen: \"8080\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
     {"listen = :8080\n", 1, "listen: \":8080\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
     {"listen = [::1]8080\n", 1, "listen: \"[::1]8080\" is not HOST:PORT, [ADDRESS]:PORT or *:PORT"},
@@ -625,6 +848,85 @@ START_TEST(test_man_page_lists_every_key)
 }
 END_TEST
 
+/* The text of KEY's entry in the man page: from ".It Cm KEY " to the next
+ * entry or the end of the list. Caller frees. */
+static char *man_entry(const char *man, const char *key)
+{
+    char head[128];
+    snprintf(head, sizeof head, "\n.It Cm %s ", key);
+    const char *start = strstr(man, head);
+    ck_assert_msg(start != NULL, "doc/ensign.conf.5 lacks '.It Cm %s'", key);
+    const char *next = strstr(start + 1, "\n.It Cm ");
+    const char *end = strstr(start + 1, "\n.El\n");
+    if (next == NULL || (end != NULL && end < next))
+        next = end;
+    ck_assert_ptr_nonnull(next);
+    return strndup(start, (size_t)(next - start));
+}
+
+START_TEST(test_man_page_says_which_keys_need_a_restart)
+{
+    char *man = read_source_file("doc/ensign.conf.5");
+    size_t n, restart_only = 0;
+    const struct config_key *keys = config_keys(&n);
+    /* each entry says so exactly when its row is not reloadable */
+    for (size_t i = 0; i < n; i++) {
+        char *entry = man_entry(man, keys[i].name);
+        bool says = strstr(entry, "Changes need a restart.") != NULL;
+        ck_assert_msg(says == !keys[i].reloadable, "doc/ensign.conf.5: %s %s", keys[i].name,
+                      says ? "says it needs a restart but is reloadable"
+                           : "needs a restart but does not say so");
+        free(entry);
+        restart_only += !keys[i].reloadable;
+    }
+    /* the list in DESCRIPTION holds exactly those keys */
+    const char *from = strstr(man, ".\\\" restart-only keys:");
+    const char *to = strstr(man, ".\\\" end of restart-only keys");
+    ck_assert_msg(from && to && from < to, "doc/ensign.conf.5 lacks the restart-only list");
+    char *list = strndup(from, (size_t)(to - from));
+    size_t listed = 0;
+    for (const char *p = list; (p = strstr(p, "\n.Cm ")) != NULL; p++)
+        listed++;
+    ck_assert_uint_eq(listed, restart_only);
+    for (size_t i = 0; i < n; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "\n.Cm %s\n", keys[i].name);
+        ck_assert_msg((strstr(list, line) != NULL) == !keys[i].reloadable,
+                      "doc/ensign.conf.5's restart-only list and the table disagree on %s",
+                      keys[i].name);
+    }
+    free(list);
+    free(man);
+}
+END_TEST
+
+/* Each key's block in etc/ensign.conf (the comment lines above its
+ * default) says "Needs a restart." or "Applied on SIGHUP." as its row. */
+START_TEST(test_annotated_file_says_which_keys_need_a_restart)
+{
+    char path[PATH_MAX];
+    char *conf = read_file(installed_conf(path, sizeof path));
+    size_t n;
+    const struct config_key *keys = config_keys(&n);
+    const char *block = conf;
+    for (size_t i = 0; i < n; i++) {
+        char line[256];
+        default_line(&keys[i], line, sizeof line);
+        const char *at = strstr(block, line);
+        ck_assert_msg(at != NULL, "etc/ensign.conf lacks '%s' after the previous key", line);
+        char *text = strndup(block, (size_t)(at - block));
+        bool restart = strstr(text, "Needs a restart.") != NULL;
+        bool sighup = strstr(text, "Applied on SIGHUP.") != NULL;
+        ck_assert_msg(restart != sighup && restart == !keys[i].reloadable,
+                      "etc/ensign.conf: %s should say \"%s\"", keys[i].name,
+                      keys[i].reloadable ? "Applied on SIGHUP." : "Needs a restart.");
+        free(text);
+        block = at + strlen(line);
+    }
+    free(conf);
+}
+END_TEST
+
 START_TEST(test_annotated_file_gives_defaults)
 {
     char path[PATH_MAX], err[512] = "";
@@ -678,11 +980,21 @@ Suite *suite_config(void)
     tcase_add_test(tc, test_every_type_parsed);
     tcase_add_test(tc, test_log_levels_and_waitlist);
     tcase_add_test(tc, test_workers_auto);
+    tcase_add_loop_test(tc, test_bool_spellings, 0,
+                        (int)(sizeof bool_spellings / sizeof bool_spellings[0]));
+    tcase_add_test(tc, test_waitlist_open_closed);
+    tcase_add_test(tc, test_bool_defaults_are_on_or_off);
     tcase_add_test(tc, test_quoting_and_comments);
     tcase_add_test(tc, test_unquoted_inner_quotes_and_empty_value);
     tcase_add_test(tc, test_metrics_listen_and_access_log);
     tcase_add_loop_test(tc, test_listen_forms, 0,
                         (int)(sizeof listen_cases / sizeof listen_cases[0]));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reload");
+    tcase_add_test(tc, test_reload_keeps_restart_only_keys);
+    tcase_add_test(tc, test_reload_of_reloadable_keys_warns_of_none);
+    tcase_add_test(tc, test_reload_changed_list_truncated);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");
@@ -696,6 +1008,8 @@ Suite *suite_config(void)
     tc = tcase_create("docs");
     tcase_add_test(tc, test_annotated_file_lists_every_key);
     tcase_add_test(tc, test_man_page_lists_every_key);
+    tcase_add_test(tc, test_man_page_says_which_keys_need_a_restart);
+    tcase_add_test(tc, test_annotated_file_says_which_keys_need_a_restart);
     tcase_add_test(tc, test_annotated_file_gives_defaults);
     tcase_add_test(tc, test_uncommented_defaults_parse);
     suite_add_tcase(s, tc);
