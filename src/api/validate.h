@@ -145,13 +145,13 @@ bool validate_key_ok(const char *s);
 /* 8-4-4-4-12 hexadecimal uuid (either case). */
 bool validate_uuid_ok(const char *s);
 
-/* A semantic version as the evaluator reads it: SemVer 2.0.0, a leading
- * "v" and the short forms "1" and "1.2" accepted. */
+/* A semantic version as semver_parse (src/eval/semver.h) reads it, the
+ * one grammar of the semver_* operators. */
 bool validate_semver_ok(const char *s);
 
-/* An ISO 8601 timestamp: YYYY-MM-DD, optionally followed by
- * THH:MM[:SS[.fraction]] and Z or +HH:MM / -HH:MM (none means UTC).
- * *ms receives milliseconds since the epoch when not NULL. */
+/* An ISO 8601 timestamp as isotime_parse (src/eval/isotime.h) reads it;
+ * *ms receives milliseconds since the epoch (rounded toward the past) when
+ * not NULL. */
 bool validate_timestamp_parse(const char *s, int64_t *ms);
 
 /*
