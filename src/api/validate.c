@@ -24,6 +24,7 @@
 #include <pcre2.h>
 
 #include "isotime.h"
+#include "cond_ops.h"
 #include "semver.h"
 
 /* ---- the collector ---- */
@@ -472,26 +473,6 @@ enum validate_found validate_string_array(struct validate *v, const struct json_
 
 /* ---- names ---- */
 
-static const char *const op_names[OP_COUNT] = {
-    "eq",          "neq",       "in",        "not_in",     "contains",  "not_contains",
-    "starts_with", "ends_with", "matches",   "gt",         "gte",       "lt",
-    "lte",         "semver_eq", "semver_gt", "semver_gte", "semver_lt", "semver_lte",
-    "before",      "after",     "exists",    "not_exists"};
-
-int validate_op_from_name(const char *name)
-{
-    for (int i = 0; i < OP_COUNT; i++) {
-        if (strcmp(op_names[i], name) == 0)
-            return i;
-    }
-    return -1;
-}
-
-const char *validate_op_name(enum validate_op op)
-{
-    return op < OP_COUNT ? op_names[op] : "?";
-}
-
 static const char *const type_names[] = {"boolean", "string", "number", "json"};
 
 int validate_flag_type_from_name(const char *name)
@@ -509,56 +490,6 @@ const char *validate_flag_type_name(enum validate_flag_type type)
 }
 
 /* ---- conditions ---- */
-
-enum value_kind {
-    VALUES_SCALAR,
-    VALUES_STRING,
-    VALUES_PATTERN,
-    VALUES_NUMBER,
-    VALUES_SEMVER,
-    VALUES_TIMESTAMP,
-    VALUES_NONE
-};
-
-static enum value_kind op_value_kind(enum validate_op op)
-{
-    switch (op) {
-    case OP_EQ:
-    case OP_NEQ:
-    case OP_IN:
-    case OP_NOT_IN:
-        return VALUES_SCALAR;
-    case OP_CONTAINS:
-    case OP_NOT_CONTAINS:
-    case OP_STARTS_WITH:
-    case OP_ENDS_WITH:
-        return VALUES_STRING;
-    case OP_MATCHES:
-        return VALUES_PATTERN;
-    case OP_GT:
-    case OP_GTE:
-    case OP_LT:
-    case OP_LTE:
-        return VALUES_NUMBER;
-    case OP_SEMVER_EQ:
-    case OP_SEMVER_GT:
-    case OP_SEMVER_GTE:
-    case OP_SEMVER_LT:
-    case OP_SEMVER_LTE:
-        return VALUES_SEMVER;
-    case OP_BEFORE:
-    case OP_AFTER:
-        return VALUES_TIMESTAMP;
-    default:
-        return VALUES_NONE;
-    }
-}
-
-static bool op_single_value(enum validate_op op)
-{
-    return op != OP_IN && op != OP_NOT_IN && op_value_kind(op) != VALUES_STRING &&
-           op_value_kind(op) != VALUES_PATTERN && op_value_kind(op) != VALUES_NONE;
-}
 
 static bool is_finite_number(struct json_object *value)
 {
@@ -606,7 +537,7 @@ static void check_pattern(struct validate *v, const char *pattern, size_t len)
 }
 
 /* Checks one item of values at the current path for kind. */
-static void check_value(struct validate *v, struct json_object *value, enum value_kind kind)
+static void check_value(struct validate *v, struct json_object *value, enum cond_value_kind kind)
 {
     bool is_string = json_object_is_type(value, json_type_string);
     const char *s = is_string ? json_object_get_string(value) : "";
@@ -614,46 +545,46 @@ static void check_value(struct validate *v, struct json_object *value, enum valu
     struct semver version;
     int64_t us;
     switch (kind) {
-    case VALUES_SCALAR:
+    case COND_VALUES_SCALAR:
         if (!is_string && !is_finite_number(value) &&
             !json_object_is_type(value, json_type_boolean))
             validate_error(v, NULL, "must be a string, number or boolean");
         break;
-    case VALUES_STRING:
-    case VALUES_PATTERN:
+    case COND_VALUES_STRING:
+    case COND_VALUES_PATTERN:
         if (!is_string)
             validate_error(v, NULL, "must be a string");
-        else if (kind == VALUES_PATTERN)
+        else if (kind == COND_VALUES_PATTERN)
             check_pattern(v, s, len);
         break;
-    case VALUES_NUMBER:
+    case COND_VALUES_NUMBER:
         if (!is_finite_number(value))
             validate_error(v, NULL, "must be a number");
         break;
-    case VALUES_SEMVER:
+    case COND_VALUES_SEMVER:
         if (!is_string || !semver_parse(s, len, &version))
             validate_error(v, NULL, "must be a semantic version string");
         break;
-    case VALUES_TIMESTAMP:
+    case COND_VALUES_TIMESTAMP:
         if (!is_string || !isotime_parse(s, len, &us))
             validate_error(v, NULL, "must be an ISO 8601 timestamp string");
         break;
-    case VALUES_NONE:
+    case COND_VALUES_NONE:
         break;
     }
 }
 
-static void check_values(struct validate *v, const struct json_object *cond, enum validate_op op)
+static void check_values(struct validate *v, const struct json_object *cond, enum snapshot_op op)
 {
-    enum value_kind kind = op_value_kind(op);
+    enum cond_value_kind kind = cond_ops[op].kind;
     struct json_object *values = NULL;
     bool present = json_object_object_get_ex(cond, "values", &values);
-    if (kind == VALUES_NONE) {
+    if (kind == COND_VALUES_NONE) {
         if (present)
-            validate_error(v, "values", "must be absent for %s", validate_op_name(op));
+            validate_error(v, "values", "must be absent for %s", cond_op_name(op));
         return;
     }
-    size_t max = op_single_value(op) ? 1 : VALIDATE_VALUES_MAX;
+    size_t max = cond_ops[op].single_value ? 1 : VALIDATE_VALUES_MAX;
     if (validate_array(v, cond, "values", 1, max, VALIDATE_REQUIRED, &values) != VALIDATE_SET)
         return;
     size_t mark = validate_push_field(v, "values");
@@ -692,12 +623,12 @@ static void check_attribute_condition(struct validate *v, const struct json_obje
     const char *op_name = NULL;
     if (validate_string(v, cond, "operator", 1, 32, VALIDATE_REQUIRED, &op_name) != VALIDATE_SET)
         return;
-    int op = validate_op_from_name(op_name);
-    if (op < 0) {
+    enum snapshot_op op = cond_op_from_name(op_name);
+    if (op == SNAPSHOT_OP_COUNT) {
         validate_error(v, "operator", "unknown operator %s", op_name);
         return;
     }
-    check_values(v, cond, (enum validate_op)op);
+    check_values(v, cond, op);
 }
 
 static void check_segment_condition(struct validate *v, const struct json_object *cond,

@@ -34,6 +34,7 @@
 #include "eval.h"
 #include "hex.h"
 #include "isotime.h"
+#include "cond_ops.h"
 #include "semver.h"
 #include "snapshot.h"
 
@@ -1233,56 +1234,6 @@ static uint32_t compile_off_serve(struct snapshot_builder *b, const struct snaps
 /* ------------------------------------------------------------------ */
 /* Condition values */
 
-static const char *const operator_names[SNAPSHOT_OP_COUNT] = {
-    [SNAPSHOT_OP_EQ] = "eq",
-    [SNAPSHOT_OP_NEQ] = "neq",
-    [SNAPSHOT_OP_IN] = "in",
-    [SNAPSHOT_OP_NOT_IN] = "not_in",
-    [SNAPSHOT_OP_CONTAINS] = "contains",
-    [SNAPSHOT_OP_NOT_CONTAINS] = "not_contains",
-    [SNAPSHOT_OP_STARTS_WITH] = "starts_with",
-    [SNAPSHOT_OP_ENDS_WITH] = "ends_with",
-    [SNAPSHOT_OP_MATCHES] = "matches",
-    [SNAPSHOT_OP_GT] = "gt",
-    [SNAPSHOT_OP_GTE] = "gte",
-    [SNAPSHOT_OP_LT] = "lt",
-    [SNAPSHOT_OP_LTE] = "lte",
-    [SNAPSHOT_OP_SEMVER_EQ] = "semver_eq",
-    [SNAPSHOT_OP_SEMVER_GT] = "semver_gt",
-    [SNAPSHOT_OP_SEMVER_GTE] = "semver_gte",
-    [SNAPSHOT_OP_SEMVER_LT] = "semver_lt",
-    [SNAPSHOT_OP_SEMVER_LTE] = "semver_lte",
-    [SNAPSHOT_OP_BEFORE] = "before",
-    [SNAPSHOT_OP_AFTER] = "after",
-    [SNAPSHOT_OP_EXISTS] = "exists",
-    [SNAPSHOT_OP_NOT_EXISTS] = "not_exists",
-};
-
-static uint32_t operator_from_text(const char *name)
-{
-    for (uint32_t i = 0; name != NULL && i < SNAPSHOT_OP_COUNT; i++)
-        if (strcmp(operator_names[i], name) == 0)
-            return i;
-    return SNAPSHOT_OP_COUNT;
-}
-
-static bool is_string_op(uint32_t op)
-{
-    return op >= SNAPSHOT_OP_CONTAINS && op <= SNAPSHOT_OP_MATCHES;
-}
-
-static bool is_single_value_op(uint32_t op)
-{
-    return op == SNAPSHOT_OP_EQ || op == SNAPSHOT_OP_NEQ ||
-           (op >= SNAPSHOT_OP_GT && op <= SNAPSHOT_OP_AFTER);
-}
-
-static bool is_clock_op(uint32_t op)
-{
-    return op == SNAPSHOT_OP_BEFORE || op == SNAPSHOT_OP_AFTER || op == SNAPSHOT_OP_EXISTS ||
-           op == SNAPSHOT_OP_NOT_EXISTS;
-}
-
 static bool scalar_value(struct snapshot_builder *b, json_object *j, struct snapshot_value *v)
 {
     switch (json_object_get_type(j)) {
@@ -1376,20 +1327,23 @@ static bool typed_value(struct snapshot_builder *b, const struct snapshot_cond *
                         struct snapshot_value *v)
 {
     struct semver version;
-    uint32_t op = c->op;
-    if (op <= SNAPSHOT_OP_NOT_IN)
+    switch (cond_ops[c->op].kind) {
+    case COND_VALUES_SCALAR:
         return coerce_value(b, c->data_type, v);
-    if (is_string_op(op)) {
-        if (v->type != SNAPSHOT_VALUE_STRING)
-            return false;
-        return op != SNAPSHOT_OP_MATCHES || add_pattern(b, c, v);
-    }
-    if (op <= SNAPSHOT_OP_LTE)
+    case COND_VALUES_STRING:
+        return v->type == SNAPSHOT_VALUE_STRING;
+    case COND_VALUES_PATTERN:
+        return v->type == SNAPSHOT_VALUE_STRING && add_pattern(b, c, v);
+    case COND_VALUES_NUMBER:
         return v->type == SNAPSHOT_VALUE_NUMBER;
-    if (op <= SNAPSHOT_OP_SEMVER_LTE)
+    case COND_VALUES_SEMVER:
         return v->type == SNAPSHOT_VALUE_STRING &&
                semver_parse(builder_string(b, v->text), v->text.len, &version);
-    return add_time(b, c, v);
+    case COND_VALUES_TIMESTAMP:
+        return add_time(b, c, v);
+    default:
+        return false;
+    }
 }
 
 static bool compile_values(struct snapshot_builder *b, struct snapshot_cond *c, json_object *cond)
@@ -1397,9 +1351,9 @@ static bool compile_values(struct snapshot_builder *b, struct snapshot_cond *c, 
     json_object *values = NULL;
     json_object_object_get_ex(cond, "values", &values);
     size_t n = json_object_is_type(values, json_type_array) ? json_object_array_length(values) : 0;
-    if (c->op == SNAPSHOT_OP_EXISTS || c->op == SNAPSHOT_OP_NOT_EXISTS)
+    if (cond_ops[c->op].kind == COND_VALUES_NONE)
         return values == NULL || (json_object_is_type(values, json_type_array) && n == 0);
-    if (n == 0 || (is_single_value_op(c->op) && n != 1))
+    if (n == 0 || (cond_ops[c->op].single_value && n != 1))
         return false;
     b->tmp_values.len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1440,7 +1394,7 @@ static uint32_t attribute_data_type(struct snapshot_builder *b, uint32_t org, co
 static bool compile_attribute(struct snapshot_builder *b, uint32_t org, json_object *cond,
                               const char *attribute, struct snapshot_cond *c)
 {
-    uint32_t op = operator_from_text(json_member_string(cond, "operator"));
+    uint32_t op = cond_op_from_name(json_member_string(cond, "operator"));
     if (*attribute == '\0' || op == SNAPSHOT_OP_COUNT)
         return false;
     c->kind = SNAPSHOT_COND_ATTRIBUTE;
@@ -1450,7 +1404,7 @@ static bool compile_attribute(struct snapshot_builder *b, uint32_t org, json_obj
     c->attribute = intern(b, attribute);
     if (strcmp(attribute, "$currentTime") == 0) {
         c->flags |= SNAPSHOT_COND_CURRENT_TIME;
-        if (!is_clock_op(c->op))
+        if (!cond_op_reads_instants(c->op))
             b->pending_opaque = true;
     } else {
         c->data_type = attribute_data_type(b, org, attribute);

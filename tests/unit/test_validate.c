@@ -827,11 +827,41 @@ END_TEST
 
 START_TEST(names_round_trip)
 {
-    for (int op = 0; op < OP_COUNT; op++)
-        ck_assert_int_eq(validate_op_from_name(validate_op_name((enum validate_op)op)), op);
-    ck_assert_int_eq(validate_op_from_name("like"), -1);
     ck_assert_int_eq(validate_flag_type_from_name("json"), FLAG_TYPE_JSON);
     ck_assert_int_eq(validate_flag_type_from_name("object"), -1);
+}
+END_TEST
+
+/* The one operator table (src/eval/cond_ops.h): names round-trip, the
+ * schema enum lists them in snapshot order, negative operators negate a
+ * positive one that negates nothing. */
+START_TEST(operator_table)
+{
+    struct json_object *names = json_tokener_parse(COND_OPS_SCHEMA_ENUM);
+    ck_assert_ptr_nonnull(names);
+    ck_assert_uint_eq(json_object_array_length(names), SNAPSHOT_OP_COUNT);
+    int negatives = 0;
+    for (int op = 0; op < SNAPSHOT_OP_COUNT; op++) {
+        const char *name = cond_op_name((enum snapshot_op)op);
+        ck_assert_int_eq(cond_op_from_name(name), op);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(names, op)), name);
+        enum snapshot_op twin = cond_ops[op].positive;
+        ck_assert_int_eq(cond_ops[twin].positive, twin);
+        if ((int)twin != op) {
+            negatives++;
+            ck_assert_int_eq(cond_ops[twin].kind, cond_ops[op].kind);
+            ck_assert_int_eq(cond_ops[twin].single_value, cond_ops[op].single_value);
+        }
+    }
+    json_object_put(names);
+    ck_assert_int_eq(negatives, 4);
+    ck_assert_int_eq(cond_ops[SNAPSHOT_OP_NOT_CONTAINS].positive, SNAPSHOT_OP_CONTAINS);
+    ck_assert_int_eq(cond_op_from_name("like"), SNAPSHOT_OP_COUNT);
+    ck_assert_int_eq(cond_op_from_name(NULL), SNAPSHOT_OP_COUNT);
+    ck_assert_str_eq(cond_op_name(SNAPSHOT_OP_COUNT), "?");
+    ck_assert(cond_op_reads_instants(SNAPSHOT_OP_BEFORE));
+    ck_assert(cond_op_reads_instants(SNAPSHOT_OP_NOT_EXISTS));
+    ck_assert(!cond_op_reads_instants(SNAPSHOT_OP_EQ));
 }
 END_TEST
 
@@ -865,6 +895,7 @@ Suite *suite_validate(void)
     tcase_add_test(pure, timestamps);
     tcase_add_test(pure, slugify_derives_keys);
     tcase_add_test(pure, names_round_trip);
+    tcase_add_test(pure, operator_table);
     suite_add_tcase(s, pure);
 
     TCase *fields = tcase_create("fields");
