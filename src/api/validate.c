@@ -23,8 +23,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "isotime.h"
 #include "cond_ops.h"
+#include "isotime.h"
 #include "semver.h"
 
 /* ---- the collector ---- */

@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cond_ops.h"
 #include "hex.h"
 #include "isotime.h"
 #include "json_flat.h"
 #include "murmur3.h"
-#include "cond_ops.h"
 #include "semver.h"
 
 /* PCRE2 limits: clients control the subject, so bound the work per match. */

@@ -18,6 +18,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 
 #include <json-c/json.h>
+#include <limits.h>
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
