@@ -534,7 +534,7 @@ static struct json_object *audience(struct parse *p, size_t i, char *text_out, s
     }
     struct json_object *cond = json_object_new_object();
     json_object_object_add(cond, "attribute", json_object_new_string(attribute));
-    json_object_object_add(cond, "operator", json_object_new_string("in"));
+    json_object_object_add(cond, "operator", json_object_new_string(cond_op_name(SNAPSHOT_OP_IN)));
     json_object_object_add(cond, "values", values);
     struct json_object *conds = json_object_new_array();
     json_object_array_add(conds, cond);

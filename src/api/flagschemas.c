@@ -8,6 +8,8 @@
  */
 #include "flagschemas.h"
 
+#include "cond_ops.h"
+
 /* clang-format off */
 
 #define S_STRING "{\"type\":\"string\"}"
@@ -32,10 +34,7 @@
     "\"weight\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000000}}}},"                       \
     "\"bucketBy\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200}}}]}"
 
-#define S_OPERATORS                                                                                \
-    "[\"eq\",\"neq\",\"in\",\"not_in\",\"contains\",\"not_contains\",\"starts_with\","               \
-    "\"ends_with\",\"matches\",\"gt\",\"gte\",\"lt\",\"lte\",\"semver_eq\",\"semver_gt\","          \
-    "\"semver_gte\",\"semver_lt\",\"semver_lte\",\"before\",\"after\",\"exists\",\"not_exists\"]"
+#define S_OPERATORS COND_OPS_SCHEMA_ENUM /* src/eval/cond_ops.h */
 
 #define S_CONDITION                                                                                \
     "{\"oneOf\":["                                                                                 \

@@ -366,10 +366,7 @@ void segments_delete(struct http_request *r)
     " or a segment condition {segment}; both take negate.\","                                      \
     "\"properties\":{"                                                                             \
     "\"attribute\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},"                       \
-    "\"operator\":{\"type\":\"string\",\"enum\":[\"eq\",\"neq\",\"in\",\"not_in\",\"contains\","   \
-    "\"not_contains\",\"starts_with\",\"ends_with\",\"matches\",\"gt\",\"gte\",\"lt\",\"lte\","    \
-    "\"semver_eq\",\"semver_gt\",\"semver_gte\",\"semver_lt\",\"semver_lte\",\"before\","          \
-    "\"after\",\"exists\",\"not_exists\"]},"                                                       \
+    "\"operator\":{\"type\":\"string\",\"enum\":" COND_OPS_SCHEMA_ENUM "},"                        \
     "\"values\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":100,"                              \
     "\"items\":{\"type\":[\"string\",\"number\",\"boolean\"]}},"                                   \
     "\"caseInsensitive\":{\"type\":\"boolean\"},"                                                  \

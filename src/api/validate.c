@@ -23,6 +23,10 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "cond_ops.h"
+#include "isotime.h"
+#include "semver.h"
+
 /* ---- the collector ---- */
 
 void validate_init(struct validate *v)
@@ -194,189 +198,28 @@ bool validate_uuid_ok(const char *s)
     return true;
 }
 
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* A numeric identifier: digits without a leading zero. Advances *p. */
-static bool semver_number(const char **p)
-{
-    const char *s = *p;
-    if (!is_digit(*s))
-        return false;
-    if (*s == '0' && is_digit(s[1]))
-        return false;
-    while (is_digit(*s))
-        s++;
-    *p = s;
-    return true;
-}
-
-static bool is_ident_char(char c)
-{
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
-}
-
-/* Dot-separated identifiers up to the end or stop; numeric prerelease
- * identifiers may not have leading zeros. Advances *p. */
-static bool semver_identifiers(const char **p, char stop, bool numeric_rule)
-{
-    const char *s = *p;
-    for (;;) {
-        const char *start = s;
-        bool all_digits = true;
-        while (is_ident_char(*s)) {
-            all_digits = all_digits && is_digit(*s);
-            s++;
-        }
-        if (s == start)
-            return false;
-        if (numeric_rule && all_digits && *start == '0' && s - start > 1)
-            return false;
-        if (*s != '.')
-            break;
-        s++;
-    }
-    *p = s;
-    return *s == '\0' || *s == stop;
-}
-
+/* Semantic versions and timestamps are read by the evaluator's parsers
+ * (src/eval/semver.c, src/eval/isotime.c), so a value is accepted here
+ * exactly when the snapshot compiler can compile it. */
 bool validate_semver_ok(const char *s)
 {
-    if (*s == 'v')
-        s++;
-    if (!semver_number(&s))
-        return false;
-    for (int part = 0; part < 2 && *s == '.'; part++) {
-        s++;
-        if (!semver_number(&s))
-            return false;
-    }
-    if (*s == '-') {
-        s++;
-        if (!semver_identifiers(&s, '+', true))
-            return false;
-    }
-    if (*s == '+') {
-        s++;
-        if (!semver_identifiers(&s, '\0', false))
-            return false;
-    }
-    return *s == '\0';
+    struct semver version;
+    return semver_parse(s, strlen(s), &version);
 }
 
-/* Reads exactly n digits at *p into *out. */
-static bool fixed_digits(const char **p, int n, int *out)
+/* Milliseconds, rounded down (toward the past) from microseconds. */
+static int64_t floor_ms(int64_t us)
 {
-    int value = 0;
-    for (int i = 0; i < n; i++) {
-        if (!is_digit((*p)[i]))
-            return false;
-        value = value * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *out = value;
-    return true;
-}
-
-static bool is_leap(int y)
-{
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int days_in_month(int y, int m)
-{
-    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && is_leap(y) ? 29 : days[m - 1];
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static bool parse_date(const char **p, int64_t *days)
-{
-    int y, m, d;
-    if (!fixed_digits(p, 4, &y) || *(*p)++ != '-' || !fixed_digits(p, 2, &m) || *(*p)++ != '-' ||
-        !fixed_digits(p, 2, &d))
-        return false;
-    if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, m))
-        return false;
-    *days = days_from_civil(y, m, d);
-    return true;
-}
-
-/* HH:MM[:SS[.fraction]] into milliseconds of the day. */
-static bool parse_time(const char **p, int64_t *ms)
-{
-    int h, mi, sec = 0, frac_ms = 0;
-    if (!fixed_digits(p, 2, &h) || *(*p)++ != ':' || !fixed_digits(p, 2, &mi))
-        return false;
-    if (**p == ':') {
-        (*p)++;
-        if (!fixed_digits(p, 2, &sec))
-            return false;
-        if (**p == '.' || **p == ',') {
-            (*p)++;
-            if (!is_digit(**p))
-                return false;
-            for (int scale = 100; is_digit(**p); (*p)++, scale /= 10)
-                frac_ms += (**p - '0') * scale;
-        }
-    }
-    if (h > 23 || mi > 59 || sec > 60)
-        return false;
-    *ms = ((int64_t)h * 3600 + mi * 60 + sec) * 1000 + frac_ms;
-    return true;
-}
-
-/* Z, +HH:MM, -HH:MM, +HHMM or nothing; *offset_ms east of UTC. */
-static bool parse_zone(const char **p, int64_t *offset_ms)
-{
-    *offset_ms = 0;
-    if (**p == '\0')
-        return true;
-    if (**p == 'Z' || **p == 'z') {
-        (*p)++;
-        return true;
-    }
-    if (**p != '+' && **p != '-')
-        return false;
-    int sign = *(*p)++ == '-' ? -1 : 1;
-    int h, m;
-    if (!fixed_digits(p, 2, &h))
-        return false;
-    if (**p == ':')
-        (*p)++;
-    if (!fixed_digits(p, 2, &m) || h > 23 || m > 59)
-        return false;
-    *offset_ms = sign * ((int64_t)h * 60 + m) * 60000;
-    return true;
+    return us / 1000 - (us % 1000 < 0);
 }
 
 bool validate_timestamp_parse(const char *s, int64_t *ms)
 {
-    const char *p = s;
-    int64_t days, time_ms = 0, offset_ms = 0;
-    if (!parse_date(&p, &days))
-        return false;
-    if (*p == 'T' || *p == 't' || *p == ' ') {
-        p++;
-        if (!parse_time(&p, &time_ms) || !parse_zone(&p, &offset_ms))
-            return false;
-    }
-    if (*p != '\0')
+    int64_t us;
+    if (!isotime_parse(s, strlen(s), &us))
         return false;
     if (ms)
-        *ms = days * 86400000 + time_ms - offset_ms;
+        *ms = floor_ms(us);
     return true;
 }
 
@@ -630,26 +473,6 @@ enum validate_found validate_string_array(struct validate *v, const struct json_
 
 /* ---- names ---- */
 
-static const char *const op_names[OP_COUNT] = {
-    "eq",          "neq",       "in",        "not_in",     "contains",  "not_contains",
-    "starts_with", "ends_with", "matches",   "gt",         "gte",       "lt",
-    "lte",         "semver_eq", "semver_gt", "semver_gte", "semver_lt", "semver_lte",
-    "before",      "after",     "exists",    "not_exists"};
-
-int validate_op_from_name(const char *name)
-{
-    for (int i = 0; i < OP_COUNT; i++) {
-        if (strcmp(op_names[i], name) == 0)
-            return i;
-    }
-    return -1;
-}
-
-const char *validate_op_name(enum validate_op op)
-{
-    return op < OP_COUNT ? op_names[op] : "?";
-}
-
 static const char *const type_names[] = {"boolean", "string", "number", "json"};
 
 int validate_flag_type_from_name(const char *name)
@@ -667,56 +490,6 @@ const char *validate_flag_type_name(enum validate_flag_type type)
 }
 
 /* ---- conditions ---- */
-
-enum value_kind {
-    VALUES_SCALAR,
-    VALUES_STRING,
-    VALUES_PATTERN,
-    VALUES_NUMBER,
-    VALUES_SEMVER,
-    VALUES_TIMESTAMP,
-    VALUES_NONE
-};
-
-static enum value_kind op_value_kind(enum validate_op op)
-{
-    switch (op) {
-    case OP_EQ:
-    case OP_NEQ:
-    case OP_IN:
-    case OP_NOT_IN:
-        return VALUES_SCALAR;
-    case OP_CONTAINS:
-    case OP_NOT_CONTAINS:
-    case OP_STARTS_WITH:
-    case OP_ENDS_WITH:
-        return VALUES_STRING;
-    case OP_MATCHES:
-        return VALUES_PATTERN;
-    case OP_GT:
-    case OP_GTE:
-    case OP_LT:
-    case OP_LTE:
-        return VALUES_NUMBER;
-    case OP_SEMVER_EQ:
-    case OP_SEMVER_GT:
-    case OP_SEMVER_GTE:
-    case OP_SEMVER_LT:
-    case OP_SEMVER_LTE:
-        return VALUES_SEMVER;
-    case OP_BEFORE:
-    case OP_AFTER:
-        return VALUES_TIMESTAMP;
-    default:
-        return VALUES_NONE;
-    }
-}
-
-static bool op_single_value(enum validate_op op)
-{
-    return op != OP_IN && op != OP_NOT_IN && op_value_kind(op) != VALUES_STRING &&
-           op_value_kind(op) != VALUES_PATTERN && op_value_kind(op) != VALUES_NONE;
-}
 
 static bool is_finite_number(struct json_object *value)
 {
@@ -764,51 +537,54 @@ static void check_pattern(struct validate *v, const char *pattern, size_t len)
 }
 
 /* Checks one item of values at the current path for kind. */
-static void check_value(struct validate *v, struct json_object *value, enum value_kind kind)
+static void check_value(struct validate *v, struct json_object *value, enum cond_value_kind kind)
 {
     bool is_string = json_object_is_type(value, json_type_string);
     const char *s = is_string ? json_object_get_string(value) : "";
+    size_t len = is_string ? (size_t)json_object_get_string_len(value) : 0;
+    struct semver version;
+    int64_t us;
     switch (kind) {
-    case VALUES_SCALAR:
+    case COND_VALUES_SCALAR:
         if (!is_string && !is_finite_number(value) &&
             !json_object_is_type(value, json_type_boolean))
             validate_error(v, NULL, "must be a string, number or boolean");
         break;
-    case VALUES_STRING:
-    case VALUES_PATTERN:
+    case COND_VALUES_STRING:
+    case COND_VALUES_PATTERN:
         if (!is_string)
             validate_error(v, NULL, "must be a string");
-        else if (kind == VALUES_PATTERN)
-            check_pattern(v, s, (size_t)json_object_get_string_len(value));
+        else if (kind == COND_VALUES_PATTERN)
+            check_pattern(v, s, len);
         break;
-    case VALUES_NUMBER:
+    case COND_VALUES_NUMBER:
         if (!is_finite_number(value))
             validate_error(v, NULL, "must be a number");
         break;
-    case VALUES_SEMVER:
-        if (!is_string || !validate_semver_ok(s))
+    case COND_VALUES_SEMVER:
+        if (!is_string || !semver_parse(s, len, &version))
             validate_error(v, NULL, "must be a semantic version string");
         break;
-    case VALUES_TIMESTAMP:
-        if (!is_string || !validate_timestamp_parse(s, NULL))
+    case COND_VALUES_TIMESTAMP:
+        if (!is_string || !isotime_parse(s, len, &us))
             validate_error(v, NULL, "must be an ISO 8601 timestamp string");
         break;
-    case VALUES_NONE:
+    case COND_VALUES_NONE:
         break;
     }
 }
 
-static void check_values(struct validate *v, const struct json_object *cond, enum validate_op op)
+static void check_values(struct validate *v, const struct json_object *cond, enum snapshot_op op)
 {
-    enum value_kind kind = op_value_kind(op);
+    enum cond_value_kind kind = cond_ops[op].kind;
     struct json_object *values = NULL;
     bool present = json_object_object_get_ex(cond, "values", &values);
-    if (kind == VALUES_NONE) {
+    if (kind == COND_VALUES_NONE) {
         if (present)
-            validate_error(v, "values", "must be absent for %s", validate_op_name(op));
+            validate_error(v, "values", "must be absent for %s", cond_op_name(op));
         return;
     }
-    size_t max = op_single_value(op) ? 1 : VALIDATE_VALUES_MAX;
+    size_t max = cond_ops[op].single_value ? 1 : VALIDATE_VALUES_MAX;
     if (validate_array(v, cond, "values", 1, max, VALIDATE_REQUIRED, &values) != VALIDATE_SET)
         return;
     size_t mark = validate_push_field(v, "values");
@@ -847,12 +623,12 @@ static void check_attribute_condition(struct validate *v, const struct json_obje
     const char *op_name = NULL;
     if (validate_string(v, cond, "operator", 1, 32, VALIDATE_REQUIRED, &op_name) != VALIDATE_SET)
         return;
-    int op = validate_op_from_name(op_name);
-    if (op < 0) {
+    enum snapshot_op op = cond_op_from_name(op_name);
+    if (op == SNAPSHOT_OP_COUNT) {
         validate_error(v, "operator", "unknown operator %s", op_name);
         return;
     }
-    check_values(v, cond, (enum validate_op)op);
+    check_values(v, cond, op);
 }
 
 static void check_segment_condition(struct validate *v, const struct json_object *cond,

@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "cond_ops.h" /* the condition operators: cond_ops[], COND_OPS_SCHEMA_ENUM */
+
 #define VALIDATE_PATH_MAX 256
 
 #define VALIDATE_KEY_MAX 63                      /* flag, segment, entity keys */
@@ -53,36 +55,8 @@ enum validate_found { VALIDATE_ABSENT, VALIDATE_NULL, VALIDATE_SET, VALIDATE_INV
 #define VALIDATE_REQUIRED 1u
 #define VALIDATE_NULLABLE 2u
 
-/* Condition operators (decisions.md section 1). */
-enum validate_op {
-    OP_EQ,
-    OP_NEQ,
-    OP_IN,
-    OP_NOT_IN,
-    OP_CONTAINS,
-    OP_NOT_CONTAINS,
-    OP_STARTS_WITH,
-    OP_ENDS_WITH,
-    OP_MATCHES,
-    OP_GT,
-    OP_GTE,
-    OP_LT,
-    OP_LTE,
-    OP_SEMVER_EQ,
-    OP_SEMVER_GT,
-    OP_SEMVER_GTE,
-    OP_SEMVER_LT,
-    OP_SEMVER_LTE,
-    OP_BEFORE,
-    OP_AFTER,
-    OP_EXISTS,
-    OP_NOT_EXISTS,
-    OP_COUNT
-};
-
-/* The operator named name, or -1. */
-int validate_op_from_name(const char *name);
-const char *validate_op_name(enum validate_op op);
+/* Condition operators: the table in src/eval/cond_ops.h (cond_ops[],
+ * cond_op_from_name) is the one list; the validator reads it. */
 
 /* Flag types. */
 enum validate_flag_type { FLAG_TYPE_BOOLEAN, FLAG_TYPE_STRING, FLAG_TYPE_NUMBER, FLAG_TYPE_JSON };
@@ -145,13 +119,13 @@ bool validate_key_ok(const char *s);
 /* 8-4-4-4-12 hexadecimal uuid (either case). */
 bool validate_uuid_ok(const char *s);
 
-/* A semantic version as the evaluator reads it: SemVer 2.0.0, a leading
- * "v" and the short forms "1" and "1.2" accepted. */
+/* A semantic version as semver_parse (src/eval/semver.h) reads it, the
+ * one grammar of the semver_* operators. */
 bool validate_semver_ok(const char *s);
 
-/* An ISO 8601 timestamp: YYYY-MM-DD, optionally followed by
- * THH:MM[:SS[.fraction]] and Z or +HH:MM / -HH:MM (none means UTC).
- * *ms receives milliseconds since the epoch when not NULL. */
+/* An ISO 8601 timestamp as isotime_parse (src/eval/isotime.h) reads it;
+ * *ms receives milliseconds since the epoch (rounded toward the past) when
+ * not NULL. */
 bool validate_timestamp_parse(const char *s, int64_t *ms);
 
 /*

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cond_ops.h"
 #include "hex.h"
 #include "isotime.h"
 #include "json_flat.h"
@@ -492,22 +493,26 @@ static bool time_matches(const struct match_env *m, uint32_t op, int64_t t)
 static bool value_hit(const struct match_env *m, uint32_t op, const struct scalar *x,
                       const struct snapshot_value *v)
 {
-    if (op == SNAPSHOT_OP_EQ || op == SNAPSHOT_OP_IN)
+    switch (cond_ops[op].kind) {
+    case COND_VALUES_SCALAR:
         return scalar_equals(m->s, x, v, (m->cond->flags & SNAPSHOT_COND_CASELESS) != 0);
-    if (op <= SNAPSHOT_OP_MATCHES)
+    case COND_VALUES_STRING:
+    case COND_VALUES_PATTERN:
         return x->type == SCALAR_STRING && v->type == SNAPSHOT_VALUE_STRING &&
                string_op(m, op, x, v);
-    if (op <= SNAPSHOT_OP_LTE)
+    case COND_VALUES_NUMBER:
         return x->type == SCALAR_NUMBER && v->type == SNAPSHOT_VALUE_NUMBER &&
                compare_holds(op, compare_numbers(x, v));
-    return semver_op(m->s, op, x, v);
+    default:
+        return semver_op(m->s, op, x, v);
+    }
 }
 
 /* Whether the positive operator op holds for one scalar and any value. */
 static bool scalar_matches(const struct match_env *m, uint32_t op, const struct scalar *x)
 {
     const struct snapshot_cond *c = m->cond;
-    if (op == SNAPSHOT_OP_BEFORE || op == SNAPSHOT_OP_AFTER) {
+    if (cond_ops[op].kind == COND_VALUES_TIMESTAMP) {
         int64_t t;
         return x->type == SCALAR_STRING && isotime_parse(x->text, x->len, &t) &&
                time_matches(m, op, t);
@@ -540,7 +545,7 @@ static const char *now_iso(const struct eval_context *ctx, size_t *len)
 
 static bool clock_matches(const struct match_env *m, uint32_t op)
 {
-    if (op == SNAPSHOT_OP_BEFORE || op == SNAPSHOT_OP_AFTER)
+    if (cond_ops[op].kind == COND_VALUES_TIMESTAMP)
         return time_matches(m, op, m->ctx->now_us);
     struct scalar x = {.type = SCALAR_OTHER};
     size_t len;
@@ -551,22 +556,6 @@ static bool clock_matches(const struct match_env *m, uint32_t op)
 
 /* ------------------------------------------------------------------ */
 /* Conditions, segments and rules */
-
-static uint32_t positive_twin(uint32_t op)
-{
-    switch (op) {
-    case SNAPSHOT_OP_NEQ:
-        return SNAPSHOT_OP_EQ;
-    case SNAPSHOT_OP_NOT_IN:
-        return SNAPSHOT_OP_IN;
-    case SNAPSHOT_OP_NOT_CONTAINS:
-        return SNAPSHOT_OP_CONTAINS;
-    case SNAPSHOT_OP_NOT_EXISTS:
-        return SNAPSHOT_OP_EXISTS;
-    default:
-        return op;
-    }
-}
 
 /* The positive operator on a present value: arrays match when any element
  * does. */
@@ -584,7 +573,7 @@ static bool value_matches(const struct match_env *m, uint32_t op, const struct j
 static bool attribute_condition(const struct match_env *m)
 {
     const struct snapshot_cond *c = m->cond;
-    uint32_t op = positive_twin(c->op);
+    uint32_t op = cond_ops[c->op].positive; /* negative twins: the negation, below */
     bool result;
     if (c->flags & SNAPSHOT_COND_CURRENT_TIME) {
         result = op == SNAPSHOT_OP_EXISTS || clock_matches(m, op);

@@ -1,14 +1,15 @@
 /*
  * isotime.h - ISO 8601 timestamps <-> microseconds since the Unix epoch.
  *
- * Owns what the before/after operators accept (spec/decisions.md section
- * 1): `YYYY-MM-DD`, optionally followed by `T` (or `t` or a space) and
- * `HH:MM`, `HH:MM:SS` or `HH:MM:SS.fraction` (digits beyond microseconds
- * are dropped), optionally followed by `Z`, `z`, `+HH:MM`, `+HHMM` or
- * `+HH` (or `-`). Without an offset the time is UTC. Years 0000 to 9999.
+ * Owns what the before/after operators accept (doc/choices.md,
+ * "Evaluation"): `YYYY-MM-DD`, optionally followed by `T` (or `t` or a
+ * space) and `HH:MM`, `HH:MM:SS` or `HH:MM:SS.fraction` (digits beyond
+ * microseconds are dropped), optionally followed by `Z`, `z`, `+HH:MM`,
+ * `+HHMM` or `+HH` (or `-`). Without an offset the time is UTC. Years 0000 to 9999.
  * Pure functions, no allocation, no locale, no time zone database.
  *
- * Called by: the evaluator (src/eval.c), the snapshot writer and the tests.
+ * Called by: the evaluator (src/eval/eval.c), the snapshot compiler, the
+ * management validator (src/api/validate.c) and the tests.
  */
 #ifndef ENSIGN_ISOTIME_H
 #define ENSIGN_ISOTIME_H

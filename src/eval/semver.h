@@ -1,15 +1,16 @@
 /*
  * semver.h - semantic versions: parsing and SemVer 2.0.0 precedence.
  *
- * Owns what the semver_* operators accept (spec/decisions.md section 1):
+ * Owns what the semver_* operators accept (doc/choices.md, "Evaluation"):
  * MAJOR.MINOR.PATCH with optional -prerelease and +build, a leading `v` or
  * `V`, and the short forms `1` and `1.2` (missing parts are 0). Numeric
  * parts may carry leading zeros (compared by value). Build metadata is
  * ignored by precedence. Pure functions, no allocation: a parsed version
  * points into the text it was parsed from.
  *
- * Called by: the evaluator (src/eval.c), the snapshot writer (validation)
- * and the unit tests.
+ * Called by: the evaluator (src/eval/eval.c), the snapshot compiler and
+ * the management validator (src/api/validate.c), so a rule value is
+ * accepted exactly when it compiles; and the unit tests.
  */
 #ifndef ENSIGN_SEMVER_H
 #define ENSIGN_SEMVER_H

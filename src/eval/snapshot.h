@@ -50,8 +50,8 @@
  * generation). A worker opens the new file into a fresh struct and keeps
  * the old one if that fails.
  *
- * Called by: workers (src/ofrep.c) and the evaluator (src/eval.c); written
- * by src/snapshot_build.c.
+ * Called by: workers (src/eval/ofrep.c) and the evaluator (src/eval/eval.c);
+ * written by the builder (snapshot_build.h; the file by snapshot_write.c).
  */
 #ifndef ENSIGN_SNAPSHOT_H
 #define ENSIGN_SNAPSHOT_H

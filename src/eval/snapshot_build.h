@@ -34,6 +34,10 @@
  * of memory; snapshot_builder_error() then says why, and the builder stays
  * usable (the bad row is skipped).
  *
+ * Implemented in snapshot_build.c (rows), snapshot_rules.c (the rule
+ * compiler), snapshot_write.c (the file) and snapshot_containers.c, which
+ * share snapshot_builder.h.
+ *
  * Called by: the refresher (src/refresher.c), the unit tests and
  * contrib/bench-snapshot.c.
  */

@@ -128,7 +128,7 @@ static void check_text(const char *text, size_t size)
     (void)validate_semver_ok(text);
     int64_t ms;
     (void)validate_timestamp_parse(text, &ms);
-    (void)validate_op_from_name(text);
+    (void)cond_op_from_name(text);
     (void)validate_flag_type_from_name(text);
     char slug[VALIDATE_KEY_MAX + 1];
     validate_slugify(text, slug);

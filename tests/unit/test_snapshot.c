@@ -14,9 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
+#include "cond_ops.h"
 #include "snapshot.h"
 #include "snapshot_build.h"
 #include "suites.h"
+#include "validate.h"
 
 #define DIGEST_A "aa00000000000000000000000000000000000000000000000000000000000001"
 #define DIGEST_B "0b00000000000000000000000000000000000000000000000000000000000002"
@@ -557,6 +561,101 @@ START_TEST(checksum_sensitivity)
 }
 END_TEST
 
+/* ---- the validator and the rule compiler read one rule language ---- */
+
+static const char *const candidate_values[] = {NULL,
+                                               "[]",
+                                               "[\"x\"]",
+                                               "[\"x\", \"y\"]",
+                                               "[1]",
+                                               "[1.5]",
+                                               "[true]",
+                                               "[null]",
+                                               "[{}]",
+                                               "[1, 2]",
+                                               "\"x\"",
+                                               "[\"1.2.3\"]",
+                                               "[\"01.2.3\"]",
+                                               "[\"V1.2\"]",
+                                               "[\"1.2.3-01\"]",
+                                               "[\"1.x\"]",
+                                               "[\"18446744073709551616.0.0\"]",
+                                               "[\"2024-06-01\"]",
+                                               "[\"2024-06-01T14:00:00+02\"]",
+                                               "[\"2024-06-01T14:00:00+2\"]",
+                                               "[\"2024-06-01T12:00:00.5Z\"]",
+                                               "[\"2023-02-29\"]",
+                                               "[\"^a+$\"]",
+                                               "[\"[a-\"]",
+                                               "[\"1.2.3\\u0000\"]"};
+
+/* Whether the validator accepts conditions (JSON text). */
+static bool validator_accepts(const char *conditions)
+{
+    char body[512];
+    snprintf(body, sizeof body, "{\"conditions\": %s}", conditions);
+    struct json_object *obj = json_tokener_parse(body);
+    ck_assert_ptr_nonnull(obj);
+    struct validate v;
+    validate_init(&v);
+    validate_conditions(&v, obj, "conditions", false, NULL, NULL);
+    bool ok = validate_ok(&v);
+    validate_free(&v);
+    json_object_put(obj);
+    return ok;
+}
+
+/* For every operator of the table and every candidate values member: what
+ * the management API accepts, the snapshot compiles (a rule that is not
+ * broken). The compiler may accept more (rows stored before a rule of the
+ * validator existed); it must never refuse what the validator let in. */
+START_TEST(validator_accepts_only_what_compiles)
+{
+    enum { CASES = SNAPSHOT_OP_COUNT * (sizeof candidate_values / sizeof *candidate_values) };
+    static char conds[CASES][256];
+    static bool accepted[CASES];
+    struct snapshot_builder *b = snapshot_builder_new(1);
+    ck_assert_int_eq(snapshot_builder_add_environment(b, "e1", "o1", "production"), 0);
+    int n = 0, accepted_count = 0;
+    for (int op = 0; op < SNAPSHOT_OP_COUNT; op++) {
+        for (size_t i = 0; i < sizeof candidate_values / sizeof *candidate_values; i++, n++) {
+            const char *values = candidate_values[i];
+            snprintf(conds[n], sizeof conds[n],
+                     "[{\"attribute\": \"a\", \"operator\": \"%s\"%s%s}]",
+                     cond_op_name((enum snapshot_op)op), values ? ", \"values\": " : "",
+                     values ? values : "");
+            accepted[n] = validator_accepts(conds[n]);
+            accepted_count += accepted[n];
+            char key[32];
+            snprintf(key, sizeof key, "f%d", n);
+            add_bool_flag(b, "e1", key, true);
+            ck_assert_int_eq(
+                snapshot_builder_add_rule(b, "e1", key, "r", conds[n], "{\"variant\": \"on\"}"), 0);
+        }
+    }
+    const char *path = temp_snapshot_path();
+    char err[256];
+    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
+    snapshot_builder_free(b);
+    struct snapshot s;
+    open_ok(path, &s);
+    for (int i = 0; i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "f%d", i);
+        const struct snapshot_flag *f = flag_in(&s, "o1", "production", key);
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(f->rule_count, 1);
+        bool compiled = !s.rules[f->rule_first].broken;
+        ck_assert_msg(!accepted[i] || compiled, "accepted but broken: %s", conds[i]);
+    }
+    snapshot_close(&s);
+    unlink(path);
+    /* Both outcomes occur, so the loop proves something either way. */
+    ck_assert_int_gt(accepted_count, SNAPSHOT_OP_COUNT);
+    ck_assert_int_lt(accepted_count, n);
+}
+END_TEST
+
 Suite *suite_snapshot(void)
 {
     Suite *s = suite_create("snapshot");
@@ -569,6 +668,7 @@ Suite *suite_snapshot(void)
     tcase_add_test(tc, variant_values_strict_json);
     tcase_add_test(tc, corrupt_files_refused);
     tcase_add_test(tc, checksum_sensitivity);
+    tcase_add_test(tc, validator_accepts_only_what_compiles);
     suite_add_tcase(s, tc);
     return s;
 }

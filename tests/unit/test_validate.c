@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isotime.h"
+#include "semver.h"
 #include "suites.h"
 #include "validate.h"
 
@@ -175,12 +177,51 @@ START_TEST(semver_forms)
                           "1.2.3+build.5",
                           "1.2.3-rc.1+sha.abc",
                           "10.20.30"};
-    const char *bad[] = {"",       "v",        "1.",     "1.2.3.4", "01.2.3",        "1.02.3",
-                         "1.2.3-", "1.2.3-01", "1.2.3+", "a.b.c",   "1.2.3-al..pha", " 1.2.3"};
+    const char *bad[] = {
+        "", "v", "1.", "1.2.3.4", "1.2.3-", "1.2.3+", "a.b.c", "1.2.3-al..pha", " 1.2.3"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
         ck_assert_msg(validate_semver_ok(good[i]), "%s", good[i]);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_msg(!validate_semver_ok(bad[i]), "%s", bad[i]);
+}
+END_TEST
+
+/* A semver_eq condition with one value (JSON string text, escapes allowed). */
+static bool semver_condition_ok(const char *value_json)
+{
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"conditions\": [{\"attribute\": \"v\", \"operator\": \"semver_eq\", "
+             "\"values\": [%s]}]}",
+             value_json);
+    check_conditions(json, false);
+    return validate_ok(&v);
+}
+
+/* The inputs where validate.c's own semver parser and src/eval/semver.c
+ * used to disagree: the validator now accepts exactly what compiles. */
+START_TEST(semver_agrees_with_compiler)
+{
+    const char *now_good[] = {"01.2.3", "1.02.3", "1.2.3-01", "V1.2.3", "v01"};
+    for (size_t i = 0; i < sizeof now_good / sizeof *now_good; i++) {
+        struct semver parsed;
+        ck_assert(semver_parse(now_good[i], strlen(now_good[i]), &parsed));
+        ck_assert_msg(validate_semver_ok(now_good[i]), "%s", now_good[i]);
+    }
+    /* Past UINT64_MAX: used to pass here and compile to a broken rule. */
+    ck_assert(validate_semver_ok("18446744073709551615.0.0"));
+    ck_assert(!validate_semver_ok("18446744073709551616.0.0"));
+    ck_assert(!validate_semver_ok("1.99999999999999999999.0"));
+    ck_assert(semver_condition_ok("\"V1.02.3-01\""));
+    validate_free(&v);
+    validate_init(&v);
+    ck_assert(!semver_condition_ok("\"18446744073709551616.0.0\""));
+    ck_assert(has_error("conditions[0].values[0]"));
+    validate_free(&v);
+    validate_init(&v);
+    /* A NUL inside the JSON string: the compiler reads the whole string. */
+    ck_assert(!semver_condition_ok("\"1.2.3\\u0000x\""));
+    ck_assert(has_error("conditions[0].values[0]"));
 }
 END_TEST
 
@@ -200,6 +241,43 @@ START_TEST(timestamps)
     ck_assert(!validate_timestamp_parse("2024-01-01T10:00:00Q", NULL));
     ck_assert(!validate_timestamp_parse("1700000000", NULL));
     ck_assert(!validate_timestamp_parse("", NULL));
+}
+END_TEST
+
+/* A before condition with one value (JSON text). */
+static bool time_condition_ok(const char *value_json)
+{
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"conditions\": [{\"attribute\": \"t\", \"operator\": \"before\", "
+             "\"values\": [%s]}]}",
+             value_json);
+    check_conditions(json, false);
+    return validate_ok(&v);
+}
+
+/* The inputs where validate.c's own ISO 8601 parser and src/eval/isotime.c
+ * used to disagree. */
+START_TEST(timestamps_agree_with_compiler)
+{
+    int64_t ms, us;
+    /* +HH offsets: refused here before, compiled by the snapshot writer. */
+    ck_assert(isotime_parse("2024-06-01T14:00:00+02", 22, &us));
+    ck_assert(validate_timestamp_parse("2024-06-01T14:00:00+02", &ms));
+    ck_assert_int_eq(ms, 1717243200000LL);
+    ck_assert(validate_timestamp_parse("2024-06-01T14:00-02", &ms));
+    ck_assert_int_eq(ms, 1717257600000LL);
+    /* Before the epoch, milliseconds round toward the past as before. */
+    ck_assert(validate_timestamp_parse("1969-12-31T23:59:59.9995Z", &ms));
+    ck_assert_int_eq(ms, -1);
+    ck_assert(validate_timestamp_parse("2024-06-01T12:00:00.1239Z", &ms));
+    ck_assert_int_eq(ms, 1717243200123LL);
+    ck_assert(time_condition_ok("\"2024-06-01T14:00:00+02\""));
+    validate_free(&v);
+    validate_init(&v);
+    /* A NUL inside the JSON string: the compiler reads the whole string. */
+    ck_assert(!time_condition_ok("\"2024-06-01\\u0000T\""));
+    ck_assert(has_error("conditions[0].values[0]"));
 }
 END_TEST
 
@@ -749,11 +827,41 @@ END_TEST
 
 START_TEST(names_round_trip)
 {
-    for (int op = 0; op < OP_COUNT; op++)
-        ck_assert_int_eq(validate_op_from_name(validate_op_name((enum validate_op)op)), op);
-    ck_assert_int_eq(validate_op_from_name("like"), -1);
     ck_assert_int_eq(validate_flag_type_from_name("json"), FLAG_TYPE_JSON);
     ck_assert_int_eq(validate_flag_type_from_name("object"), -1);
+}
+END_TEST
+
+/* The one operator table (src/eval/cond_ops.h): names round-trip, the
+ * schema enum lists them in snapshot order, negative operators negate a
+ * positive one that negates nothing. */
+START_TEST(operator_table)
+{
+    struct json_object *names = json_tokener_parse(COND_OPS_SCHEMA_ENUM);
+    ck_assert_ptr_nonnull(names);
+    ck_assert_uint_eq(json_object_array_length(names), SNAPSHOT_OP_COUNT);
+    int negatives = 0;
+    for (int op = 0; op < SNAPSHOT_OP_COUNT; op++) {
+        const char *name = cond_op_name((enum snapshot_op)op);
+        ck_assert_int_eq(cond_op_from_name(name), op);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(names, op)), name);
+        enum snapshot_op twin = cond_ops[op].positive;
+        ck_assert_int_eq(cond_ops[twin].positive, twin);
+        if ((int)twin != op) {
+            negatives++;
+            ck_assert_int_eq(cond_ops[twin].kind, cond_ops[op].kind);
+            ck_assert_int_eq(cond_ops[twin].single_value, cond_ops[op].single_value);
+        }
+    }
+    json_object_put(names);
+    ck_assert_int_eq(negatives, 4);
+    ck_assert_int_eq(cond_ops[SNAPSHOT_OP_NOT_CONTAINS].positive, SNAPSHOT_OP_CONTAINS);
+    ck_assert_int_eq(cond_op_from_name("like"), SNAPSHOT_OP_COUNT);
+    ck_assert_int_eq(cond_op_from_name(NULL), SNAPSHOT_OP_COUNT);
+    ck_assert_str_eq(cond_op_name(SNAPSHOT_OP_COUNT), "?");
+    ck_assert(cond_op_reads_instants(SNAPSHOT_OP_BEFORE));
+    ck_assert(cond_op_reads_instants(SNAPSHOT_OP_NOT_EXISTS));
+    ck_assert(!cond_op_reads_instants(SNAPSHOT_OP_EQ));
 }
 END_TEST
 
@@ -787,6 +895,7 @@ Suite *suite_validate(void)
     tcase_add_test(pure, timestamps);
     tcase_add_test(pure, slugify_derives_keys);
     tcase_add_test(pure, names_round_trip);
+    tcase_add_test(pure, operator_table);
     suite_add_tcase(s, pure);
 
     TCase *fields = tcase_create("fields");
@@ -808,6 +917,8 @@ Suite *suite_validate(void)
     TCase *conds = tcase_create("conditions");
     tcase_add_checked_fixture(conds, setup, teardown);
     tcase_add_test(conds, valid_conditions_pass);
+    tcase_add_test(conds, semver_agrees_with_compiler);
+    tcase_add_test(conds, timestamps_agree_with_compiler);
     tcase_add_test(conds, condition_count_boundary);
     tcase_add_test(conds, unknown_operator);
     tcase_add_test(conds, missing_attribute_and_operator);
