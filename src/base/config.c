@@ -126,7 +126,7 @@ static const struct config_key keys[KEY_COUNT] = {
                              "Number of rate-limit buckets in shared memory, sized at "
                              "start."},
     [KEY_WAITLIST] = {"waitlist", CONFIG_BOOL, "on", 0, 0, true,
-                      "Whether the waitlist accepts submissions: on or off.", "open", "closed"},
+                      "Whether the waitlist accepts submissions: on or off."},
     [KEY_RATELIMIT_LOGIN] = {"ratelimit_login", CONFIG_INT, "10", 0, RATE_MAX, true,
                              "Session login attempts allowed per minute per client address "
                              "(IPv6: per /64) and, separately, per account; 0 disables the "
@@ -338,8 +338,16 @@ static int parse_log_level(const char *value, long long *out, char *msg, size_t 
     return fail(msg, msglen, "log_level: \"%s\" is not one of debug, info, warn, error", value);
 }
 
+/* A switch's own words for on and off from before on/off was the one
+ * spelling, still read (a table apart from keys[], whose rows all have the
+ * same fields). */
+static const struct {
+    int key;
+    const char *on, *off;
+} old_switch_words[] = {{KEY_WAITLIST, "open", "closed"}};
+
 /* A switch: on or off, the one documented spelling. yes/no, true/false,
- * 1/0 and the row's own old pair (waitlist: open/closed) are read too, so
+ * 1/0 and the key's own old pair (old_switch_words) are read too, so
  * files written before on/off still load. */
 static int parse_bool(const struct config_key *key, const char *value, long long *out, char *msg,
                       size_t msglen)
@@ -354,10 +362,14 @@ static int parse_bool(const struct config_key *key, const char *value, long long
             }
         }
     }
-    if (key->old_on && key->old_off &&
-        (strcmp(value, key->old_on) == 0 || strcmp(value, key->old_off) == 0)) {
-        *out = strcmp(value, key->old_on) == 0;
-        return 0;
+    for (size_t i = 0; i < sizeof old_switch_words / sizeof old_switch_words[0]; i++) {
+        if (&keys[old_switch_words[i].key] != key)
+            continue;
+        if (strcmp(value, old_switch_words[i].on) == 0 ||
+            strcmp(value, old_switch_words[i].off) == 0) {
+            *out = strcmp(value, old_switch_words[i].on) == 0;
+            return 0;
+        }
     }
     return fail(msg, msglen, "%s: \"%s\" is not one of on, off", key->name, value);
 }

@@ -52,9 +52,6 @@ struct config_key {
     long long min, max;        /* bounds for CONFIG_INT and CONFIG_WORKERS */
     bool reloadable;           /* applied on SIGHUP; else kept until a restart */
     const char *help;          /* one sentence, used by etc/ensign.conf and the man page */
-    /* CONFIG_BOOL: the key's own words for on and off before on/off was the
-     * one spelling (waitlist: open, closed), still accepted; NULL: none. */
-    const char *old_on, *old_off;
 };
 
 struct config {
