@@ -60,17 +60,11 @@ static const char ROLE_SQL[] = AUDIT_ANSWER(
     "'members/' || $3", "$5");
 /* clang-format on */
 
-static void list_members(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void org_members_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "members");
-}
-
-void org_members_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_MEMBERS_READ, list_members, NULL);
 }
 
 /* The role member of body, one of the organization roles (default member). */
@@ -83,9 +77,8 @@ static const char *read_org_role(struct validate *v, struct json_object *body, u
     return role;
 }
 
-static void add_member(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void org_members_add(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     static const char *const allowed[] = {"$schema", "login", "role", NULL};
     struct json_object *body = mgmt_body_object(r);
     if (body == NULL)
@@ -107,14 +100,8 @@ static void add_member(struct http_request *r, const struct mgmt_ctx *ctx, void 
     json_object_put(body);
 }
 
-void org_members_add(struct http_request *r)
+void org_members_remove(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, add_member, NULL);
-}
-
-static void remove_member(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     const char *user = mgmt_param(r, "userId");
     if (!validate_uuid_ok(user)) {
         http_send_error(r, 404, "not a member of this organization");
@@ -124,14 +111,8 @@ static void remove_member(struct http_request *r, const struct mgmt_ctx *ctx, vo
     mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
 }
 
-void org_members_remove(struct http_request *r)
+void org_members_set_role(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, remove_member, NULL);
-}
-
-static void set_role(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     static const char *const allowed[] = {"$schema", "role", NULL};
     const char *user = mgmt_param(r, "userId");
     struct json_object *body = mgmt_body_object(r);
@@ -153,9 +134,4 @@ static void set_role(struct http_request *r, const struct mgmt_ctx *ctx, void *a
         validate_free(&v);
     }
     json_object_put(body);
-}
-
-void org_members_set_role(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, set_role, NULL);
 }

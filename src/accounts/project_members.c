@@ -103,9 +103,6 @@ static const char ROLE_SQL[] = AUDIT_ANSWER(
     "'projects/' || (" THE_PROJECT ").slug || '/members/' || $3", "$5");
 /* clang-format on */
 
-#define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
-#define PROJECTS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_PROJECTS, true})
-
 static bool project_role_ok(const char *role)
 {
     static const char *const roles[] = {"read", "triage", "write", "maintain", "admin"};
@@ -148,7 +145,8 @@ static void on_project(PGresult *res, const char *error, void *arg)
     free(ls);
 }
 
-static void list_of(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+static void list_of(struct http_request *r, const struct mgmt_ctx *ctx,
+                    const struct list_kind *kind)
 {
     struct list_state *ls = calloc(1, sizeof *ls);
     if (ls == NULL) {
@@ -160,21 +158,21 @@ static void list_of(struct http_request *r, const struct mgmt_ctx *ctx, void *ar
         return;
     }
     ls->r = r;
-    ls->kind = arg;
+    ls->kind = kind;
     snprintf(ls->org_id, sizeof ls->org_id, "%s", ctx->org_id);
     const char *params[] = {ctx->org_id, mgmt_param(r, "project")};
     if (mgmt_query(r, EXISTS_SQL, 2, params, on_project, ls) != 0)
         free(ls);
 }
 
-void project_members_list(struct http_request *r)
+void project_members_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_READ, list_of, (void *)&collaborators);
+    list_of(r, ctx, &collaborators);
 }
 
-void project_owners_list(struct http_request *r)
+void project_owners_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_READ, list_of, (void *)&owners);
+    list_of(r, ctx, &owners);
 }
 
 /* ---- writes ---- */
@@ -188,9 +186,8 @@ static const char *read_role(struct validate *v, struct json_object *body)
     return role;
 }
 
-static void add_collaborator(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void project_members_add(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     static const char *const allowed[] = {"$schema", "login", "role", NULL};
     struct json_object *body = mgmt_body_object(r);
     if (body == NULL)
@@ -212,14 +209,8 @@ static void add_collaborator(struct http_request *r, const struct mgmt_ctx *ctx,
     json_object_put(body);
 }
 
-void project_members_add(struct http_request *r)
+void project_members_remove(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_WRITE, add_collaborator, NULL);
-}
-
-static void remove_collaborator(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     const char *user = mgmt_param(r, "userId");
     if (!validate_uuid_ok(user)) {
         http_send_error(r, 404, "not a collaborator of this project");
@@ -229,14 +220,8 @@ static void remove_collaborator(struct http_request *r, const struct mgmt_ctx *c
     mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
 }
 
-void project_members_remove(struct http_request *r)
+void project_members_set_role(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_WRITE, remove_collaborator, NULL);
-}
-
-static void set_collaborator_role(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     static const char *const allowed[] = {"$schema", "role", NULL};
     struct json_object *body = mgmt_body_object(r);
     if (body == NULL)
@@ -258,9 +243,4 @@ static void set_collaborator_role(struct http_request *r, const struct mgmt_ctx 
         validate_free(&v);
     }
     json_object_put(body);
-}
-
-void project_members_set_role(struct http_request *r)
-{
-    mgmt_begin(r, PROJECTS_WRITE, set_collaborator_role, NULL);
 }
