@@ -27,12 +27,11 @@
 #include "http.h"
 #include "internal.h"
 #include "audit_record.h"
+#include "membership.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "token.h"
 #include "validate.h"
-
-#define LOGIN_MAX_CHARS 320
 
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT i.created_at, i.id, ensign_invitation_form(i) "
@@ -127,7 +126,7 @@ void invitations_create(struct http_request *r, const struct mgmt_ctx *ctx)
     validate_init(&v);
     const char *login = NULL, *role = "member";
     validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "login", 1, LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
+    validate_string(&v, body, "login", 1, MEMBERSHIP_LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
     if (validate_string(&v, body, "role", 1, 16, VALIDATE_NULLABLE, &role) == VALIDATE_SET &&
         strcmp(role, "admin") != 0 && strcmp(role, "member") != 0 && strcmp(role, "viewer") != 0)
         validate_error(&v, "role", "one of admin, member, viewer");
@@ -155,13 +154,9 @@ void invitations_create(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void invitations_revoke(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "no such invitation");
-        return;
-    }
-    const char *params[] = {ctx->org_id, id, ctx->audit_actor};
-    mgmt_query(r, REVOKE_SQL, 3, params, mgmt_answer_cb, r);
+    static const struct membership_write revoke = {
+        .sql = REVOKE_SQL, .param = "id", .not_found = "no such invitation"};
+    membership_write(r, ctx, &revoke);
 }
 
 /* ---- lookup and accept ---- */

@@ -24,11 +24,10 @@
 
 #include "http.h"
 #include "audit_record.h"
+#include "membership.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "validate.h"
-
-#define LOGIN_MAX_CHARS 320
 
 /* $6 org id, $7 project ref; $2 is the cursor scope. */
 #define PROJECT_OF_REQUEST "(SELECT x.id FROM ensign_project_find($6::uuid, $7, false) x)"
@@ -188,59 +187,28 @@ static const char *read_role(struct validate *v, struct json_object *body)
 
 void project_members_add(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const char *const allowed[] = {"$schema", "login", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
-    struct validate v;
-    validate_init(&v);
-    const char *login = NULL;
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "login", 1, LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
-    const char *role = read_role(&v, body);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), login, role,
-                                ctx->audit_actor};
-        mgmt_query(r, ADD_SQL, 5, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
-    json_object_put(body);
+    static const struct membership_write add = {
+        .sql = ADD_SQL, .second = MEMBERSHIP_PROJECT, .login = true, .role = read_role};
+    membership_write(r, ctx, &add);
 }
 
 void project_members_remove(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *user = mgmt_param(r, "userId");
-    if (!validate_uuid_ok(user)) {
-        http_send_error(r, 404, "not a collaborator of this project");
-        return;
-    }
-    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user, ctx->audit_actor};
-    mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
+    static const struct membership_write remove = {.sql = REMOVE_SQL,
+                                                   .second = MEMBERSHIP_PROJECT,
+                                                   .param = "userId",
+                                                   .not_found =
+                                                       "not a collaborator of this project"};
+    membership_write(r, ctx, &remove);
 }
 
 void project_members_set_role(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const char *const allowed[] = {"$schema", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
-    struct validate v;
-    validate_init(&v);
-    validate_only_fields(&v, body, allowed);
-    const char *role = read_role(&v, body);
-    const char *user = mgmt_param(r, "userId");
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else if (!validate_uuid_ok(user)) {
-        validate_free(&v);
-        http_send_error(r, 404, "not a collaborator of this project");
-    } else {
-        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user, role,
-                                ctx->audit_actor};
-        mgmt_query(r, ROLE_SQL, 5, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
-    json_object_put(body);
+    static const struct membership_write set_role = {.sql = ROLE_SQL,
+                                                     .second = MEMBERSHIP_PROJECT,
+                                                     .role = read_role,
+                                                     .param = "userId",
+                                                     .not_found =
+                                                         "not a collaborator of this project"};
+    membership_write(r, ctx, &set_role);
 }

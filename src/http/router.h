@@ -1,12 +1,17 @@
 /*
  * router.h - the route table and path matching.
  *
- * A route is (method, pattern, handler, summary). Patterns are absolute
+ * A route is one operation: method, pattern, handler, summary, the
+ * credential it takes, its request and response schemas, its success
+ * status and, for an organization operation, the role and scope it needs
+ * and the operation the dispatcher runs. Patterns are absolute
  * paths whose segments are literals or {name} parameters; a parameter
  * matches one non-empty segment, percent-decoded. The table (routes.c) is
- * the single source of truth: the worker dispatches from it and
- * /openapi.json is generated from it. Matching is a pure function, no
- * allocation: parameter values are copied into the caller's route_match.
+ * the single source of truth: the worker dispatches from it, the
+ * management dispatcher (api/mgmt.c) enforces its credential and need,
+ * and /openapi.json is generated from it (tests/unit/check_routes.c).
+ * Matching is a pure function, no allocation: parameter values are
+ * copied into the caller's route_match.
  */
 #ifndef ENSIGN_ROUTER_H
 #define ENSIGN_ROUTER_H
