@@ -330,11 +330,11 @@ static const struct route route_table[] = {
     /* section: agent (second document) */
     {METHOD_POST, "/ai/messages", agent_messages,
      "Send a conversation to the agent: a reply and proposed actions (nothing is written)",
-     ROUTE_AUTH_ACCESS_TOKEN, agent_messages_request_schema, agent_messages_response_schema, 200,
+     ROUTE_AUTH_TOKEN_OR_COOKIE, agent_messages_request_schema, agent_messages_response_schema, 200,
      NO_OP},
     {METHOD_POST, "/ai/actions/execute", agent_execute,
      "Execute one confirmed agent action as the caller, through its REST operation",
-     ROUTE_AUTH_ACCESS_TOKEN, agent_execute_request_schema, agent_execute_response_schema, 200,
+     ROUTE_AUTH_TOKEN_OR_COOKIE, agent_execute_request_schema, agent_execute_response_schema, 200,
      NO_OP},
 };
 
