@@ -245,9 +245,7 @@ void audit_config_get(struct http_request *r, const struct mgmt_ctx *ctx)
 void audit_config_put(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     static const char *const fields[] = {"ip_disclosure", "$schema", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     bool disclose = false;

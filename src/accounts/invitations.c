@@ -119,9 +119,7 @@ static void on_created(PGresult *res, const char *error, void *arg)
 void invitations_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     static const char *const allowed[] = {"$schema", "login", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *login = NULL, *role = "member";

@@ -72,9 +72,7 @@ void membership_write(struct http_request *r, const struct mgmt_ctx *ctx,
             run(r, ctx, w, subject, NULL);
         return;
     }
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     with_body(r, ctx, w, body);
     json_object_put(body);
 }

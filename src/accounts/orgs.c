@@ -136,9 +136,7 @@ void orgs_create(struct http_request *r)
 void orgs_rename(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     static const char *const allowed[] = {"$schema", "name", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *name = NULL;

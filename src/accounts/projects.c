@@ -140,9 +140,7 @@ static void read_fields(struct validate *v, struct json_object *body, bool creat
 
 static void write_project(struct http_request *r, const struct mgmt_ctx *ctx, bool create)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     struct project_fields f = {0};

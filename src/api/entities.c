@@ -238,9 +238,7 @@ static const char *json_text(struct json_object *value)
 void entities_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     static const char *const fields[] = {"key", "label", "attributes", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *key = NULL, *label = NULL;
@@ -264,9 +262,7 @@ void entities_create(struct http_request *r, const struct mgmt_ctx *ctx)
 void entities_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     static const char *const fields[] = {"label", "attributes", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *label = NULL;

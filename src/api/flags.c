@@ -268,9 +268,7 @@ static void send_create(struct http_request *r, const struct mgmt_ctx *ctx,
 
 void flags_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     struct new_flag nf = {0};
@@ -392,9 +390,7 @@ static struct json_object *read_patch(struct validate *v, const struct json_obje
 
 void flags_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     struct json_object *patch = read_patch(&v, body);

@@ -298,7 +298,11 @@ void mgmt_begin_org(struct http_request *r, const struct identity *who, const ch
 static void run_op(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
 {
     (void)arg;
-    r->match.route->op(r, ctx);
+    const struct route *route = r->match.route;
+    struct mgmt_ctx call = *ctx;
+    if (route->request_schema != NULL && (call.body = mgmt_body_object(r)) == NULL)
+        return;
+    route->op(r, &call);
 }
 
 void mgmt_dispatch(struct http_request *r)

@@ -63,8 +63,9 @@ enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_
 #define MGMT_NAME_BYTES 801 /* 200 characters of up to 4 UTF-8 bytes + NUL */
 
 /*
- * The resolved caller. Plain data (no pointers): a handler that needs it
- * after its callback returns copies the struct by value.
+ * The resolved caller. Plain data but for body (which the operation owns):
+ * a handler that needs it after its callback returns copies the struct by
+ * value.
  */
 struct mgmt_ctx {
     struct identity who;                    /* the authenticated token */
@@ -74,6 +75,9 @@ struct mgmt_ctx {
     char actor_user_id[AUTH_UUID_LEN + 1];  /* the user; "" for an organization token */
     char actor_name[MGMT_NAME_BYTES];       /* user name, or the organization token's name */
     char audit_actor[AUDIT_ACTOR_JSON_MAX]; /* the audit actor parameter (audit_record.h) */
+    struct json_object *body;               /* mgmt_dispatch: the parsed request body of a row
+                                               with a request schema, the operation's to put;
+                                               else NULL */
 };
 
 /*
@@ -84,7 +88,10 @@ struct mgmt_ctx {
  * header, the ensign_session cookie (auth_credential_digest: the Origin
  * check for unsafe methods, 403). Then the {org} or {slug} organization
  * and the row's need, with the statuses above in their order (401, 429,
- * 404, 403); then route->op(r, ctx). It is the row's handler.
+ * 404, 403); then, for a row with a request schema, the body is parsed
+ * into ctx->body (400 unparseable or empty, 422 not an object: the
+ * operation gets an object, and owns it); then route->op(r, ctx). It is
+ * the row's handler.
  */
 void mgmt_dispatch(struct http_request *r);
 

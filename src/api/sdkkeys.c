@@ -146,9 +146,7 @@ static void insert_key(struct http_request *r, const struct mgmt_ctx *ctx, const
 void sdkkeys_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     static const char *const fields[] = {"name", "environment", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *name = NULL, *environment = NULL;

@@ -275,9 +275,7 @@ static void on_entities(PGresult *res, const char *error, void *arg)
 
 static void begin_write(struct http_request *r, const struct mgmt_ctx *ctx, bool create)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct segment_write *w = calloc(1, sizeof *w);
     if (w == NULL) {
         json_object_put(body);

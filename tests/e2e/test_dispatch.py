@@ -106,6 +106,18 @@ class DispatchTest(OrgTestCase):
         self.assertEqual(response.status, 422, response)
         self.assertIn("login", response.json.get("errors", {}), response.json)
 
+    def test_the_body_is_parsed_after_the_checks_and_before_the_operation(self):
+        """A row with a request schema: the dispatcher parses the body once
+        the caller may do the operation: 403 first, then 400/422."""
+        raw = {"Content-Type": "application/json"}
+        for path in ("/v1/orgs/acme/flags", "/orgs/acme/members", "/orgs/acme/projects"):
+            viewer = self.send("POST", path, "viewer", body=b"[1]", headers=raw)
+            self.assertEqual(viewer.status, 403, (path, viewer))
+            not_object = self.send("POST", path, "owner", body=b"[1]", headers=raw)
+            self.assertEqual(not_object.status, 422, (path, not_object))
+            broken = self.send("POST", path, "owner", body=b"{", headers=raw)
+            self.assertEqual(broken.status, 400, (path, broken))
+
     def test_order_401_before_404_before_403(self):
         self.assertEqual(self.send("GET", "/v1/orgs/nope/flags").status, 401)
         self.assertEqual(self.send("POST", "/v1/orgs/globex/flags", "viewer", body={}).status,
