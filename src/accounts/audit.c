@@ -42,9 +42,6 @@
 #define AUDIT_ACTIONS_MAX 20
 #define AUDIT_ACTION_MAX_CHARS 100
 
-static const struct mgmt_need audit_read = {MGMT_ROLE_VIEWER, AUTH_SCOPE_AUDIT, false};
-static const struct mgmt_need audit_write = {MGMT_ROLE_ADMIN, AUTH_SCOPE_AUDIT, true};
-
 /* clang-format off */
 
 /*
@@ -212,9 +209,8 @@ static void run_list(struct http_request *r, const struct mgmt_ctx *ctx, struct 
     free(scope);
 }
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void audit_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     struct page_request *page = malloc(sizeof *page);
     if (page == NULL) {
         http_send_error(r, 500, "out of memory");
@@ -240,30 +236,16 @@ static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *ar
     free(page);
 }
 
-void audit_list(struct http_request *r)
+void audit_config_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, audit_read, on_list, NULL);
-}
-
-static void on_config_get(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     const char *params[] = {ctx->org_id};
     mgmt_query(r, CONFIG_SQL, 1, params, mgmt_answer_cb, r);
 }
 
-void audit_config_get(struct http_request *r)
+void audit_config_put(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, audit_read, on_config_get, NULL);
-}
-
-static void on_config_put(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     static const char *const fields[] = {"ip_disclosure", "$schema", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     bool disclose = false;
@@ -277,11 +259,6 @@ static void on_config_put(struct http_request *r, const struct mgmt_ctx *ctx, vo
     }
     validate_free(&v);
     json_object_put(body);
-}
-
-void audit_config_put(struct http_request *r)
-{
-    mgmt_begin(r, audit_write, on_config_put, NULL);
 }
 
 /* ---- schemas ---- */

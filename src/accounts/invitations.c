@@ -27,12 +27,11 @@
 #include "http.h"
 #include "internal.h"
 #include "audit_record.h"
+#include "membership.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "token.h"
 #include "validate.h"
-
-#define LOGIN_MAX_CHARS 320
 
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT i.created_at, i.id, ensign_invitation_form(i) "
@@ -81,26 +80,18 @@ static const char ACCEPT_SQL[] = AUDIT_ANSWER_ORG(
     "   FROM invitations i WHERE i.token_digest = $1)", "'members/' || $2", "$3");
 /* clang-format on */
 
-#define INVITES_READ ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_MEMBERS, false})
-
 struct invitation_creation {
     struct http_request *r;
-    char token[TOKEN_MAX_LEN];
+    struct token_secret secret; /* token.h token_mint */
 };
 
 /* ---- list ---- */
 
-static void list_invitations(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void invitations_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "invitations");
-}
-
-void invitations_list(struct http_request *r)
-{
-    mgmt_begin(r, INVITES_READ, list_invitations, NULL);
 }
 
 /* ---- create ---- */
@@ -118,25 +109,22 @@ static void on_created(PGresult *res, const char *error, void *arg)
         struct json_object *status;
         if (json_object_object_get_ex(body, "status", &status) &&
             strcmp(json_object_get_string(status), "invited") == 0)
-            json_object_object_add(body, "token", json_object_new_string(ic->token));
+            json_object_object_add(body, "token", json_object_new_string(ic->secret.token));
         http_send_json(r, 200, body);
     }
-    explicit_bzero(ic->token, sizeof ic->token);
+    explicit_bzero(ic->secret.token, sizeof ic->secret.token);
     free(ic);
 }
 
-static void create_invitation(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void invitations_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     static const char *const allowed[] = {"$schema", "login", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *login = NULL, *role = "member";
     validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "login", 1, LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
+    validate_string(&v, body, "login", 1, MEMBERSHIP_LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
     if (validate_string(&v, body, "role", 1, 16, VALIDATE_NULLABLE, &role) == VALIDATE_SET &&
         strcmp(role, "admin") != 0 && strcmp(role, "member") != 0 && strcmp(role, "viewer") != 0)
         validate_error(&v, "role", "one of admin, member, viewer");
@@ -144,16 +132,15 @@ static void create_invitation(struct http_request *r, const struct mgmt_ctx *ctx
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
     } else if ((ic = calloc(1, sizeof *ic)) == NULL ||
-               token_generate(TOKEN_PREFIX_INVITE, ic->token, sizeof ic->token) != 0) {
+               token_mint(TOKEN_PREFIX_INVITE, &ic->secret) != 0) {
         free(ic);
         validate_free(&v);
         http_send_error(r, 500, "cannot make an invitation token");
     } else {
         ic->r = r;
-        char digest[TOKEN_DIGEST_HEX_LEN + 1];
-        token_digest_hex(ic->token, strlen(ic->token), digest);
         const char *inviter = ctx->actor_user_id[0] ? ctx->actor_user_id : NULL;
-        const char *params[] = {ctx->org_id, inviter, login, role, digest, ctx->audit_actor};
+        const char *params[] = {ctx->org_id, inviter,           login,
+                                role,        ic->secret.digest, ctx->audit_actor};
         if (mgmt_query(r, CREATE_SQL, 6, params, on_created, ic) != 0)
             free(ic);
         validate_free(&v);
@@ -161,28 +148,13 @@ static void create_invitation(struct http_request *r, const struct mgmt_ctx *ctx
     json_object_put(body);
 }
 
-void invitations_create(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, create_invitation, NULL);
-}
-
 /* ---- revoke ---- */
 
-static void revoke_invitation(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void invitations_revoke(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "no such invitation");
-        return;
-    }
-    const char *params[] = {ctx->org_id, id, ctx->audit_actor};
-    mgmt_query(r, REVOKE_SQL, 3, params, mgmt_answer_cb, r);
-}
-
-void invitations_revoke(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, revoke_invitation, NULL);
+    static const struct membership_write revoke = {
+        .sql = REVOKE_SQL, .param = "id", .not_found = "no such invitation"};
+    membership_write(r, ctx, &revoke);
 }
 
 /* ---- lookup and accept ---- */

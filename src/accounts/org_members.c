@@ -17,11 +17,10 @@
 
 #include "http.h"
 #include "audit_record.h"
+#include "membership.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "validate.h"
-
-#define LOGIN_MAX_CHARS 320
 
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT m.created_at, m.user_id, ensign_member_form(u, "
@@ -60,17 +59,11 @@ static const char ROLE_SQL[] = AUDIT_ANSWER(
     "'members/' || $3", "$5");
 /* clang-format on */
 
-static void list_members(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void org_members_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "members");
-}
-
-void org_members_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_MEMBERS_READ, list_members, NULL);
 }
 
 /* The role member of body, one of the organization roles (default member). */
@@ -83,79 +76,40 @@ static const char *read_org_role(struct validate *v, struct json_object *body, u
     return role;
 }
 
-static void add_member(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+static const char *optional_role(struct validate *v, struct json_object *body)
 {
-    (void)arg;
-    static const char *const allowed[] = {"$schema", "login", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
-    struct validate v;
-    validate_init(&v);
-    const char *login = NULL;
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "login", 1, LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
-    const char *role = read_org_role(&v, body, VALIDATE_NULLABLE);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), login, role,
-                                ctx->audit_actor};
-        mgmt_query(r, ADD_SQL, 5, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
-    json_object_put(body);
+    return read_org_role(v, body, VALIDATE_NULLABLE);
 }
 
-void org_members_add(struct http_request *r)
+static const char *required_role(struct validate *v, struct json_object *body)
 {
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, add_member, NULL);
+    return read_org_role(v, body, VALIDATE_REQUIRED);
 }
 
-static void remove_member(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void org_members_add(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    const char *user = mgmt_param(r, "userId");
-    if (!validate_uuid_ok(user)) {
-        http_send_error(r, 404, "not a member of this organization");
-        return;
-    }
-    const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user, ctx->audit_actor};
-    mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
+    static const struct membership_write add = {
+        .sql = ADD_SQL, .second = MEMBERSHIP_CALLER_ROLE, .login = true, .role = optional_role};
+    membership_write(r, ctx, &add);
 }
 
-void org_members_remove(struct http_request *r)
+void org_members_remove(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, remove_member, NULL);
+    static const struct membership_write remove = {.sql = REMOVE_SQL,
+                                                   .second = MEMBERSHIP_CALLER_ROLE,
+                                                   .param = "userId",
+                                                   .not_found =
+                                                       "not a member of this organization"};
+    membership_write(r, ctx, &remove);
 }
 
-static void set_role(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void org_members_set_role(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    static const char *const allowed[] = {"$schema", "role", NULL};
-    const char *user = mgmt_param(r, "userId");
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
-    struct validate v;
-    validate_init(&v);
-    validate_only_fields(&v, body, allowed);
-    const char *role = read_org_role(&v, body, VALIDATE_REQUIRED);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else if (!validate_uuid_ok(user)) {
-        validate_free(&v);
-        http_send_error(r, 404, "not a member of this organization");
-    } else {
-        const char *params[] = {ctx->org_id, mgmt_role_name(ctx->role), user, role,
-                                ctx->audit_actor};
-        mgmt_query(r, ROLE_SQL, 5, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
-    json_object_put(body);
-}
-
-void org_members_set_role(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_MEMBERS_WRITE, set_role, NULL);
+    static const struct membership_write set_role = {.sql = ROLE_SQL,
+                                                     .second = MEMBERSHIP_CALLER_ROLE,
+                                                     .role = required_role,
+                                                     .param = "userId",
+                                                     .not_found =
+                                                         "not a member of this organization"};
+    membership_write(r, ctx, &set_role);
 }

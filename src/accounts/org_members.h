@@ -7,10 +7,11 @@
 #define ENSIGN_ORG_MEMBERS_H
 
 struct http_request;
+struct mgmt_ctx;
 
-void org_members_list(struct http_request *r);
-void org_members_add(struct http_request *r);
-void org_members_remove(struct http_request *r);
-void org_members_set_role(struct http_request *r);
+void org_members_list(struct http_request *r, const struct mgmt_ctx *ctx);
+void org_members_add(struct http_request *r, const struct mgmt_ctx *ctx);
+void org_members_remove(struct http_request *r, const struct mgmt_ctx *ctx);
+void org_members_set_role(struct http_request *r, const struct mgmt_ctx *ctx);
 
 #endif

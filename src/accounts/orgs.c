@@ -80,11 +80,6 @@ static const char DELETED_SQL[] = PAGE_WITH_CURSOR(
                                                                              "created_at::text, "
                                                                              "id::text");
 
-#define ORGS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_ORGS, false})
-#define ORGS_LEAVE ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_ORGS, true})
-#define ORGS_OWNER_WRITE ((struct mgmt_need){MGMT_ROLE_OWNER, AUTH_SCOPE_ORGS, true})
-#define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
-
 /* ---- GET /orgs ---- */
 
 static void list_orgs(struct http_request *r, const struct identity *who)
@@ -138,13 +133,10 @@ void orgs_create(struct http_request *r)
 
 /* ---- PATCH /orgs/{slug} ---- */
 
-static void rename_org(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void orgs_rename(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     static const char *const allowed[] = {"$schema", "name", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *name = NULL;
@@ -160,16 +152,10 @@ static void rename_org(struct http_request *r, const struct mgmt_ctx *ctx, void 
     json_object_put(body);
 }
 
-void orgs_rename(struct http_request *r)
-{
-    mgmt_begin(r, ORGS_OWNER_WRITE, rename_org, NULL);
-}
-
 /* ---- POST /orgs/{slug}/leave ---- */
 
-static void leave_org(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void orgs_leave(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     if (ctx->who.kind == IDENTITY_ORG) {
         http_send_error(r, 403, "an organization token cannot leave its organization");
         return;
@@ -178,22 +164,11 @@ static void leave_org(struct http_request *r, const struct mgmt_ctx *ctx, void *
     mgmt_query(r, LEAVE_SQL, 3, params, mgmt_answer_cb, r);
 }
 
-void orgs_leave(struct http_request *r)
-{
-    mgmt_begin(r, ORGS_LEAVE, leave_org, NULL);
-}
-
 /* ---- GET /orgs/{slug}/deleted-projects ---- */
 
-static void list_deleted(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void orgs_deleted_projects(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, DELETED_SQL, ctx->org_id, &page, 0, NULL, "projects");
-}
-
-void orgs_deleted_projects(struct http_request *r)
-{
-    mgmt_begin(r, PROJECTS_READ, list_deleted, NULL);
 }

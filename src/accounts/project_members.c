@@ -24,11 +24,10 @@
 
 #include "http.h"
 #include "audit_record.h"
+#include "membership.h"
 #include "mgmt.h"
 #include "pagination.h"
 #include "validate.h"
-
-#define LOGIN_MAX_CHARS 320
 
 /* $6 org id, $7 project ref; $2 is the cursor scope. */
 #define PROJECT_OF_REQUEST "(SELECT x.id FROM ensign_project_find($6::uuid, $7, false) x)"
@@ -103,9 +102,6 @@ static const char ROLE_SQL[] = AUDIT_ANSWER(
     "'projects/' || (" THE_PROJECT ").slug || '/members/' || $3", "$5");
 /* clang-format on */
 
-#define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
-#define PROJECTS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_PROJECTS, true})
-
 static bool project_role_ok(const char *role)
 {
     static const char *const roles[] = {"read", "triage", "write", "maintain", "admin"};
@@ -148,7 +144,8 @@ static void on_project(PGresult *res, const char *error, void *arg)
     free(ls);
 }
 
-static void list_of(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+static void list_of(struct http_request *r, const struct mgmt_ctx *ctx,
+                    const struct list_kind *kind)
 {
     struct list_state *ls = calloc(1, sizeof *ls);
     if (ls == NULL) {
@@ -160,21 +157,21 @@ static void list_of(struct http_request *r, const struct mgmt_ctx *ctx, void *ar
         return;
     }
     ls->r = r;
-    ls->kind = arg;
+    ls->kind = kind;
     snprintf(ls->org_id, sizeof ls->org_id, "%s", ctx->org_id);
     const char *params[] = {ctx->org_id, mgmt_param(r, "project")};
     if (mgmt_query(r, EXISTS_SQL, 2, params, on_project, ls) != 0)
         free(ls);
 }
 
-void project_members_list(struct http_request *r)
+void project_members_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_READ, list_of, (void *)&collaborators);
+    list_of(r, ctx, &collaborators);
 }
 
-void project_owners_list(struct http_request *r)
+void project_owners_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_READ, list_of, (void *)&owners);
+    list_of(r, ctx, &owners);
 }
 
 /* ---- writes ---- */
@@ -188,79 +185,30 @@ static const char *read_role(struct validate *v, struct json_object *body)
     return role;
 }
 
-static void add_collaborator(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void project_members_add(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    static const char *const allowed[] = {"$schema", "login", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
-    struct validate v;
-    validate_init(&v);
-    const char *login = NULL;
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "login", 1, LOGIN_MAX_CHARS, VALIDATE_REQUIRED, &login);
-    const char *role = read_role(&v, body);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), login, role,
-                                ctx->audit_actor};
-        mgmt_query(r, ADD_SQL, 5, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
-    json_object_put(body);
+    static const struct membership_write add = {
+        .sql = ADD_SQL, .second = MEMBERSHIP_PROJECT, .login = true, .role = read_role};
+    membership_write(r, ctx, &add);
 }
 
-void project_members_add(struct http_request *r)
+void project_members_remove(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_WRITE, add_collaborator, NULL);
+    static const struct membership_write remove = {.sql = REMOVE_SQL,
+                                                   .second = MEMBERSHIP_PROJECT,
+                                                   .param = "userId",
+                                                   .not_found =
+                                                       "not a collaborator of this project"};
+    membership_write(r, ctx, &remove);
 }
 
-static void remove_collaborator(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void project_members_set_role(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    const char *user = mgmt_param(r, "userId");
-    if (!validate_uuid_ok(user)) {
-        http_send_error(r, 404, "not a collaborator of this project");
-        return;
-    }
-    const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user, ctx->audit_actor};
-    mgmt_query(r, REMOVE_SQL, 4, params, mgmt_answer_cb, r);
-}
-
-void project_members_remove(struct http_request *r)
-{
-    mgmt_begin(r, PROJECTS_WRITE, remove_collaborator, NULL);
-}
-
-static void set_collaborator_role(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
-    static const char *const allowed[] = {"$schema", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
-    struct validate v;
-    validate_init(&v);
-    validate_only_fields(&v, body, allowed);
-    const char *role = read_role(&v, body);
-    const char *user = mgmt_param(r, "userId");
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else if (!validate_uuid_ok(user)) {
-        validate_free(&v);
-        http_send_error(r, 404, "not a collaborator of this project");
-    } else {
-        const char *params[] = {ctx->org_id, mgmt_param(r, "project"), user, role,
-                                ctx->audit_actor};
-        mgmt_query(r, ROLE_SQL, 5, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
-    json_object_put(body);
-}
-
-void project_members_set_role(struct http_request *r)
-{
-    mgmt_begin(r, PROJECTS_WRITE, set_collaborator_role, NULL);
+    static const struct membership_write set_role = {.sql = ROLE_SQL,
+                                                     .second = MEMBERSHIP_PROJECT,
+                                                     .role = read_role,
+                                                     .param = "userId",
+                                                     .not_found =
+                                                         "not a collaborator of this project"};
+    membership_write(r, ctx, &set_role);
 }

@@ -95,9 +95,6 @@ static const char DELETE_EXPANDED_SQL[] = AUDIT_ANSWER(
     "'Deleted project ' || " ANSWER_PROJECT, "'projects/' || " ANSWER_PROJECT, "$4");
 /* clang-format on */
 
-#define PROJECTS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_PROJECTS, false})
-#define PROJECTS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_PROJECTS, true})
-
 /* True when the query string asks for expand[]=organization. */
 static bool expand_organization(const struct http_request *r)
 {
@@ -115,17 +112,11 @@ static bool expand_organization(const struct http_request *r)
 
 /* ---- list ---- */
 
-static void list_projects(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void projects_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "projects");
-}
-
-void projects_list(struct http_request *r)
-{
-    mgmt_begin(r, PROJECTS_READ, list_projects, NULL);
 }
 
 /* ---- create and update ---- */
@@ -149,9 +140,7 @@ static void read_fields(struct validate *v, struct json_object *body, bool creat
 
 static void write_project(struct http_request *r, const struct mgmt_ctx *ctx, bool create)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     struct project_fields f = {0};
@@ -174,26 +163,14 @@ static void write_project(struct http_request *r, const struct mgmt_ctx *ctx, bo
     json_object_put(body);
 }
 
-static void create_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void projects_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     write_project(r, ctx, true);
 }
 
-void projects_create(struct http_request *r)
+void projects_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_WRITE, create_project, NULL);
-}
-
-static void update_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     write_project(r, ctx, false);
-}
-
-void projects_update(struct http_request *r)
-{
-    mgmt_begin(r, PROJECTS_WRITE, update_project, NULL);
 }
 
 /* ---- read, delete, restore ---- */
@@ -206,9 +183,8 @@ static void run_one(struct http_request *r, const struct mgmt_ctx *ctx, const ch
     mgmt_query(r, expand ? expanded_sql : plain_sql, expand ? 3 : 2, params, mgmt_answer_cb, r);
 }
 
-static void get_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void projects_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     if (expand_organization(r)) {
         run_one(r, ctx, GET_SQL, GET_EXPANDED_SQL);
         return;
@@ -217,33 +193,16 @@ static void get_project(struct http_request *r, const struct mgmt_ctx *ctx, void
     mgmt_query(r, GET_SQL, 3, params, mgmt_answer_cb, r);
 }
 
-void projects_get(struct http_request *r)
+void projects_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_READ, get_project, NULL);
-}
-
-static void delete_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     bool expand = expand_organization(r);
     const char *params[] = {ctx->org_id, mgmt_param(r, "project"),
                             expand ? mgmt_role_name(ctx->role) : NULL, ctx->audit_actor};
     mgmt_query(r, expand ? DELETE_EXPANDED_SQL : DELETE_SQL, 4, params, mgmt_answer_cb, r);
 }
 
-void projects_delete(struct http_request *r)
+void projects_restore(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, PROJECTS_WRITE, delete_project, NULL);
-}
-
-static void restore_project(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "project"), ctx->audit_actor};
     mgmt_query(r, RESTORE_SQL, 3, params, mgmt_answer_cb, r);
-}
-
-void projects_restore(struct http_request *r)
-{
-    mgmt_begin(r, PROJECTS_WRITE, restore_project, NULL);
 }

@@ -7,12 +7,13 @@
 #define ENSIGN_PROJECTS_H
 
 struct http_request;
+struct mgmt_ctx;
 
-void projects_list(struct http_request *r);
-void projects_create(struct http_request *r);
-void projects_get(struct http_request *r);
-void projects_update(struct http_request *r);
-void projects_delete(struct http_request *r);
-void projects_restore(struct http_request *r);
+void projects_list(struct http_request *r, const struct mgmt_ctx *ctx);
+void projects_create(struct http_request *r, const struct mgmt_ctx *ctx);
+void projects_get(struct http_request *r, const struct mgmt_ctx *ctx);
+void projects_update(struct http_request *r, const struct mgmt_ctx *ctx);
+void projects_delete(struct http_request *r, const struct mgmt_ctx *ctx);
+void projects_restore(struct http_request *r, const struct mgmt_ctx *ctx);
 
 #endif

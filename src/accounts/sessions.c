@@ -71,7 +71,7 @@ struct login {
     bool found; /* the email names a user with a password */
     char user_id[AUTH_UUID_LEN + 1];
     char password[PASSWORD_MAX_BYTES + 1];
-    char token[TOKEN_MAX_LEN];
+    struct token_secret secret; /* token.h token_mint */
 };
 
 static void free_login(struct login *l)
@@ -93,7 +93,7 @@ static void on_session(PGresult *res, const char *error, void *arg)
         char cookie[TOKEN_MAX_LEN + 96];
         bool secure = r->server->cfg != NULL && r->server->cfg->session_cookie_secure;
         snprintf(cookie, sizeof cookie,
-                 "ensign_session=%s; Path=/; HttpOnly; SameSite=Lax; Max-Age=%d%s", l->token,
+                 "ensign_session=%s; Path=/; HttpOnly; SameSite=Lax; Max-Age=%d%s", l->secret.token,
                  SESSION_DAYS * 86400, secure ? "; Secure" : "");
         http_add_header(r, "Set-Cookie", cookie);
         explicit_bzero(cookie, sizeof cookie);
@@ -105,14 +105,12 @@ static void on_session(PGresult *res, const char *error, void *arg)
 static void start_session(struct login *l, const char *user_id)
 {
     struct http_request *r = l->r;
-    if (token_generate(TOKEN_PREFIX_SESSION, l->token, sizeof l->token) != 0) {
+    if (token_mint(TOKEN_PREFIX_SESSION, &l->secret) != 0) {
         http_send_error(r, 500, "cannot make a session");
         free_login(l);
         return;
     }
-    char digest[TOKEN_DIGEST_HEX_LEN + 1];
-    token_digest_hex(l->token, strlen(l->token), digest);
-    const char *params[] = {user_id, digest};
+    const char *params[] = {user_id, l->secret.digest};
     if (mgmt_query(r, CREATE_SQL, 2, params, on_session, l) != 0)
         free_login(l);
 }

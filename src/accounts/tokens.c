@@ -71,7 +71,7 @@ static const char REVOKE_SQL[] =
 
 struct token_creation {
     struct http_request *r;
-    char token[TOKEN_MAX_LEN];
+    struct token_secret secret; /* token.h token_mint */
 };
 
 /* ---- create ---- */
@@ -84,10 +84,10 @@ static void on_created(PGresult *res, const char *error, void *arg)
         mgmt_answer(r, res, error, NULL);
     } else {
         struct json_object *body = json_tokener_parse(PQgetvalue(res, 0, 1));
-        json_object_object_add(body, "token", json_object_new_string(tc->token));
+        json_object_object_add(body, "token", json_object_new_string(tc->secret.token));
         http_send_json(r, 200, body);
     }
-    explicit_bzero(tc->token, sizeof tc->token);
+    explicit_bzero(tc->secret.token, sizeof tc->secret.token);
     free(tc);
 }
 
@@ -165,31 +165,27 @@ static void create_token(struct http_request *r, const struct identity *who)
         return;
     }
     struct token_creation *tc = calloc(1, sizeof *tc);
-    if (tc == NULL || token_generate(TOKEN_PREFIX_ACCESS, tc->token, sizeof tc->token) != 0) {
+    if (tc == NULL || token_mint(TOKEN_PREFIX_ACCESS, &tc->secret) != 0) {
         free(tc);
         json_object_put(body);
         http_send_error(r, 500, "cannot make a token");
         return;
     }
     tc->r = r;
-    char digest[TOKEN_DIGEST_HEX_LEN + 1], prefix[TOKEN_DISPLAY_PREFIX_LEN + 1], last4[5];
-    token_digest_hex(tc->token, strlen(tc->token), digest);
-    token_display_prefix(tc->token, prefix);
-    token_last_four(tc->token, last4);
     struct json_object *scopes = auth_scopes_json(f.read_mask, f.write_mask);
     char days[24];
     snprintf(days, sizeof days, "%lld", (long long)f.days);
     const char *params[] = {who->user_id,
                             f.name,
-                            digest,
-                            prefix,
-                            last4,
+                            tc->secret.digest,
+                            tc->secret.prefix,
+                            tc->secret.last4,
                             json_object_to_json_string(scopes),
                             f.full ? "true" : "false",
                             f.expires_at,
                             days};
     if (mgmt_query(r, CREATE_SQL, 9, params, on_created, tc) != 0) {
-        explicit_bzero(tc->token, sizeof tc->token);
+        explicit_bzero(tc->secret.token, sizeof tc->secret.token);
         free(tc);
     }
     json_object_put(scopes);

@@ -235,13 +235,10 @@ static const char *json_text(struct json_object *value)
 
 /* ---- handlers ---- */
 
-static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void entities_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     static const char *const fields[] = {"key", "label", "attributes", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *key = NULL, *label = NULL;
@@ -262,13 +259,10 @@ static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *
     json_object_put(body);
 }
 
-static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void entities_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     static const char *const fields[] = {"label", "attributes", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *label = NULL;
@@ -291,50 +285,22 @@ static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *
     json_object_put(body);
 }
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void entities_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id};
     mgmt_query(r, LIST_SQL, 1, params, mgmt_answer_cb, r);
 }
 
-static void on_get(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void entities_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
     mgmt_query(r, GET_SQL, 2, params, answer_entity, r);
 }
 
-static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void entities_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "key"), ctx->audit_actor};
     mgmt_query(r, DELETE_SQL, 3, params, answer_entity, r);
-}
-
-void entities_create(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
-}
-
-void entities_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
-}
-
-void entities_get(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_READ, on_get, NULL);
-}
-
-void entities_update(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
-}
-
-void entities_delete(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
 }
 
 /* ---- schemas ---- */

@@ -95,16 +95,10 @@ static const char CONFIGURE_SQL[] =
 
 /* ---- GET /environments ---- */
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void environments_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id};
     mgmt_query(r, LIST_SQL, 1, params, mgmt_answer_cb, r);
-}
-
-void environments_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
 }
 
 /* ---- PATCH /flags/{key}/environments/{envKey} ---- */

@@ -6,8 +6,9 @@
 #define ENSIGN_ENVIRONMENTS_H
 
 struct http_request;
+struct mgmt_ctx;
 
-void environments_list(struct http_request *r);
+void environments_list(struct http_request *r, const struct mgmt_ctx *ctx);
 void environments_configure(struct http_request *r);
 
 #endif

@@ -185,7 +185,7 @@ bool flagctx_from_row(struct http_request *r, const PGresult *res, bool want_env
     return context_of(r, res, MGMT_ROW_FIRST, want_env, fc);
 }
 
-void flagctx_begin(struct http_request *r, struct mgmt_need need, const char *flag_key,
+void flagctx_begin(struct http_request *r, struct route_need need, const char *flag_key,
                    const char *env_key, const struct flagctx_wanted *wanted, mgmt_row_cb cb,
                    void *arg)
 {

@@ -57,7 +57,7 @@ typedef void (*flagctx_cb)(struct http_request *r, const struct flagctx *fc, voi
  * it then calls flagctx_from_row when it is ready for the context's
  * answers (after its own 400 for a bad body).
  */
-void flagctx_begin(struct http_request *r, struct mgmt_need need, const char *flag_key,
+void flagctx_begin(struct http_request *r, struct route_need need, const char *flag_key,
                    const char *env_key, const struct flagctx_wanted *wanted, mgmt_row_cb cb,
                    void *arg);
 

@@ -266,12 +266,9 @@ static void send_create(struct http_request *r, const struct mgmt_ctx *ctx,
     json_object_put(serve);
 }
 
-static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void flags_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     struct new_flag nf = {0};
@@ -283,11 +280,6 @@ static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *
     validate_free(&v);
     json_object_put(nf.variants);
     json_object_put(body);
-}
-
-void flags_create(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
 }
 
 /* ---- list, detail, usage, delete ---- */
@@ -314,19 +306,13 @@ static void on_list_rows(PGresult *res, const char *error, void *arg)
     send_written(r, res, flaglist_json(res), "cannot write the flag list");
 }
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void flags_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     char archived[8] = "";
     http_query_param(r, "archived", archived, sizeof archived);
     const char *params[] = {
         ctx->org_id, strcmp(archived, "true") == 0 || strcmp(archived, "1") == 0 ? "t" : "f"};
     mgmt_query(r, FLAGLIST_SQL, 2, params, on_list_rows, r);
-}
-
-void flags_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
 }
 
 static void on_flag_not_found(PGresult *res, const char *error, void *arg)
@@ -355,39 +341,21 @@ static void on_detail_rows(PGresult *res, const char *error, void *arg)
     send_written(r, res, flagdetail_json(res), "cannot write the flag detail");
 }
 
-static void on_detail(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void flags_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
     mgmt_query(r, FLAGDETAIL_SQL, 2, params, on_detail_rows, r);
 }
 
-void flags_get(struct http_request *r)
+void flags_usage(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, MGMT_FLAGS_READ, on_detail, NULL);
-}
-
-static void on_usage(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     query_by_key(r, ctx, USAGE_SQL);
 }
 
-void flags_usage(struct http_request *r)
+void flags_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    mgmt_begin(r, MGMT_FLAGS_READ, on_usage, NULL);
-}
-
-static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
-{
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "key"), ctx->audit_actor};
     mgmt_query(r, DELETE_SQL, 3, params, on_flag_not_found, r);
-}
-
-void flags_delete(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
 }
 
 /* ---- update ---- */
@@ -420,12 +388,9 @@ static struct json_object *read_patch(struct validate *v, const struct json_obje
     return patch;
 }
 
-static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void flags_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     struct json_object *patch = read_patch(&v, body);
@@ -442,11 +407,6 @@ static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *
     json_object_put(body);
 }
 
-void flags_update(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
-}
-
 /* ---- archive, restore ---- */
 
 static void set_archived(struct http_request *r, const struct mgmt_ctx *ctx, bool archived)
@@ -456,24 +416,12 @@ static void set_archived(struct http_request *r, const struct mgmt_ctx *ctx, boo
     mgmt_query(r, ARCHIVE_SQL, 6, params, on_flag_not_found, r);
 }
 
-static void on_archive(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void flags_archive(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     set_archived(r, ctx, true);
 }
 
-static void on_restore(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void flags_restore(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     set_archived(r, ctx, false);
-}
-
-void flags_archive(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_archive, NULL);
-}
-
-void flags_restore(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_restore, NULL);
 }

@@ -6,14 +6,18 @@
 #define ENSIGN_FLAGS_H
 
 struct http_request;
+struct mgmt_ctx;
 
-void flags_create(struct http_request *r);  /* POST /flags */
-void flags_list(struct http_request *r);    /* GET /flags[?archived=true] */
-void flags_get(struct http_request *r);     /* GET /flags/{key} */
-void flags_update(struct http_request *r);  /* PATCH /flags/{key} */
-void flags_delete(struct http_request *r);  /* DELETE /flags/{key} */
-void flags_usage(struct http_request *r);   /* GET /flags/{key}/usage */
-void flags_archive(struct http_request *r); /* POST /flags/{key}/archive */
-void flags_restore(struct http_request *r); /* POST /flags/{key}/restore */
+void flags_create(struct http_request *r, const struct mgmt_ctx *ctx); /* POST /flags */
+void flags_list(struct http_request *r,
+                const struct mgmt_ctx *ctx);                        /* GET /flags[?archived=true] */
+void flags_get(struct http_request *r, const struct mgmt_ctx *ctx); /* GET /flags/{key} */
+void flags_update(struct http_request *r, const struct mgmt_ctx *ctx); /* PATCH /flags/{key} */
+void flags_delete(struct http_request *r, const struct mgmt_ctx *ctx); /* DELETE /flags/{key} */
+void flags_usage(struct http_request *r, const struct mgmt_ctx *ctx);  /* GET /flags/{key}/usage */
+void flags_archive(struct http_request *r,
+                   const struct mgmt_ctx *ctx); /* POST /flags/{key}/archive */
+void flags_restore(struct http_request *r,
+                   const struct mgmt_ctx *ctx); /* POST /flags/{key}/restore */
 
 #endif

@@ -23,16 +23,10 @@ static const char LIST_SQL[] =
     " FROM org_members m JOIN users u ON u.id = m.user_id AND NOT u.deleted"
     " WHERE m.org_id = $1";
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void members_v1_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id};
     mgmt_query(r, LIST_SQL, 1, params, mgmt_answer_cb, r);
-}
-
-void members_v1_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_MEMBERS_READ, on_list, NULL);
 }
 
 const char members_v1_list_schema[] =

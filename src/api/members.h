@@ -9,9 +9,10 @@
 #define ENSIGN_MEMBERS_H
 
 struct http_request;
+struct mgmt_ctx;
 
 /* GET /v1/orgs/{org}/members: 200 {members: [{userId, name, email, username, role}]}. */
-void members_v1_list(struct http_request *r);
+void members_v1_list(struct http_request *r, const struct mgmt_ctx *ctx);
 
 extern const char members_v1_list_schema[];
 

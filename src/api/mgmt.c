@@ -6,7 +6,10 @@
  * AUTH_TOKEN_CTE) and the organization with the caller's role in ONE
  * statement, then rate limit for writes (shared memory, per token), the
  * 404 and 403 checks, then the handler; the answers keep the order of
- * separate steps (401, 429, 404, 403). mgmt_begin_org (organization named
+ * separate steps (401, 429, 404, 403). The credential is the bearer token
+ * or, where the route's row allows it, the session cookie (auth.h
+ * auth_credential_digest). mgmt_dispatch is the dispatcher of every
+ * route row with an operation. mgmt_begin_org (organization named
  * in the body, caller already authenticated) looks up the organization
  * alone.
  *
@@ -14,7 +17,8 @@
  * whether or not the organization exists; a callback runs only after every
  * check passed; the context handed to it is plain data on the stack.
  *
- * Called by every /v1/orgs/{org}/... handler.
+ * Called by the route table (mgmt_dispatch) and by the handlers that
+ * still ask for their own extra row (mgmt_begin_row: flagctx.c, flagrevisions.c).
  */
 #include "mgmt.h"
 
@@ -47,7 +51,7 @@ static const char *const role_names[] = {"viewer", "member", "admin", "owner"};
 
 struct mgmt_request {
     struct http_request *r;
-    struct mgmt_need need;
+    struct route_need need;
     mgmt_cb cb;
     void *arg;
     bool call_on_failure; /* mgmt_begin_org: cb also runs (ctx NULL) after a failure */
@@ -87,12 +91,12 @@ static void send_org_not_found(struct http_request *r)
 }
 
 /* The role check, then the scope check; answers 403 when either fails. */
-static bool allowed(struct http_request *r, const struct mgmt_ctx *ctx, struct mgmt_need need)
+static bool allowed(struct http_request *r, const struct mgmt_ctx *ctx, struct route_need need)
 {
-    if (ctx->role < need.role) {
+    if ((int)ctx->role < need.role) {
         char message[128];
         snprintf(message, sizeof message, "role %s may not do this (needs %s)",
-                 mgmt_role_name(ctx->role), mgmt_role_name(need.role));
+                 mgmt_role_name(ctx->role), mgmt_role_name((enum mgmt_role)need.role));
         http_send_error(r, 403, message);
         return false;
     }
@@ -148,7 +152,7 @@ static void on_org_row(PGresult *res, const char *error, void *arg)
  * false after answering r (cb then not called by this path).
  */
 static bool lookup_org(struct http_request *r, const struct identity *who, const char *org,
-                       struct mgmt_need need, mgmt_cb cb, void *arg, bool call_on_failure)
+                       struct route_need need, mgmt_cb cb, void *arg, bool call_on_failure)
 {
     if (need.write &&
         !ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
@@ -173,10 +177,11 @@ static bool lookup_org(struct http_request *r, const struct identity *who, const
 /* What the callback of a MGMT_AUTH_ORG_SQL statement needs. */
 struct auth_org_request {
     struct http_request *r;
-    struct mgmt_need need;
+    struct route_need need;
     mgmt_cb cb;         /* mgmt_begin */
     mgmt_row_cb row_cb; /* mgmt_begin_row */
     void *arg;
+    bool via_cookie; /* the credential is the session cookie */
 };
 
 /* True when row 0 of res has the organization columns (the caller is in it). */
@@ -200,7 +205,8 @@ static void on_auth_org_row(PGresult *res, const char *error, void *arg)
         return;
     }
     if (PQntuples(res) == 0) {
-        auth_send_unauthorized(r, "invalid access token");
+        auth_send_unauthorized(r, aor.via_cookie ? "invalid or expired session"
+                                                 : "invalid access token");
         return;
     }
     struct mgmt_ctx ctx = {0};
@@ -229,7 +235,8 @@ static void auth_and_lookup_org(struct http_request *r, const char *sql, int nex
                                 const char *const *extra, struct auth_org_request init)
 {
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
-    if (!auth_bearer_digest(r, digest))
+    bool via_cookie;
+    if (!auth_credential_digest(r, digest, &via_cookie))
         return;
     if (nextra < 0 || nextra > EXTRA_PARAMS_MAX) {
         auth_send_db_failure(r, NULL, "too many statement parameters");
@@ -241,6 +248,7 @@ static void auth_and_lookup_org(struct http_request *r, const char *sql, int nex
         return;
     }
     *aor = init;
+    aor->via_cookie = via_cookie;
     const char *params[2 + EXTRA_PARAMS_MAX] = {digest, org_param(r)};
     for (int i = 0; i < nextra; i++)
         params[2 + i] = extra[i];
@@ -255,7 +263,7 @@ static void on_identity_unknown_org(struct http_request *r, const struct identit
     send_org_not_found(r);
 }
 
-void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg)
+void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void *arg)
 {
     if (!validate_key_ok(org_param(r))) {
         /* No such slug can exist; still authenticate first (401 before 404). */
@@ -266,7 +274,7 @@ void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void 
                         (struct auth_org_request){.r = r, .need = need, .cb = cb, .arg = arg});
 }
 
-void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *sql, int nextra,
+void mgmt_begin_row(struct http_request *r, struct route_need need, const char *sql, int nextra,
                     const char *const *extra, mgmt_row_cb cb, void *arg)
 {
     if (!validate_key_ok(org_param(r))) {
@@ -278,10 +286,28 @@ void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *s
 }
 
 void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,
-                    struct mgmt_need need, mgmt_cb cb, void *arg)
+                    struct route_need need, mgmt_cb cb, void *arg)
 {
     if (!lookup_org(r, who, org, need, cb, arg, true))
         cb(r, NULL, arg);
+}
+
+/* ---- the dispatcher ---- */
+
+/* mgmt_begin's callback for a row: the row's operation. */
+static void run_op(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    (void)arg;
+    const struct route *route = r->match.route;
+    struct mgmt_ctx call = *ctx;
+    if (route->request_schema != NULL && (call.body = mgmt_body_object(r)) == NULL)
+        return;
+    route->op(r, &call);
+}
+
+void mgmt_dispatch(struct http_request *r)
+{
+    mgmt_begin(r, r->match.route->need, run_op, NULL);
 }
 
 int mgmt_query(struct http_request *r, const char *sql, int nparams, const char *const *params,

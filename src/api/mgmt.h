@@ -39,34 +39,33 @@
 #include "audit_record.h"
 #include "auth.h"
 #include "db.h"
+#include "router.h"
 
 struct http_request;
 
 /* Organization roles, in increasing power. */
 enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_OWNER };
 
-/* What an operation needs: a minimum role, and one enum auth_scope bit
- * at read or write level. Writes are also rate limited. */
-struct mgmt_need {
-    enum mgmt_role role;
-    unsigned scope;
-    bool write;
-};
+/* What an operation needs: struct route_need (router.h), a minimum role
+ * (enum mgmt_role), one enum auth_scope bit at read or write level.
+ * Writes are also rate limited. MGMT_NEED(ROLE, SCOPE, write) is the
+ * initializer the route table's rows use. */
+#define MGMT_NEED(role, scope, is_write)                                                           \
+    {                                                                                              \
+        MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write                                             \
+    }
 
-/* The usual needs. */
-#define MGMT_FLAGS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_FLAGS, false})
-#define MGMT_FLAGS_WRITE ((struct mgmt_need){MGMT_ROLE_MEMBER, AUTH_SCOPE_FLAGS, true})
-#define MGMT_ADMIN_FLAGS_READ ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_FLAGS, false})
-#define MGMT_ADMIN_FLAGS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_FLAGS, true})
-#define MGMT_MEMBERS_READ ((struct mgmt_need){MGMT_ROLE_VIEWER, AUTH_SCOPE_MEMBERS, false})
-#define MGMT_MEMBERS_WRITE ((struct mgmt_need){MGMT_ROLE_ADMIN, AUTH_SCOPE_MEMBERS, true})
+/* The needs of handlers that still call mgmt_begin themselves. */
+#define MGMT_FLAGS_READ ((struct route_need)MGMT_NEED(VIEWER, FLAGS, false))
+#define MGMT_FLAGS_WRITE ((struct route_need)MGMT_NEED(MEMBER, FLAGS, true))
 
 #define MGMT_SLUG_BYTES 64  /* 63 characters of [a-z0-9-] + NUL */
 #define MGMT_NAME_BYTES 801 /* 200 characters of up to 4 UTF-8 bytes + NUL */
 
 /*
- * The resolved caller. Plain data (no pointers): a handler that needs it
- * after its callback returns copies the struct by value.
+ * The resolved caller. Plain data but for body (which the operation owns):
+ * a handler that needs it after its callback returns copies the struct by
+ * value.
  */
 struct mgmt_ctx {
     struct identity who;                    /* the authenticated token */
@@ -76,7 +75,25 @@ struct mgmt_ctx {
     char actor_user_id[AUTH_UUID_LEN + 1];  /* the user; "" for an organization token */
     char actor_name[MGMT_NAME_BYTES];       /* user name, or the organization token's name */
     char audit_actor[AUDIT_ACTOR_JSON_MAX]; /* the audit actor parameter (audit_record.h) */
+    struct json_object *body;               /* mgmt_dispatch: the parsed request body of a row
+                                               with a request schema, the operation's to put;
+                                               else NULL */
 };
+
+/*
+ * The dispatcher of every organization operation (a route row with op
+ * set): the one place where the row's credential and need are enforced
+ * before the operation runs. The credential: the bearer access token, or,
+ * on a row of auth ROUTE_AUTH_TOKEN_OR_COOKIE without an Authorization
+ * header, the ensign_session cookie (auth_credential_digest: the Origin
+ * check for unsafe methods, 403). Then the {org} or {slug} organization
+ * and the row's need, with the statuses above in their order (401, 429,
+ * 404, 403); then, for a row with a request schema, the body is parsed
+ * into ctx->body (400 unparseable or empty, 422 not an object: the
+ * operation gets an object, and owns it); then route->op(r, ctx). It is
+ * the row's handler.
+ */
+void mgmt_dispatch(struct http_request *r);
 
 /* Runs once the caller may do the operation; ctx is valid during the call. */
 typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void *arg);
@@ -90,7 +107,7 @@ typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void
  * never calls back and could not free it. Keep per-request state in the
  * callback (allocate it there), reading what you need from r.
  */
-void mgmt_begin(struct http_request *r, struct mgmt_need need, mgmt_cb cb, void *arg);
+void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void *arg);
 
 /*
  * The organization org (an SQL text expression: slug, or id) with the
@@ -139,7 +156,7 @@ typedef void (*mgmt_row_cb)(struct http_request *r, const struct mgmt_ctx *ctx, 
  * extra as $3...: cb gets the row (extras from MGMT_ROW_FIRST on). Same
  * statuses and the same rule for arg as mgmt_begin.
  */
-void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *sql, int nextra,
+void mgmt_begin_row(struct http_request *r, struct route_need need, const char *sql, int nextra,
                     const char *const *extra, mgmt_row_cb cb, void *arg);
 
 /*
@@ -151,7 +168,7 @@ void mgmt_begin_row(struct http_request *r, struct mgmt_need need, const char *s
  * callback frees.
  */
 void mgmt_begin_org(struct http_request *r, const struct identity *who, const char *org,
-                    struct mgmt_need need, mgmt_cb cb, void *arg);
+                    struct route_need need, mgmt_cb cb, void *arg);
 
 /* The name of a role ("viewer", ...), and back (-1 for an unknown name). */
 const char *mgmt_role_name(enum mgmt_role role);

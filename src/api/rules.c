@@ -441,14 +441,8 @@ void rules_reorder(struct http_request *r)
 
 /* ---- list ---- */
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void rules_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "key"), mgmt_param(r, "envKey")};
     mgmt_query(r, LIST_SQL, 3, params, mgmt_answer_cb, r);
-}
-
-void rules_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
 }

@@ -91,12 +91,12 @@ static const char REVOKE_SQL[] =
 /* A creation in flight: the plaintext waits here for the answer. */
 struct sdkkey_creation {
     struct http_request *r;
-    char token[TOKEN_MAX_LEN];
+    struct token_secret secret; /* token.h token_mint */
 };
 
 static void creation_free(struct sdkkey_creation *c)
 {
-    explicit_bzero(c->token, sizeof c->token);
+    explicit_bzero(c->secret.token, sizeof c->secret.token);
     free(c);
 }
 
@@ -112,7 +112,7 @@ static bool send_with_token(struct sdkkey_creation *c, const PGresult *res)
         json_object_put(body);
         return false;
     }
-    json_object_object_add(key, "token", json_object_new_string(c->token));
+    json_object_object_add(key, "token", json_object_new_string(c->secret.token));
     http_send_json(c->r, 201, body);
     return true;
 }
@@ -130,30 +130,23 @@ static void insert_key(struct http_request *r, const struct mgmt_ctx *ctx, const
                        const char *environment)
 {
     struct sdkkey_creation *c = calloc(1, sizeof *c);
-    if (c == NULL || token_generate(TOKEN_PREFIX_SDK, c->token, sizeof c->token) != 0) {
+    if (c == NULL || token_mint(TOKEN_PREFIX_SDK, &c->secret) != 0) {
         free(c);
         http_send_error(r, 500, "cannot generate an SDK key");
         return;
     }
     c->r = r;
-    char digest[TOKEN_DIGEST_HEX_LEN + 1], prefix[TOKEN_DISPLAY_PREFIX_LEN + 1], last[5];
-    token_digest_hex(c->token, strlen(c->token), digest);
-    token_display_prefix(c->token, prefix);
-    token_last_four(c->token, last);
     const char *creator = ctx->actor_user_id[0] != '\0' ? ctx->actor_user_id : NULL;
-    const char *params[] = {ctx->org_id, environment, name,    digest,
-                            prefix,      last,        creator, ctx->audit_actor};
+    const char *params[] = {ctx->org_id,      environment,     name,    c->secret.digest,
+                            c->secret.prefix, c->secret.last4, creator, ctx->audit_actor};
     if (mgmt_query(r, CREATE_SQL, 8, params, on_created, c) != 0)
         creation_free(c);
 }
 
-static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void sdkkeys_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     static const char *const fields[] = {"name", "environment", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct validate v;
     validate_init(&v);
     const char *name = NULL, *environment = NULL;
@@ -174,16 +167,14 @@ static void answer_key(PGresult *res, const char *error, void *arg)
     mgmt_answer(arg, res, error, "SDK key not found");
 }
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void sdkkeys_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id};
     mgmt_query(r, LIST_SQL, 1, params, mgmt_answer_cb, r);
 }
 
-static void on_revoke(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void sdkkeys_revoke(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *id = mgmt_param(r, "id");
     if (!validate_uuid_ok(id)) {
         http_send_error(r, 404, "SDK key not found");
@@ -191,21 +182,6 @@ static void on_revoke(struct http_request *r, const struct mgmt_ctx *ctx, void *
     }
     const char *params[] = {ctx->org_id, id, ctx->audit_actor};
     mgmt_query(r, REVOKE_SQL, 3, params, answer_key, r);
-}
-
-void sdkkeys_create(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_ADMIN_FLAGS_WRITE, on_create, NULL);
-}
-
-void sdkkeys_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_ADMIN_FLAGS_READ, on_list, NULL);
-}
-
-void sdkkeys_revoke(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_ADMIN_FLAGS_WRITE, on_revoke, NULL);
 }
 
 /* ---- schemas ---- */

@@ -275,9 +275,7 @@ static void on_entities(PGresult *res, const char *error, void *arg)
 
 static void begin_write(struct http_request *r, const struct mgmt_ctx *ctx, bool create)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
     struct segment_write *w = calloc(1, sizeof *w);
     if (w == NULL) {
         json_object_put(body);
@@ -300,62 +298,32 @@ static void begin_write(struct http_request *r, const struct mgmt_ctx *ctx, bool
 
 /* ---- handlers ---- */
 
-static void on_create(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void segments_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     begin_write(r, ctx, true);
 }
 
-static void on_update(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void segments_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     begin_write(r, ctx, false);
 }
 
-static void on_list(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void segments_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id};
     mgmt_query(r, LIST_SQL, 1, params, mgmt_answer_cb, r);
 }
 
-static void on_get(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void segments_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
     mgmt_query(r, GET_SQL, 2, params, answer_segment, r);
 }
 
-static void on_delete(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+void segments_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
     const char *params[] = {ctx->org_id, mgmt_param(r, "key"), ctx->audit_actor};
     mgmt_query(r, DELETE_SQL, 3, params, answer_segment, r);
-}
-
-void segments_create(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_create, NULL);
-}
-
-void segments_list(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_READ, on_list, NULL);
-}
-
-void segments_get(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_READ, on_get, NULL);
-}
-
-void segments_update(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_update, NULL);
-}
-
-void segments_delete(struct http_request *r)
-{
-    mgmt_begin(r, MGMT_FLAGS_WRITE, on_delete, NULL);
 }
 
 /* ---- schemas ---- */

@@ -50,10 +50,20 @@ int token_generate(const char *prefix, char *out, size_t outlen)
     if (getrandom(random_bytes, sizeof random_bytes, 0) != (ssize_t)sizeof random_bytes)
         return -1;
     memcpy(out, prefix, prefix_len);
-    int rc = token_base62_encode(random_bytes, sizeof random_bytes, out + prefix_len,
-                                 TOKEN_BODY_LEN);
+    int rc =
+        token_base62_encode(random_bytes, sizeof random_bytes, out + prefix_len, TOKEN_BODY_LEN);
     explicit_bzero(random_bytes, sizeof random_bytes);
     return rc;
+}
+
+int token_mint(const char *prefix, struct token_secret *out)
+{
+    if (token_generate(prefix, out->token, sizeof out->token) != 0)
+        return -1;
+    token_digest_hex(out->token, strlen(out->token), out->digest);
+    token_display_prefix(out->token, out->prefix);
+    token_last_four(out->token, out->last4);
+    return 0;
 }
 
 void token_digest_hex(const char *text, size_t len, char out[TOKEN_DIGEST_HEX_LEN + 1])
@@ -86,13 +96,16 @@ bool token_well_formed(const char *text, const char *prefix)
 
 void token_display_prefix(const char *token, char out[TOKEN_DISPLAY_PREFIX_LEN + 1])
 {
-    snprintf(out, TOKEN_DISPLAY_PREFIX_LEN + 1, "%s", token);
+    size_t n = strnlen(token, TOKEN_DISPLAY_PREFIX_LEN);
+    memcpy(out, token, n);
+    out[n] = '\0';
 }
 
 void token_last_four(const char *token, char out[5])
 {
-    size_t len = strlen(token);
-    snprintf(out, 5, "%s", len >= 4 ? token + len - 4 : token);
+    size_t len = strlen(token), n = len >= 4 ? 4 : len;
+    memcpy(out, token + len - n, n);
+    out[n] = '\0';
 }
 
 void token_masked(const char *token, char *out, size_t outlen)

@@ -26,6 +26,21 @@
 /* Writes prefix + 43 base62 characters into out (at least TOKEN_MAX_LEN). */
 int token_generate(const char *prefix, char *out, size_t outlen);
 
+/*
+ * A new secret as every issuer needs it: the plaintext (shown once), the
+ * SHA-256 digest (the only form stored) and the display forms.
+ */
+struct token_secret {
+    char token[TOKEN_MAX_LEN];
+    char digest[TOKEN_DIGEST_HEX_LEN + 1];
+    char prefix[TOKEN_DISPLAY_PREFIX_LEN + 1];
+    char last4[5];
+};
+
+/* Mints a secret of prefix (TOKEN_PREFIX_...) into out; 0, or -1 when no
+ * randomness is available. The one place a secret is made. */
+int token_mint(const char *prefix, struct token_secret *out);
+
 /* Base62 of a big-endian number of len bytes, zero-padded to width digits. */
 int token_base62_encode(const unsigned char *bytes, size_t len, char *out, size_t width);
 

@@ -19,7 +19,12 @@
  * session cookie with an unsafe method passes it here, before the
  * session is looked up (dashboard.md "Signing in and safety").
  *
- * Called by management handlers through auth_access_token.
+ * Which credential a request may use is read from its route's row
+ * (router.h auth): auth_credential_digest is the one place that decides,
+ * for the dispatcher (mgmt.c) and auth_access_token alike.
+ *
+ * Called by management handlers through auth_access_token, and by the
+ * management dispatcher (api/mgmt.c).
  */
 #include "auth.h"
 
@@ -250,14 +255,48 @@ static void lookup(struct http_request *r, const char *sql, int nparams, const c
     }
 }
 
+/* The cookie's digest, after its shape and (unsafe methods) Origin checks. */
+static bool cookie_digest(struct http_request *r, const char *cookie,
+                          char digest[TOKEN_DIGEST_HEX_LEN + 1])
+{
+    if (!token_well_formed(cookie, TOKEN_PREFIX_SESSION)) {
+        auth_send_unauthorized(r, "invalid or expired session");
+        return false;
+    }
+    bool safe = (r->method & (METHOD_GET | METHOD_HEAD | METHOD_OPTIONS | METHOD_QUERY)) != 0;
+    if (!safe && !auth_check_same_origin(r))
+        return false;
+    token_digest_hex(cookie, strlen(cookie), digest);
+    return true;
+}
+
+/* True when r carries no Authorization header but a session cookie (into cookie). */
+static bool by_cookie(const struct http_request *r, char *cookie, size_t len)
+{
+    return http_header(r, "Authorization") == NULL && auth_session_cookie(r, cookie, len);
+}
+
+bool auth_credential_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1],
+                            bool *via_cookie)
+{
+    char cookie[TOKEN_MAX_LEN];
+    const struct route *route = r->match.route;
+    *via_cookie = route != NULL && route->auth == ROUTE_AUTH_TOKEN_OR_COOKIE &&
+                  by_cookie(r, cookie, sizeof cookie);
+    if (*via_cookie)
+        return cookie_digest(r, cookie, digest);
+    return auth_bearer_digest(r, digest);
+}
+
 void auth_access_token(struct http_request *r, auth_cb cb, void *arg)
 {
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
-    if (!auth_bearer_digest(r, digest))
+    bool via_cookie;
+    if (!auth_credential_digest(r, digest, &via_cookie))
         return;
     const char *params[] = {digest};
     lookup(r, TOKEN_LOOKUP_SQL, 1, params, on_identity_row,
-           (struct auth_request){.r = r, .cb = cb, .arg = arg});
+           (struct auth_request){.r = r, .cb = cb, .arg = arg, .via_cookie = via_cookie});
 }
 
 /* ---- internal operations ---- */
@@ -340,15 +379,9 @@ void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg)
 {
     char digest[TOKEN_DIGEST_HEX_LEN + 1], cookie[TOKEN_MAX_LEN];
     struct auth_request init = {.r = r, .either_cb = cb, .arg = arg};
-    if (http_header(r, "Authorization") == NULL && auth_session_cookie(r, cookie, sizeof cookie)) {
-        if (!token_well_formed(cookie, TOKEN_PREFIX_SESSION)) {
-            auth_send_unauthorized(r, "invalid or expired session");
+    if (by_cookie(r, cookie, sizeof cookie)) {
+        if (!cookie_digest(r, cookie, digest))
             return;
-        }
-        bool safe = (r->method & (METHOD_GET | METHOD_HEAD | METHOD_OPTIONS | METHOD_QUERY)) != 0;
-        if (!safe && !auth_check_same_origin(r))
-            return;
-        token_digest_hex(cookie, strlen(cookie), digest);
         const char *params[] = {digest};
         init.via_cookie = true;
         lookup(r, SESSION_LOOKUP_SQL, 1, params, on_identity_row, init);

@@ -54,7 +54,9 @@ struct identity {
 typedef void (*auth_cb)(struct http_request *r, const struct identity *who, void *arg);
 
 /*
- * Authenticates the Authorization: Bearer access token of r. On success
+ * Authenticates the Authorization: Bearer access token of r (or the
+ * session cookie where the route's row allows it: auth_credential_digest;
+ * a session acts as its user with every scope). On success
  * calls cb (from the event loop, after one database round trip). Otherwise
  * answers r itself and never calls cb: 401 for a missing, malformed,
  * unknown, revoked or expired token, an SDK key, or a token of a deleted
@@ -64,14 +66,18 @@ typedef void (*auth_cb)(struct http_request *r, const struct identity *who, void
 void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
 
 /*
- * The token lookup for a statement that goes on with what the token may
- * see, so that authentication and the next question take one round trip
- * (mgmt.c): AUTH_TOKEN_CTE is the text of two WITH items with $1 the
- * token digest, "token" (at most one row: id, kind, user_id, org_id,
- * scopes, full_access, last_used_at, name, of a valid token) and
- * "touched" (records last_used_at); AUTH_TOKEN_COLUMNS selects the
- * columns auth_identity_from_row reads, which must come first in the
- * row. No row means 401 "invalid access token".
+ * The credential lookup for a statement that goes on with what the caller
+ * may see, so that authentication and the next question take one round
+ * trip (mgmt.c): AUTH_TOKEN_CTE is the text of WITH items with $1 the
+ * credential digest (auth_credential_digest), "token" (at most one row:
+ * id, kind, user_id, org_id, scopes, full_access, last_used_at, name) of
+ * a valid access token or of a live session of a user not deleted (which
+ * acts as its user with full access), and "touched" / "touched_session"
+ * (record last_used_at, at most once a minute). The digest of a bearer
+ * (svc_oat_) and of a cookie (svc_ses_) cannot be confused: the shape is
+ * checked before the digest is taken. AUTH_TOKEN_COLUMNS selects the
+ * columns auth_identity_from_row reads, which must come first in the row.
+ * No row means 401.
  */
 #define AUTH_TOKEN_CTE                                                                             \
     "token AS ("                                                                                   \
@@ -82,10 +88,20 @@ void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
     "     AND t.revoked_at IS NULL"                                                                \
     "     AND (t.expires_at IS NULL OR t.expires_at > now())"                                      \
     "     AND (t.kind = 'organization' OR (u.id IS NOT NULL AND NOT u.deleted))"                   \
+    "  UNION ALL"                                                                                  \
+    "  SELECT s.id, 'personal', s.user_id, NULL, '{}'::jsonb, true, s.last_used_at, NULL"          \
+    "    FROM sessions s JOIN users u ON u.id = s.user_id"                                         \
+    "   WHERE s.cookie_digest = $1 AND s.expires_at > now() AND NOT u.deleted"                     \
     "), touched AS ("                                                                              \
     "  UPDATE access_tokens a SET last_used_at = now()"                                            \
     "    FROM token"                                                                               \
     "   WHERE a.id = token.id"                                                                     \
+    "     AND (token.last_used_at IS NULL"                                                         \
+    "          OR token.last_used_at < now() - interval '1 minute')"                               \
+    "), touched_session AS ("                                                                      \
+    "  UPDATE sessions x SET last_used_at = now()"                                                 \
+    "    FROM token"                                                                               \
+    "   WHERE x.id = token.id"                                                                     \
     "     AND (token.last_used_at IS NULL"                                                         \
     "          OR token.last_used_at < now() - interval '1 minute')"                               \
     ")"
@@ -97,6 +113,17 @@ void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
 /* The SHA-256 digest (hex) of r's bearer access token; false after
  * answering 401 (missing, malformed, an SDK key). */
 bool auth_bearer_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1]);
+
+/*
+ * The SHA-256 digest (hex) of r's credential, the one place where a route's
+ * credential is chosen: the bearer access token, or, when the route's row
+ * says ROUTE_AUTH_TOKEN_OR_COOKIE and r has no Authorization header, the
+ * ensign_session cookie (*via_cookie true); a cookie with an unsafe method
+ * (not GET, HEAD, OPTIONS or QUERY) must pass auth_same_origin. False
+ * after answering 401 (missing, malformed, an SDK key) or 403 (Origin).
+ */
+bool auth_credential_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1],
+                            bool *via_cookie);
 
 /* The identity of row 0 of a result whose first columns are
  * AUTH_TOKEN_COLUMNS. */

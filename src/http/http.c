@@ -788,8 +788,14 @@ static struct evhttp_request *internal_evrequest(const struct http_request *orig
     if (req == NULL)
         return NULL;
     struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
+    /* The caller's credential: its token, or the session cookie (the
+     * origin request passed the Origin check, and carries no other header
+     * here, so the inner one is not a cross-site request). */
     const char *auth = http_header(origin, "Authorization");
+    const char *cookie = auth == NULL ? http_header(origin, "Cookie") : NULL;
     bool ok = auth == NULL || evhttp_add_header(headers, "Authorization", auth) == 0;
+    if (ok && cookie != NULL)
+        ok = evhttp_add_header(headers, "Cookie", cookie) == 0;
     if (ok && body != NULL)
         ok = evhttp_add_header(headers, "Content-Type", "application/json") == 0 &&
              evbuffer_add(evhttp_request_get_input_buffer(req), body, strlen(body)) == 0;

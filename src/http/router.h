@@ -1,12 +1,17 @@
 /*
  * router.h - the route table and path matching.
  *
- * A route is (method, pattern, handler, summary). Patterns are absolute
+ * A route is one operation: method, pattern, handler, summary, the
+ * credential it takes, its request and response schemas, its success
+ * status and, for an organization operation, the role and scope it needs
+ * and the operation the dispatcher runs. Patterns are absolute
  * paths whose segments are literals or {name} parameters; a parameter
  * matches one non-empty segment, percent-decoded. The table (routes.c) is
- * the single source of truth: the worker dispatches from it and
- * /openapi.json is generated from it. Matching is a pure function, no
- * allocation: parameter values are copied into the caller's route_match.
+ * the single source of truth: the worker dispatches from it, the
+ * management dispatcher (api/mgmt.c) enforces its credential and need,
+ * and /openapi.json is generated from it (tests/unit/check_routes.c).
+ * Matching is a pure function, no allocation: parameter values are
+ * copied into the caller's route_match.
  */
 #ifndef ENSIGN_ROUTER_H
 #define ENSIGN_ROUTER_H
@@ -14,8 +19,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdbool.h>
+
 struct http_request;
+struct mgmt_ctx;
 typedef void (*route_handler)(struct http_request *r);
+
+/* An organization operation: runs once the dispatcher (api/mgmt.c
+ * mgmt_dispatch) authenticated the caller, found the organization and
+ * checked the row's need; ctx is valid during the call. */
+typedef void (*route_op)(struct http_request *r, const struct mgmt_ctx *ctx);
 
 /* Methods as a bit set, independent of libevent's numbering. */
 enum http_method {
@@ -30,7 +43,8 @@ enum http_method {
     METHOD_QUERY = 1 << 8 /* RFC draft QUERY: a safe GET with a body (list routes) */
 };
 
-/* Which credential a route takes; documented in the OpenAPI output. */
+/* Which credential a route takes: enforced by the dispatcher for
+ * organization operations (op set), documented in the OpenAPI output. */
 enum route_auth {
     ROUTE_AUTH_NONE,
     ROUTE_AUTH_ACCESS_TOKEN, /* Authorization: Bearer svc_oat_... */
@@ -38,6 +52,24 @@ enum route_auth {
     ROUTE_AUTH_SDK_KEY /* Authorization: Bearer svc_sdk_... or X-API-Key */
 };
 
+/*
+ * What an organization operation needs, enforced by the dispatcher before
+ * the operation runs: a minimum role (api/mgmt.h enum mgmt_role), one
+ * token scope bit (db/auth.h enum auth_scope) at read or write level
+ * (writes are also rate limited). Plain numbers here: the router only
+ * carries them.
+ */
+struct route_need {
+    int role;
+    unsigned scope;
+    bool write;
+};
+
+/*
+ * One operation. handler runs for the request; for an organization
+ * operation it is the dispatcher, which enforces auth and need and then
+ * calls op.
+ */
 struct route {
     unsigned method; /* one enum http_method bit */
     const char *pattern;
@@ -47,6 +79,8 @@ struct route {
     const char *request_schema;  /* JSON Schema text of the body, or NULL */
     const char *response_schema; /* JSON Schema text of the success body, or NULL */
     int success_status;          /* 200 or 201; 0 means 200 */
+    struct route_need need;      /* organization operations: what the caller needs */
+    route_op op;                 /* organization operations: the operation, else NULL */
 };
 
 #define ROUTE_MAX_PARAMS 8

@@ -19,7 +19,7 @@ import threading
 import time
 
 import harness
-from test_members import OrgTestCase
+from test_members import OrgTestCase, add_member
 
 
 class AgentCase(OrgTestCase):
@@ -282,6 +282,45 @@ class AgentIntentsTest(AgentCase):
         body = self.ask("archive nothing-here please")
         self.assertEqual(body["usage"]["input_tokens"], 3)
         self.assertEqual(body["usage"]["output_tokens"], len(body["reply"].split()))
+
+
+class AgentCookieTest(AgentCase):
+    """The dashboard's session cookie on /ai (dashboard.md): the Origin check
+    on the outer request, and the inner REST operation runs as the user."""
+
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        harness.ensignctl(cls.server.config_path, "user", "create", "--email",
+                          "dana@example.com", "--name", "Dana", "--password-stdin",
+                          stdin="correct horse battery\n")
+        add_member(cls.database, "acme", "dana@example.com", "member")
+
+    def test_ask_and_execute_with_a_cookie(self):
+        login = self.server.request("POST", "/v1/session", body={
+            "email": "dana@example.com", "password": "correct horse battery"})
+        self.assertEqual(login.status, 200, login)
+        cookie = login.headers["Set-Cookie"].split(";")[0]
+        own = f"http://127.0.0.1:{self.server.port}"
+        ask = {"org_id": "acme", "messages": [
+            {"role": "user", "content": "create a boolean flag cookie-made"}]}
+        foreign = self.server.request("POST", "/ai/messages", body=ask, headers={
+            "Cookie": cookie, "Origin": "https://evil.example"})
+        self.assertEqual(foreign.status, 403, foreign)
+        asked = self.server.request("POST", "/ai/messages", body=ask,
+                                    headers={"Cookie": cookie, "Origin": own})
+        self.assertEqual(asked.status, 200, asked)
+        action = asked.json["proposals"]["actions"][0]
+        body = {"org_id": "acme", "tool": action["tool"], "input": action["input"]}
+        refused = self.server.request("POST", "/ai/actions/execute", body=body, headers={
+            "Cookie": cookie, "Sec-Fetch-Site": "cross-site"})
+        self.assertEqual(refused.status, 403, refused)
+        self.assertV1Error(self.call("GET", "/acme/flags/cookie-made", "viewer"), 404)
+        done = self.server.request("POST", "/ai/actions/execute", body=body,
+                                   headers={"Cookie": cookie, "Sec-Fetch-Site": "same-origin"})
+        self.assertEqual(done.status, 200, done)
+        detail = self.flag_detail("cookie-made")
+        self.assertEqual(detail["flag"]["createdByName"], "Dana", detail)
 
 
 class AgentSafetyTest(AgentCase):

@@ -60,10 +60,27 @@ static void invalid_handler(struct http_request *r)
 }
 
 static const struct route table[] = {
-    {METHOD_POST, "/v1/orgs/{org}/flags/{key}", echo_handler, "echo", ROUTE_AUTH_NONE, NULL, NULL,
-     0},
-    {METHOD_GET, "/v1/later", async_handler, "later", ROUTE_AUTH_NONE, NULL, NULL, 0},
-    {METHOD_POST, "/v1/invalid", invalid_handler, "invalid", ROUTE_AUTH_NONE, NULL, NULL, 0},
+    {METHOD_POST,
+     "/v1/orgs/{org}/flags/{key}",
+     echo_handler,
+     "echo",
+     ROUTE_AUTH_NONE,
+     NULL,
+     NULL,
+     0,
+     {0},
+     NULL},
+    {METHOD_GET, "/v1/later", async_handler, "later", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
+    {METHOD_POST,
+     "/v1/invalid",
+     invalid_handler,
+     "invalid",
+     ROUTE_AUTH_NONE,
+     NULL,
+     NULL,
+     0,
+     {0},
+     NULL},
 };
 
 static void on_answer(void *arg, int status, const char *body, const struct evkeyvalq *headers)

@@ -1,0 +1,78 @@
+/*
+ * membership.c - the one shape of the member, collaborator and invitation
+ * writes (see membership.h).
+ *
+ * Owns the order of their checks (body, fields, route parameter) and the
+ * order of their statement's parameters; the statements and the role
+ * vocabularies stay with their resources.
+ */
+#include "membership.h"
+
+#include "http.h"
+#include "mgmt.h"
+#include "validate.h"
+
+/* Queues w's statement with the subject and role (NULL: none). */
+static void run(struct http_request *r, const struct mgmt_ctx *ctx,
+                const struct membership_write *w, const char *subject, const char *role)
+{
+    const char *params[5];
+    int n = 0;
+    params[n++] = ctx->org_id;
+    if (w->second == MEMBERSHIP_CALLER_ROLE)
+        params[n++] = mgmt_role_name(ctx->role);
+    else if (w->second == MEMBERSHIP_PROJECT)
+        params[n++] = mgmt_param(r, "project");
+    params[n++] = subject;
+    if (role != NULL)
+        params[n++] = role;
+    params[n++] = ctx->audit_actor;
+    mgmt_query(r, w->sql, n, params, mgmt_answer_cb, r);
+}
+
+/* The route parameter, or NULL after answering 404 when it is not a uuid. */
+static const char *subject_param(struct http_request *r, const struct membership_write *w)
+{
+    const char *value = mgmt_param(r, w->param);
+    if (validate_uuid_ok(value))
+        return value;
+    http_send_error(r, 404, w->not_found);
+    return NULL;
+}
+
+static void with_body(struct http_request *r, const struct mgmt_ctx *ctx,
+                      const struct membership_write *w, struct json_object *body)
+{
+    static const char *const with_login[] = {"$schema", "login", "role", NULL};
+    static const char *const role_only[] = {"$schema", "role", NULL};
+    struct validate v;
+    validate_init(&v);
+    const char *login = NULL;
+    validate_only_fields(&v, body, w->login ? with_login : role_only);
+    if (w->login)
+        validate_string(&v, body, "login", 1, MEMBERSHIP_LOGIN_MAX_CHARS, VALIDATE_REQUIRED,
+                        &login);
+    const char *role = w->role(&v, body);
+    if (!validate_ok(&v)) {
+        mgmt_send_invalid(r, &v);
+        return;
+    }
+    const char *subject = w->login ? login : subject_param(r, w);
+    if (subject != NULL)
+        run(r, ctx, w, subject, role);
+    validate_free(&v);
+}
+
+void membership_write(struct http_request *r, const struct mgmt_ctx *ctx,
+                      const struct membership_write *w)
+{
+    if (w->role == NULL) {
+        const char *subject = subject_param(r, w);
+        if (subject != NULL)
+            run(r, ctx, w, subject, NULL);
+        return;
+    }
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
+    with_body(r, ctx, w, body);
+    json_object_put(body);
+}

@@ -1,0 +1,151 @@
+/*
+ * check_routes.c - the real route table against the OpenAPI document.
+ *
+ * Its own runner because the table names every handler, so it links the
+ * whole daemon (libpq included), which check_ensign never does. For every
+ * row of routes_table(): the operation of /openapi.json carries exactly
+ * the security the row's auth names and the row's request schema as its
+ * requestBody (or none); a row with an operation (op) is dispatched by
+ * mgmt_dispatch, takes the access token or the session cookie, and names
+ * a role and one scope. Nothing here is copied from the table: the
+ * expectations are derived from each row's fields.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgmt.h"
+#include "openapi.h"
+#include "routes.h"
+
+/* The security requirement names of auth, in the order /openapi.json lists them. */
+static const char *const *schemes_of(enum route_auth auth)
+{
+    static const char *const none[] = {NULL};
+    static const char *const token[] = {"accessToken", NULL};
+    static const char *const token_or_cookie[] = {"accessToken", "sessionCookie", NULL};
+    static const char *const sdk[] = {"sdkKey", "apiKeyHeader", NULL};
+    switch (auth) {
+    case ROUTE_AUTH_ACCESS_TOKEN:
+        return token;
+    case ROUTE_AUTH_TOKEN_OR_COOKIE:
+        return token_or_cookie;
+    case ROUTE_AUTH_SDK_KEY:
+        return sdk;
+    case ROUTE_AUTH_NONE:
+        break;
+    }
+    return none;
+}
+
+/* The operation object of route in doc (NULL when not documented). */
+static struct json_object *operation_of(struct json_object *doc, const struct route *route)
+{
+    struct json_object *paths, *item, *op;
+    char key[16];
+    const char *name = router_method_name(route->method);
+    size_t i = 0;
+    for (; name[i] != '\0' && i + 1 < sizeof key; i++)
+        key[i] = (char)(name[i] | 0x20); /* "get" */
+    key[i] = '\0';
+    if (!json_object_object_get_ex(doc, "paths", &paths) ||
+        !json_object_object_get_ex(paths, route->pattern, &item) ||
+        !json_object_object_get_ex(item, key, &op))
+        return NULL;
+    return op;
+}
+
+static void check_security(const struct route *route, struct json_object *op)
+{
+    struct json_object *security;
+    const char *const *want = schemes_of(route->auth);
+    size_t n = 0;
+    while (want[n] != NULL)
+        n++;
+    ck_assert_msg(json_object_object_get_ex(op, "security", &security), "%s: no security",
+                  route->pattern);
+    ck_assert_msg(json_object_array_length(security) == n, "%s %s: %zu requirements, row says %zu",
+                  router_method_name(route->method), route->pattern,
+                  json_object_array_length(security), n);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *requirement = json_object_array_get_idx(security, i);
+        ck_assert_msg(json_object_object_get_ex(requirement, want[i], NULL), "%s %s: no %s",
+                      router_method_name(route->method), route->pattern, want[i]);
+        ck_assert_int_eq(json_object_object_length(requirement), 1);
+    }
+}
+
+static void check_request_body(const struct route *route, struct json_object *op)
+{
+    struct json_object *body, *content, *json, *schema;
+    bool has = json_object_object_get_ex(op, "requestBody", &body);
+    ck_assert_msg(has == (route->request_schema != NULL), "%s %s: requestBody %s, row schema %s",
+                  router_method_name(route->method), route->pattern, has ? "present" : "absent",
+                  route->request_schema ? "set" : "NULL");
+    if (!has)
+        return;
+    ck_assert(json_object_object_get_ex(body, "content", &content));
+    ck_assert(json_object_object_get_ex(content, "application/json", &json));
+    ck_assert(json_object_object_get_ex(json, "schema", &schema));
+    struct json_object *row = json_tokener_parse(route->request_schema);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_msg(json_object_equal(row, schema), "%s %s: requestBody is not the row's schema",
+                  router_method_name(route->method), route->pattern);
+    json_object_put(row);
+}
+
+/* A dispatched row: the dispatcher, token or cookie, a role and one scope. */
+static void check_dispatched(const struct route *route)
+{
+    if (route->op == NULL) {
+        ck_assert_msg(route->handler != mgmt_dispatch, "%s: dispatcher without op", route->pattern);
+        return;
+    }
+    ck_assert_msg(route->handler == mgmt_dispatch, "%s: op without the dispatcher", route->pattern);
+    ck_assert_int_eq(route->auth, ROUTE_AUTH_TOKEN_OR_COOKIE);
+    ck_assert_msg(strstr(route->pattern, "{org}") || strstr(route->pattern, "{slug}"),
+                  "%s: an organization operation without {org} or {slug}", route->pattern);
+    ck_assert(route->need.role >= MGMT_ROLE_VIEWER && route->need.role <= MGMT_ROLE_OWNER);
+    unsigned scope = route->need.scope;
+    ck_assert_msg(scope != 0 && (scope & (scope - 1)) == 0 && (scope & ~AUTH_SCOPE_ALL) == 0,
+                  "%s: need one scope bit", route->pattern);
+}
+
+START_TEST(every_row_is_what_openapi_says)
+{
+    size_t count;
+    const struct route *routes = routes_table(&count);
+    struct json_object *doc = openapi_document(routes, count, "test");
+    ck_assert_ptr_nonnull(doc);
+    size_t checked = 0, dispatched = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct route *route = &routes[i];
+        check_dispatched(route);
+        dispatched += route->op != NULL;
+        if (route->method == METHOD_QUERY || route->method == METHOD_HEAD)
+            continue; /* not an OpenAPI 3.1 operation key */
+        struct json_object *op = operation_of(doc, route);
+        ck_assert_msg(op != NULL, "%s %s: not in /openapi.json", router_method_name(route->method),
+                      route->pattern);
+        check_security(route, op);
+        check_request_body(route, op);
+        checked++;
+    }
+    ck_assert_uint_gt(checked, 60);
+    ck_assert_uint_gt(dispatched, 40);
+    json_object_put(doc);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("routes");
+    TCase *tc = tcase_create("table");
+    tcase_add_test(tc, every_row_is_what_openapi_says);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
