@@ -7,6 +7,7 @@
 
 #include "mgmt.h"
 
+#include "apidoc.h"
 #include "me.h"
 #include "meta.h"
 #include "metrics_route.h"
@@ -185,6 +186,9 @@ static const struct route route_table[] = {
     /* section: second document (no prefix) */
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,
      NULL, 200, NO_OP},
+    {METHOD_GET, "/docs/api", apidoc_get,
+     "This API reference in Markdown (doc/api.md), generated from the route table", ROUTE_AUTH_NONE,
+     NULL, NULL, 200, NO_OP},
     {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
      ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, NO_OP},
 
