@@ -91,7 +91,7 @@ enum metrics_class metrics_class_of(const char *path)
     case SURFACE_ROOT:
         break;
     }
-    return METRICS_CLASS_ACCOUNTS; /* the second document has no prefix */
+    return METRICS_CLASS_ACCOUNTS; /* the root API has no prefix */
 }
 
 void metrics_count_request(struct metrics_block *b, enum metrics_class cls, int status,
