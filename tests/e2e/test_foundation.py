@@ -128,7 +128,7 @@ class HealthAndEnvelopeTest(harness.ServerTestCase):
 
 
 class IdentityTest(harness.ServerTestCase):
-    """/v1/me for both token kinds, its 401s, and the second document's /me."""
+    """/v1/me for both token kinds, its 401s, and the root API's /me."""
 
     def test_me_with_user_token(self):
         response = self.server.get("/v1/me", token=self.identity.user_token)
