@@ -33,7 +33,7 @@ enum metrics_class {
     METRICS_CLASS_EVALUATION, /* /ofrep */
     METRICS_CLASS_MANAGEMENT, /* /v1 flag management */
     METRICS_CLASS_ACCOUNTS,   /* /v1/me, the root API */
-    METRICS_CLASS_META,       /* healthz, openapi.json, metrics */
+    METRICS_CLASS_META,       /* healthz, openapi.json, docs/api, metrics */
     METRICS_CLASS_OTHER,      /* no such path, malformed */
     METRICS_CLASS_COUNT
 };
