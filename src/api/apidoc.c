@@ -64,8 +64,8 @@ static const char preamble[] =
     "  server's own `Origin` or `Sec-Fetch-Site: same-origin`, else 403.\n"
     "- **Internal operations** (summaries start with \"Internal\"): the access\n"
     "  token (a deleted user's is accepted) and an `Ensign-Internal-Key`\n"
-    "  header (`svc_int_...`, minted by `ensignctl internal-key create`); a missing or\n"
-    "  invalid key is a 403. Never a browser's.\n"
+    "  header (`svc_int_...`, made by `ensignctl internal-key create`); a\n"
+    "  missing or invalid key is a 403. Never a browser's.\n"
     "- Secrets (tokens, keys, invitation tokens) are stored as SHA-256 digests\n"
     "  and passwords with scrypt; a secret's plaintext is shown once.\n"
     "\n"
@@ -89,8 +89,9 @@ static const char preamble[] =
     "## Browsers\n"
     "\n"
     "Every `/ofrep` answer carries `Vary: Origin`; the `Access-Control-*` headers\n"
-    "come only when the request carries `Origin` and it is allowed by\n"
-    "`cors_allow_origins` (ensign.conf(5)).\n";
+    "come only when the request carries `Origin`, and\n"
+    "`Access-Control-Allow-Origin` follows `cors_allow_origins` (ensign.conf(5)).\n"
+    "`OPTIONS` on `/ofrep` (a preflight) needs no credential.\n";
 
 struct surface {
     const char *title;
