@@ -1,5 +1,5 @@
 /*
- * account.h - the common path of the second document's routes that act on
+ * account.h - the common path of the root API's routes that act on
  * the caller's own account rather than an organization: /me/tokens,
  * /notifications, GET/POST /orgs, /invitations/{token}.
  *
@@ -10,7 +10,7 @@
  * and calls back with the identity. Answers every failure itself (401,
  * 403, 429, 503) and then never calls back.
  *
- * Also the house answers of the second document's write functions
+ * Also the house answers of the root API's write functions
  * (SELECT (ensign_acc_...(...)).* gives status, body, message; see
  * src/api/mgmt.h mgmt_answer).
  *

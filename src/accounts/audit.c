@@ -14,10 +14,10 @@
  * The cursor is bound to the organization and to the filters (they are
  * part of its scope), and the Link URL carries them.
  *
- * Items (decisions.md section 4): {id, action, summary, actor: {id, name},
+ * Items (doc/choices.md "Records"): {id, action, summary, actor: {id, name},
  * ip (only while ip_disclosure is on), location, created_at}.
  *
- * Authorization (decisions.md section 5): reading the log and its setting
+ * Authorization (doc/api.md "Roles and scopes"): reading the log and its setting
  * is a read (any role, scope audit:read); changing the setting needs role
  * admin and audit:write, and is itself an audited event. A caller outside
  * the organization gets 404 (mgmt.c).

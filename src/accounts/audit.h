@@ -1,5 +1,5 @@
 /*
- * audit.h - the organization's audit log routes (second document):
+ * audit.h - the organization's audit log routes (the root API):
  * GET and QUERY /orgs/{slug}/audit, GET and PUT /orgs/{slug}/audit/config.
  * Route handlers, called by the worker's dispatch from the route table
  * (routes.c). Recording events is audit_record.h's.

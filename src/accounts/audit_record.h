@@ -2,7 +2,7 @@
  * audit_record.h - how a write records its audit event: in the SAME
  * statement as the write (a data-modifying WITH clause), so a write that
  * fails or rolls back leaves no event and one that commits always has its
- * event (decisions.md section 4, issue 9).
+ * event: the log never shows a change that did not happen, nor misses one.
  *
  * A write statement gets one extra parameter, the actor (who and from
  * where), built once per request by audit_actor_init(), and one WITH
@@ -22,8 +22,8 @@
  * chain-head lock is the last lock the statement takes and is held only
  * until commit.
  *
- * Used by the first document's writes (the .c files of src/api, through mgmt_ctx's
- * audit_actor and revisions.h) and the second document's (src/accounts/).
+ * Used by the writes of /v1 (the .c files of src/api, through mgmt_ctx's
+ * audit_actor and revisions.h) and of the root API (src/accounts/).
  */
 #ifndef ENSIGN_AUDIT_RECORD_H
 #define ENSIGN_AUDIT_RECORD_H

@@ -25,7 +25,8 @@
 #include "validate.h"
 
 /* $1 user, $2 deleted. Deleting ends the user's sessions in the same
- * statement, so an undelete revives none of them (decisions.md 7a). */
+ * statement, so an undelete revives none of them (doc/choices.md "Internal
+ * operations, sessions, notifications"). */
 static const char DELETED_SQL[] =
     "WITH u AS (UPDATE users SET deleted = $2::boolean,"
     "                  deleted_at = CASE WHEN $2::boolean THEN COALESCE(deleted_at, now()) END,"

@@ -1,5 +1,5 @@
 /*
- * internal.h - the operations marked internal (decisions.md section 7a):
+ * internal.h - the operations marked internal (doc/api.md "Credentials"):
  * PUT /me/deleted, PUT /me/profile, POST /internal/sso/provision-member,
  * and the common path of every internal operation (POST
  * /invitations/{token}/accept is in invitations.c).

@@ -12,7 +12,7 @@
  * invitation role is admin, member or viewer (owner is a 422).
  *
  * GET /invitations/{token} shows the invitation to whoever holds the token
- * (any authenticated user); POST .../accept (internal, decisions.md 7a)
+ * (any authenticated user); POST .../accept (an internal operation)
  * adds the caller when their email is the invitation's (403 otherwise); a
  * used, revoked or expired invitation is 404. The list (admins,
  * members:read) is paginated, q on the email.

@@ -1,6 +1,6 @@
 /*
- * login_limit.h - the login budget (ratelimit_login, decisions.md section
- * 7a): attempts per client address and, with the same budget, per
+ * login_limit.h - the login budget (ratelimit_login, ensign.conf(5)):
+ * attempts per client address and, with the same budget, per
  * account.
  *
  * Both live in the rate-limit table of shared memory (eval/ratelimit.h)

@@ -4,19 +4,19 @@
  * Both authenticate the access token (auth.c, one round trip) and then read
  * the caller in one more query.
  *
- *  - GET /v1/me (first document): {"kind": "user", "via": "token", "user":
+ *  - GET /v1/me (/v1): {"kind": "user", "via": "token", "user":
  *    {id, name, email, username|null}} for a personal token, {"kind":
  *    "organization", "via": "token", "organization": {id, name, slug, plan}}
  *    for an organization token; exactly these fields. A browser session
- *    cookie (decisions.md section 5, sessions.c) answers the user form with
+ *    cookie (doc/api.md "Credentials", sessions.c) answers the user form with
  *    "via": "cookie".
- *  - GET /me (second document): {"user": {id, email, created_at, name,
+ *  - GET /me (the root API): {"user": {id, email, created_at, name,
  *    username|null}, "orgs": [Organization form {id, name, slug, role,
  *    enforce_two_factor, require_sso, created_at}, ...]} for a personal
  *    token, organizations ordered by slug. An organization token has no
  *    user: it answers {"user": null, "orgs": [its organization with role
  *    "admin"]}, since such a token acts as the organization with role admin
- *    (decisions.md section 5). Timestamps are RFC 3339 in UTC with
+ *    (doc/api.md "Credentials"). Timestamps are RFC 3339 in UTC with
  *    microseconds ("2025-01-31T12:00:00.123456Z"). The JSON is built by
  *    PostgreSQL in the same single statement.
  *
@@ -43,7 +43,7 @@ enum { COL_ID, COL_NAME, COL_EMAIL_OR_SLUG, COL_USERNAME_OR_PLAN };
 #define RFC3339(column)                                                                            \
     "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
-/* The second document's Organization form of orgs row o with role. */
+/* The root API's Organization form of orgs row o with role. */
 #define ORG_FORM(role)                                                                             \
     "json_build_object('id', o.id, 'name', o.name, 'slug', o.slug, 'role', " role ","              \
     " 'enforce_two_factor', o.enforce_two_factor, 'require_sso', o.require_sso,"                   \

@@ -1,6 +1,6 @@
 /*
- * me.h - the caller's own identity: GET /v1/me (first document, /v1 error
- * envelope) and GET /me (second document, Problem errors).
+ * me.h - the caller's own identity: GET /v1/me (the /v1 error envelope)
+ * and GET /me (the root API, Problem errors).
  *
  * Both authenticate with an access token through auth.c and read the
  * caller's user or organization in one more query. Route handlers, called

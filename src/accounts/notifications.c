@@ -1,5 +1,6 @@
 /*
- * notifications.c - per-user notifications (decisions.md section 7a).
+ * notifications.c - per-user notifications (doc/choices.md "Internal
+ * operations, sessions, notifications").
  *
  * Notifications are written by the events that concern a user, in the
  * same transaction as the event (sql/0003: added to an organization, role

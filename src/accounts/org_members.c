@@ -1,7 +1,7 @@
 /*
  * org_members.c - who belongs to an organization, and with which role.
  *
- * Owns the member routes of the second document. Members are listed in
+ * Owns the member routes of the root API. Members are listed in
  * the member form {user_id, name, email, username, role, created_at},
  * oldest membership first, paginated; q matches name, email and username
  * (trigram index, sql/0003). Any member reads (members:read); admins add,

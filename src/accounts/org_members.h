@@ -1,5 +1,5 @@
 /*
- * org_members.h - members of an organization (second document):
+ * org_members.h - members of an organization (the root API):
  * GET/POST /orgs/{slug}/members, DELETE /orgs/{slug}/members/{userId},
  * PUT /orgs/{slug}/members/{userId}/role. Route handlers (routes.c).
  */

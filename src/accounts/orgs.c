@@ -1,5 +1,5 @@
 /*
- * orgs.c - organizations of the second document.
+ * orgs.c - organizations of the root API.
  *
  * Owns:
  *  - GET /orgs: the caller's organizations in the Organization form with
@@ -7,9 +7,9 @@
  *    name and slug. An organization token lists its own organization
  *    (role admin). Scope orgs:read.
  *  - POST /orgs {name, slug?}: the slug is derived from the name when
- *    omitted (decisions.md section 9), must match the key pattern, 409 when
- *    taken; the creator becomes owner. Scope orgs:write; personal tokens
- *    only.
+ *    omitted (as a variant key is: doc/choices.md "Variants and keys"),
+ *    must match the key pattern, 409 when taken; the creator becomes
+ *    owner. Scope orgs:write; personal tokens only.
  *  - PATCH /orgs/{slug} {name}: owners only (orgs:write).
  *  - POST /orgs/{slug}/leave: any member; the last owner gets 409; the
  *    caller's project collaborations in the organization go too.

@@ -1,7 +1,7 @@
 /*
- * pagination.h - keyset pagination and search of every list of the second
- * document (account-org-project-agent-api.md section 4, decisions.md
- * section 9).
+ * pagination.h - keyset pagination and search of every list of the root
+ * API (doc/api.md "Surfaces and error bodies"; a cursor is bound by an
+ * HMAC to its route, organization and q, any other use a 422).
  *
  * A list request carries q (search text, case-insensitive, matched in SQL),
  * limit (1 to 100, default 30, clamped) and cursor (opaque). They come from

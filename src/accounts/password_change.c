@@ -1,6 +1,6 @@
 /*
  * password_change.c - PUT /v1/session/password {current, new}
- * (decisions.md section 7a).
+ * (doc/choices.md "Internal operations, sessions, notifications").
  *
  * The caller is a session cookie (with the Origin check of every unsafe
  * method a cookie authenticates, auth.c) or a personal access token of the

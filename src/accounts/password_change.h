@@ -1,6 +1,7 @@
 /*
  * password_change.h - PUT /v1/session/password {current, new}: the
- * signed-in user changes their password (decisions.md section 7a). Route
+ * signed-in user changes their password (doc/choices.md "Internal
+ * operations, sessions, notifications"). Route
  * handler (routes.c).
  */
 #ifndef ENSIGN_PASSWORD_CHANGE_H

@@ -1,7 +1,7 @@
 /*
  * project_members.c - who works on a project, and who administers it.
  *
- * Owns the collaborator routes. Collaborator roles are the document's:
+ * Owns the collaborator routes. Collaborator roles are the contract's:
  * read, triage, write, maintain, admin (anything else, organization roles
  * included, is a 422); a collaborator must be a member of the organization
  * (422 otherwise); being added notifies the user

@@ -1,5 +1,5 @@
 /*
- * projects.c - projects of an organization (second document).
+ * projects.c - projects of an organization (the root API).
  *
  * Owns the project routes. {project} is the slug or the id. A project
  * reads as the Project form {id, org_id, name, slug, description, readme,

@@ -1,5 +1,5 @@
 /*
- * schemas.c - JSON Schema texts of the second document (see schemas.h).
+ * schemas.c - JSON Schema texts of the root API (see schemas.h).
  * Timestamps are RFC 3339 strings; nullable fields say so.
  */
 #include "schemas.h"

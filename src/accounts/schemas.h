@@ -1,5 +1,5 @@
 /*
- * schemas.h - the JSON Schema texts of the second document's bodies, for
+ * schemas.h - the JSON Schema texts of the root API's bodies, for
  * /openapi.json (routes.c hands them to the route table). One place for
  * every account, organization, project, member, invitation, token and
  * notification form, matching the SQL forms of sql/0003_accounts.sql

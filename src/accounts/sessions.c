@@ -1,5 +1,6 @@
 /*
- * sessions.c - browser sessions (decisions.md sections 5 and 7a).
+ * sessions.c - browser sessions (doc/api.md "Credentials"; doc/choices.md
+ * "Internal operations, sessions, notifications").
  *
  * POST /v1/session {email, password}: only as application/json (415
  * otherwise: a form or text/plain body is what a foreign page can send

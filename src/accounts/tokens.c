@@ -1,11 +1,11 @@
 /*
  * tokens.c - the caller's personal access tokens (/me/tokens).
  *
- * Owns token creation, listing and revocation for the second document:
+ * Owns token creation, listing and revocation for the root API:
  *  - POST {name, full?, scopes?, expires_at?, expires_in_days?} answers
  *    {id, prefix, token}; the plaintext (svc_oat_ + 43 base62) is made
  *    here, stored only as its SHA-256 digest, and added to the answer in C.
- *    Either full: true or a scopes object (decisions.md section 5) is
+ *    Either full: true or a scopes object (doc/api.md "Roles and scopes") is
  *    required. expires_at (RFC 3339) wins over expires_in_days; 0 days
  *    means no expiry; a time in the past is a 422. A token cannot create a
  *    token with more rights than its own (403).

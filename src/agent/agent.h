@@ -1,5 +1,5 @@
 /*
- * agent.h - the agent's routes (second document, decisions.md section 7):
+ * agent.h - the agent's routes (the root API; doc/choices.md "Agent"):
  *
  *   POST /ai/messages         a conversation in, a reply and proposed
  *                             actions out; nothing is written

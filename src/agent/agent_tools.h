@@ -1,6 +1,6 @@
 /*
- * agent_tools.h - the agent's tools (decisions.md section 7): each one
- * REST operation of the first document, its input exactly that
+ * agent_tools.h - the agent's tools (doc/choices.md "Agent"): each one
+ * REST operation of /v1 (doc/api.md), its input exactly that
  * operation's body plus the keys naming what it acts on.
  *
  *   create_flag              POST  /v1/orgs/{org}/flags                       input = body

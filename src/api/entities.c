@@ -7,7 +7,7 @@
  * attributes; attributes replaces the whole set; an empty object changes
  * nothing and answers the entity as it is) and delete ({ok: true}). An
  * entity is {id, key, label, attributes: [{key, dataType, labels}],
- * createdAt, updatedAt} (decisions.md section 4).
+ * createdAt, updatedAt} (doc/choices.md "Records").
  *
  * Invariants:
  *  - At most 100 attributes, keys 1 to 120 characters and unique within
@@ -19,10 +19,10 @@
  *    upserts the others (keyed by (entity, key)), so the two parts of the
  *    statement never touch the same row.
  *  - Rules and segments name entity attributes in their conditions
- *    (decisions.md section 1), checked when those are written. Changing or
+ *    (doc/choices.md "Conditions"), checked when those are written. Changing or
  *    deleting an entity later is allowed: a condition whose attribute is
  *    no longer declared is compared as a plain context attribute.
- *  - Roles (decisions.md section 5): viewer reads, member writes; the
+ *  - Roles (doc/api.md "Roles and scopes"): viewer reads, member writes; the
  *    token needs the flags scope. Writes are rate limited by mgmt.c.
  *
  * Called by the worker's dispatch from the route table (routes.c).

@@ -5,10 +5,11 @@
  *
  * Owns those two statements. The list answers {environments: [{id, key,
  * name, createdAt}]} in display order and creates the three defaults when
- * the organization has none (decisions.md section 4; they normally exist
+ * the organization has none (doc/choices.md "Records"; they normally exist
  * from the organization's creation on, sql/0001).
  *
- * Configuration (decisions.md section 3): any of enabled, defaultVariantKey
+ * Configuration (doc/choices.md "Environment configuration and
+ * evaluation"): any of enabled, defaultVariantKey
  * (sets defaultServe to {"variant": K}), offVariantKey, defaultServe; not
  * both defaultVariantKey and defaultServe. Variant keys must exist on the
  * flag (422). The caller's checks and the flag context are one round trip

@@ -1,6 +1,6 @@
 /*
  * flagdetail.h - the flag detail's statement and its JSON body (GET
- * /v1/orgs/{org}/flags/{key}, flags-and-evaluation-api.md section 2): the
+ * /v1/orgs/{org}/flags/{key}, doc/api.md): the
  * flag with its creator's and maintainer's names, its newest 20
  * revisions (newest first, ties by id; the whole history is
  * flagrevisions.c's), its variants and its configuration in every

@@ -1,6 +1,6 @@
 /*
  * flaglist.h - the flag list's statement and its JSON body (GET
- * /v1/orgs/{org}/flags, flags-and-evaluation-api.md section 2): each flag
+ * /v1/orgs/{org}/flags, doc/api.md): each flag
  * with its creator's and maintainer's names, its production value and its
  * usage summary (total, lastSeenAt, checksPerHour, series of 24 hourly
  * counts oldest first; null until anything was counted).

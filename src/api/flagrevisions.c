@@ -7,7 +7,7 @@
  * (ensign_revision_json of sql/0002: id, action, summary, changes,
  * userName, createdAt), in the detail's order (createdAt, then id,
  * newest first), so its first page of 20 is the detail's revisions.
- * Pagination is the second document's (pagination.h: limit 1 to 100,
+ * Pagination is the root API's (pagination.h: limit 1 to 100,
  * default 30, an opaque keyset cursor, the next page in a Link header),
  * q searches action, summary, change lines and user name
  * (case-insensitive). The cursor is bound to the organization and to the

@@ -10,7 +10,8 @@
  * its revisions as plain rows), and
  * writes record their revision in the same statement (revisions.h).
  *
- * Creation (decisions.md sections 2, 3 and 9): the name starts as the key;
+ * Creation (doc/choices.md "Variants and keys", "Environment configuration
+ * and evaluation"): the name starts as the key;
  * boolean flags get the fixed variants on/off and refuse others; other
  * types get keys derived from the label, else a string value, else
  * variant-N; every environment starts disabled with the first variant as
@@ -19,7 +20,7 @@
  * serve and no off variant until its first variant arrives (variants.c).
  *
  * Archiving an archived flag and restoring an active one answer 200
- * without change (decisions.md section 6); metadata updates are allowed
+ * without change (doc/choices.md "Records"); metadata updates are allowed
  * while archived.
  *
  * Called from the route table.
@@ -228,7 +229,8 @@ static void read_new_flag(struct validate *v, const struct json_object *body, st
         nf->variants = variants_for_new_flag(v, body, "variants", nf->type, FLAG_VARIANTS_MAX);
 }
 
-/* The default serve and off variant of every environment (decisions.md section 3). */
+/* The default serve and off variant of every environment (doc/choices.md
+ * "Environment configuration and evaluation"). */
 static void default_configuration(const struct new_flag *nf, struct json_object **serve,
                                   const char **off_key)
 {

@@ -3,7 +3,7 @@
  * flagschemas.h): flags, variants, environment configuration, rules.
  *
  * Invariant: the schemas say what the handlers enforce (validate.c and the
- * limits of flags-and-evaluation-api.md section 8), nothing more; shared
+ * limits the handlers check), nothing more; shared
  * pieces are macros so a record has one schema. Used by routes.c only.
  */
 #include "flagschemas.h"

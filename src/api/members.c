@@ -1,9 +1,9 @@
 /*
- * members.c - who belongs to an organization, as the first document lists
+ * members.c - who belongs to an organization, as /v1 lists
  * them: GET /v1/orgs/{org}/members.
  *
  * Owns the member list {members: [{userId, name, email, username, role}]}
- * (decisions.md section 4), oldest membership first, deleted users left
+ * (doc/choices.md "Records"), oldest membership first, deleted users left
  * out. One statement; any role may read (viewer included), and the token
  * needs the members scope at read level.
  *

@@ -1,5 +1,5 @@
 /*
- * members.h - the member list of the first document:
+ * members.h - the member list of /v1:
  * GET /v1/orgs/{org}/members.
  *
  * A route handler called by the worker's dispatch from the route table

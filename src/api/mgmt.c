@@ -32,7 +32,7 @@
 #include "server.h"
 
 /*
- * $1 org slug (or id: the second document's org_id), $2 user id ("" for
+ * $1 org slug (or id: the root API's org_id), $2 user id ("" for
  * an organization token), $3 the organization token's org id ("" for a
  * personal token), $4 token id.
  * Rows: id, slug, role, actor name; none when the caller is not in the
@@ -72,7 +72,7 @@ int mgmt_role_from_name(const char *name)
     return -1;
 }
 
-/* The organization slug: {org} in the first document, {slug} in the second. */
+/* The organization slug: {org} under /v1, {slug} in the root API. */
 static const char *org_param(const struct http_request *r)
 {
     const char *org = http_param(r, "org");

@@ -3,7 +3,7 @@
  *
  * Owns: authenticating the access token (auth.c) and resolving the {org}
  * slug and the caller's role in it (one query for both), the role and
- * scope checks of decisions.md section 5, the management write rate limit, and the common
+ * scope checks of doc/api.md "Roles and scopes", the management write rate limit, and the common
  * ways to run a handler's statement and answer from its result.
  *
  * Statuses answered here, before the handler's callback runs:
@@ -16,7 +16,7 @@
  *   429  management write rate limit (writes only)
  *   503  database unavailable (Retry-After), 500 other query failures
  *
- * Roles (decisions.md section 5): viewer reads; member also writes flags,
+ * Roles (doc/api.md "Roles and scopes"): viewer reads; member also writes flags,
  * variants, rules, segments and entities; admin also SDK keys, members,
  * invitations, projects and audit settings; owner also renames the
  * organization and manages owners. An organization token acts as role
@@ -161,7 +161,7 @@ void mgmt_begin_row(struct http_request *r, struct route_need need, const char *
 
 /*
  * mgmt_begin for an organization named in the request body rather than
- * the path (the second document's org_id: the organization's id or slug),
+ * the path (the root API's org_id: the organization's id or slug),
  * for a caller already authenticated (who). Same checks and statuses.
  * cb runs exactly once: with ctx after every check passed, or with ctx
  * NULL after r was answered; so arg may be per-request memory that the
@@ -218,7 +218,7 @@ void mgmt_send_invalid(struct http_request *r, struct validate *v);
 /* The route parameter name, or "" when absent (never NULL). */
 const char *mgmt_param(const struct http_request *r, const char *name);
 
-/* The first document's timestamp text (ISO 8601, UTC, milliseconds) of a
+/* The /v1 timestamp text (ISO 8601, UTC, milliseconds) of a
  * SQL column, through the one SQL function that writes it (sql/0002). */
 #define MGMT_SQL_ISO(column) "ensign_iso(" column ")"
 

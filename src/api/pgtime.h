@@ -1,5 +1,5 @@
 /*
- * pgtime.h - the first document's timestamp form ("2025-01-31T12:00:00.123Z",
+ * pgtime.h - the /v1 timestamp form ("2025-01-31T12:00:00.123Z",
  * as sql/0002's ensign_iso() writes it) from PostgreSQL's text of a
  * timestamptz, so that statements return plain timestamptz columns and the
  * formatting runs in C rather than as to_char in every row.

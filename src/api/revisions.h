@@ -1,6 +1,6 @@
 /*
  * revisions.h - how management writes record revisions (the history shown
- * in flag detail, flags-and-evaluation-api.md section 6).
+ * in the flag detail, GET /v1/orgs/{org}/flags/{key} in doc/api.md).
  *
  * A revision is written by the same statement as the change it records (a
  * data-modifying WITH clause), so a failed write leaves no revision and a

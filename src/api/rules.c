@@ -16,11 +16,11 @@
  * replacement deletes and inserts the whole ordered set and is one
  * revision.
  *
- * Limits (flags-and-evaluation-api.md section 8): description 500, 50
+ * Limits (the rule schemas of doc/api.md): description 500, 50
  * conditions per rule, priority 0 to 2^53-1, 200 rules in a replace or a
  * reorder; an append beyond 200 rules in the environment is a 422 too, so
  * every rule set stays reorderable. A reorder lists every rule of the
- * environment exactly once (decisions.md section 9). An append without a
+ * environment exactly once (doc/choices.md "Variants and keys"). An append without a
  * priority goes after the last rule; a replace or reorder numbers the
  * rules 0, 1, 2, ... Rules are evaluated by (priority, created_at).
  *

@@ -19,7 +19,7 @@
  *    An id that is not a uuid, or a key of another organization, is 404.
  *    Evaluation stops accepting the key within refresh_interval_ms (the
  *    revocation moves the configuration generation).
- *  - Roles (decisions.md section 5): admin only, for reading too; the
+ *  - Roles (doc/api.md "Roles and scopes"): admin only, for reading too; the
  *    token needs the flags scope. Writes are rate limited by mgmt.c.
  *
  * Called by the worker's dispatch from the route table (routes.c).

@@ -9,7 +9,7 @@
  * Invariants:
  *  - Every answer comes from one statement that builds the JSON body in
  *    PostgreSQL (mgmt.h's house result shape status/body/message).
- *  - Conditions are validated by validate.c (decisions.md section 1) before
+ *  - Conditions are validated by validate.c (doc/choices.md "Conditions") before
  *    anything is written: at most 50, and a segment never references a
  *    segment. An attribute path whose first element names an entity
  *    ("user.plan") must name an attribute that entity declares; only
@@ -19,7 +19,7 @@
  *    and deletes nothing (like a variant still referenced): remove or edit
  *    the rules first. The segment row is locked while the references are
  *    counted.
- *  - Roles (decisions.md section 5): viewer reads, member writes; the
+ *  - Roles (doc/api.md "Roles and scopes"): viewer reads, member writes; the
  *    token needs the flags scope. Writes are rate limited by mgmt.c.
  *
  * Called by the worker's dispatch from the route table (routes.c).

@@ -1,6 +1,6 @@
 /*
  * validate.h - one helper per field rule of the management API, and the
- * validation of conditions (decisions.md section 1) and serve objects.
+ * validation of conditions (doc/choices.md "Conditions") and serve objects.
  *
  * Owns struct validate: the errors collected while checking one request
  * (a json-c object mapping a field path to an array of messages, the body
@@ -129,7 +129,7 @@ bool validate_semver_ok(const char *s);
 bool validate_timestamp_parse(const char *s, int64_t *ms);
 
 /*
- * Derives a key from text (decisions.md section 9): lowercased, each run of
+ * Derives a key from text (doc/choices.md "Variants and keys"): lowercased, each run of
  * characters outside [a-z0-9] becomes one "-", leading and trailing "-"
  * removed, cut to 63 (and trailing "-" removed again). out must hold 64
  * bytes; it may come out empty.
@@ -186,7 +186,7 @@ enum validate_found validate_string_array(struct validate *v, const struct json_
 
 /*
  * The conditions array obj[name] (absent means empty): at most
- * VALIDATE_CONDITIONS_MAX conditions, each of decisions.md section 1.
+ * VALIDATE_CONDITIONS_MAX conditions, each as doc/choices.md "Conditions" says.
  * Segment conditions are refused when !allow_segments ("segments cannot
  * reference segments") and otherwise checked with refs->segment_exists;
  * attribute paths whose first element names an entity are checked with
@@ -223,7 +223,7 @@ struct json_object *validate_serve_canonical(const struct json_object *serve);
 /*
  * A new reference to value, or for a number without a fraction (1.0, 1e3)
  * a new JSON integer: "integers are written without a fraction"
- * (decisions.md section 2). Caller owns the result.
+ * (doc/choices.md "Variants and keys"). Caller owns the result.
  */
 struct json_object *validate_number_canonical(const struct json_object *value);
 

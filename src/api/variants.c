@@ -8,11 +8,11 @@
  * trip), validates in C, then runs one statement that re-checks the flag
  * under a row lock, writes, and records the revision. Statuses, in
  * order: 404 flag, 409 archived, 422 a boolean flag's fixed variants
- * (decisions.md section 2), 404 variant, 422 body; delete answers 409
+ * (doc/choices.md "Variants and keys"), 404 variant, 422 body; delete answers 409
  * while a default serve, an off variant or a rule serve of any
  * environment names the variant.
  *
- * Keys (decisions.md section 9): from the label, else a string value, else
+ * Keys (doc/choices.md "Variants and keys"): from the label, else a string value, else
  * variant-N with N counting the variants the flag ever had; never reused
  * within a flag (deleted keys are retired, sql/0002). Values must match the
  * flag type; numbers without a fraction are stored as integers. A first

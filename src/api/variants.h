@@ -1,7 +1,7 @@
 /*
  * variants.h - the variant resource (/flags/{key}/variants) and the
  * variant rules flag creation shares: key derivation and value checks
- * (decisions.md sections 2 and 9). See variants.c.
+ * (doc/choices.md "Variants and keys"). See variants.c.
  */
 #ifndef ENSIGN_VARIANTS_H
 #define ENSIGN_VARIANTS_H
@@ -18,7 +18,7 @@ void variants_update(struct http_request *r); /* PATCH /flags/{key}/variants/{va
 void variants_delete(struct http_request *r); /* DELETE /flags/{key}/variants/{variantKey} */
 
 /*
- * A key for a new variant: the label derived as decisions.md section 9
+ * A key for a new variant: the label derived as doc/choices.md "Variants and keys"
  * says, else a string value derived the same way, else "variant-N"; when
  * the key is in used (a JSON array of keys) "-2", "-3", ... is appended
  * (the base cut to keep 63 characters). out holds 64 bytes.

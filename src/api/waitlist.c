@@ -1,8 +1,7 @@
 /*
  * waitlist.c - the public waitlist intake: POST /v1/waitlist.
  *
- * flags-and-evaluation-api.md (Meta, waitlist, identity) and decisions.md
- * section 9: no credential; {email} of at most 320 characters in email
+ * POST /v1/waitlist in doc/api.md: no credential; {email} of at most 320 characters in email
  * syntax (validate_email_ok, PCRE2), else 422 with field errors; an
  * address already on the list (compared case-insensitively, the unique
  * index on lower(email)) is a no-op success; {accepted: true} once stored
@@ -11,7 +10,7 @@
  *
  * Invariants: every submission takes one request from the client
  * address's waitlist budget before anything else is looked at, so rejected
- * submissions count too (429 in the first document's envelope with
+ * submissions count too (429 in the /v1 envelope with
  * Retry-After). The address comes from http_client_address (trusted
  * proxies). One statement per stored submission.
  *

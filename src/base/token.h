@@ -15,7 +15,7 @@
 #define TOKEN_PREFIX_ACCESS "svc_oat_"
 #define TOKEN_PREFIX_SDK "svc_sdk_"
 #define TOKEN_PREFIX_INVITE "svc_inv_"
-#define TOKEN_PREFIX_INTERNAL "svc_int_" /* Ensign-Internal-Key (decisions.md 7a) */
+#define TOKEN_PREFIX_INTERNAL "svc_int_" /* Ensign-Internal-Key (internal operations) */
 #define TOKEN_PREFIX_SESSION "svc_ses_"  /* the ensign_session cookie */
 #define TOKEN_RANDOM_BYTES 32
 #define TOKEN_BODY_LEN 43 /* base62 digits for 256 bits */

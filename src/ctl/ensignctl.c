@@ -5,7 +5,7 @@
  *     ensignctl [-c FILE] COMMAND [ARGS]
  *
  * The command line, its output and its exit statuses are the contract of
- * spec/operations.md and ensignctl(1): on success a command prints only its
+ * ensignctl(1): on success a command prints only its
  * result on stdout; errors go to stderr; the exit status is 0, 1 for a
  * runtime error (configuration, database, duplicate, unknown user) or 2 for
  * a usage error (detected before the configuration or database is touched).
@@ -501,7 +501,7 @@ static int run_audit_verify(PGconn *conn, const char *org_slug)
     return fail(EXIT_RUNTIME, "database error: %s", error.message);
 }
 
-/* ---- internal keys (decisions.md section 7a) ---- */
+/* ---- internal keys (Ensign-Internal-Key of internal operations) ---- */
 
 static const char sql_internal_key[] =
     "INSERT INTO internal_keys (name, key_digest) VALUES ($1, $2) RETURNING id";

@@ -1,6 +1,6 @@
 /*
  * ensignd.c - the server's entry point: command line, configuration, and
- * handing over to the master (operations.md "ensignd").
+ * handing over to the master (ensignd(8)).
  *
  *   ensignd [-c FILE] [-t] [-V] [-h]
  *

@@ -7,6 +7,7 @@
 
 #include "mgmt.h"
 
+#include "apidoc.h"
 #include "me.h"
 #include "meta.h"
 #include "metrics_route.h"
@@ -22,7 +23,7 @@
 #include "variants.h"
 /* section includes: agent */
 #include "agent.h"
-/* section includes: second document (accounts) */
+/* section includes: accounts, organizations, projects (the root API) */
 #include "internal.h"
 #include "invitations.h"
 #include "notifications.h"
@@ -67,7 +68,7 @@ static const struct route route_table[] = {
     {METHOD_POST, "/ofrep/v1/evaluate/flags", ofrep_evaluate_bulk,
      "Evaluate every flag of the SDK key's environment (OFREP bulk, ETag and 304)",
      ROUTE_AUTH_SDK_KEY, ofrep_request_schema, ofrep_bulk_response_schema, 200, NO_OP},
-    /* section: change streams (/ofrep/v1/events, decisions.md section 10) */
+    /* section: change streams (/ofrep/v1/events; doc/choices.md "Change notifications") */
     {METHOD_GET, "/ofrep/v1/events/{environment}", streams_open,
      "Change notifications of an environment (text/event-stream; ?token= from eventStreams)",
      ROUTE_AUTH_NONE, NULL, streams_response_schema, 200, NO_OP},
@@ -76,7 +77,7 @@ static const struct route route_table[] = {
     {METHOD_GET, "/v1/healthz", meta_healthz,
      "Health probe: 200 ok, or 503 degraded naming the failing checks; never touches the database",
      ROUTE_AUTH_NONE, NULL, meta_healthz_schema, 200, NO_OP},
-    /* /metrics: decisions.md section 11 */
+    /* /metrics: doc/choices.md "Metrics" */
     {METHOD_GET, "/metrics", metrics_route_get,
      "Node counters in the Prometheus text format 0.0.4 (only on metrics_listen when set)",
      ROUTE_AUTH_NONE, NULL, NULL, 200, NO_OP},
@@ -182,9 +183,12 @@ static const struct route route_table[] = {
      "Join the waitlist (no credential; rate limited per client address)", ROUTE_AUTH_NONE,
      waitlist_request_schema, waitlist_response_schema, 200, NO_OP},
 
-    /* section: second document (no prefix) */
+    /* section: the root API (no prefix) */
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,
      NULL, 200, NO_OP},
+    {METHOD_GET, "/docs/api", apidoc_get,
+     "This API reference in Markdown (doc/api.md), generated from the route table", ROUTE_AUTH_NONE,
+     NULL, NULL, 200, NO_OP},
     {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
      ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, NO_OP},
 
@@ -202,7 +206,7 @@ static const struct route route_table[] = {
        "Turn the disclosure of actor IP addresses on or off (admin)", NEED(ADMIN, AUDIT, true),
        audit_config_schema, audit_config_schema, 200),
 
-/* section: second document, accounts (issue 9). A list answers GET and QUERY alike. */
+/* section: the root API, accounts. A list answers GET and QUERY alike. */
 #define ACC(method, pattern, handler, summary, request, response)                                  \
     {                                                                                              \
         METHOD_##method, pattern, handler, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request, response, \
@@ -327,7 +331,7 @@ static const struct route route_table[] = {
 #undef INTERNAL
 #undef ACC
 
-    /* section: agent (second document) */
+    /* section: agent (the root API) */
     {METHOD_POST, "/ai/messages", agent_messages,
      "Send a conversation to the agent: a reply and proposed actions (nothing is written)",
      ROUTE_AUTH_TOKEN_OR_COOKIE, agent_messages_request_schema, agent_messages_response_schema, 200,

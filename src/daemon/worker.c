@@ -52,6 +52,7 @@
 
 #include "access_log.h"
 #include "answer.h"
+#include "apidoc.h"
 #include "config.h"
 #include "db.h"
 #include "early_write.h"
@@ -302,6 +303,7 @@ static void teardown(struct worker_runtime *rt)
     if (rt->w.db != NULL)
         db_close(rt->w.db);
     free(rt->w.openapi_json);
+    free(rt->w.api_doc);
     served_snapshot_free(rt->w.snapshot);
     eval_scratch_free(rt->w.eval_scratch);
     ofrep_state_free(rt->w.ofrep);
@@ -371,6 +373,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
     rt->w.cfg = cfg;
     rt->w.shm = shm;
     rt->w.routes = routes_table(&rt->w.route_count);
+    rt->w.api_doc = apidoc_markdown(rt->w.routes, rt->w.route_count);
     rt->w.base = new_event_base();
     if (rt->w.base != NULL)
         start_access_log(rt, access_log_fd);

@@ -17,7 +17,7 @@
  * Owns the one Origin check of the browser surface (auth_same_origin):
  * the login route calls it, and every request authenticated by the
  * session cookie with an unsafe method passes it here, before the
- * session is looked up (dashboard.md "Signing in and safety").
+ * session is looked up (doc/api.md "Credentials", session cookie).
  *
  * Which credential a request may use is read from its route's row
  * (router.h auth): auth_credential_digest is the one place that decides,

@@ -5,11 +5,11 @@
  * An access token (svc_oat_ + 43 base62) is looked up by the SHA-256 digest
  * of its whole plaintext in one database round trip, which also records
  * last_used_at. A personal token acts as its user, an organization token as
- * its organization with role admin (decisions.md section 5). Scopes are the
- * names of decisions.md section 5, each "read" or "write" (write implies
- * read); full access grants every scope.
+ * its organization with role admin (doc/api.md "Credentials"). Scopes are
+ * the names of doc/api.md "Roles and scopes", each "read" or "write" (write
+ * implies read); full access grants every scope.
  *
- * Called by management handlers (me.c and every /v1 and second-document
+ * Called by management handlers (me.c and every /v1 and root-API
  * resource). Not linked into the core library.
  */
 #ifndef ENSIGN_AUTH_H
@@ -130,7 +130,7 @@ bool auth_credential_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX
 void auth_identity_from_row(struct identity *who, const PGresult *res);
 
 /*
- * Authenticates an internal operation (decisions.md section 7a): the
+ * Authenticates an internal operation (doc/api.md "Credentials"): the
  * access token as auth_access_token does, except that a deleted user's
  * token is accepted, then the Ensign-Internal-Key header, an unrevoked key
  * of internal_keys (by SHA-256 digest), in one round trip. Answers 401 for
@@ -154,8 +154,8 @@ typedef void (*auth_either_cb)(struct http_request *r, const struct identity *wh
 void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg);
 
 /*
- * The Origin check of the browser surface (dashboard.md "Signing in and
- * safety"), the one place it is made: true when r carries Sec-Fetch-Site:
+ * The Origin check of the browser surface (doc/api.md "Credentials",
+ * session cookie), the one place it is made: true when r carries Sec-Fetch-Site:
  * same-origin, or an Origin equal to the server's own (scheme://Host of r,
  * the scheme https with session_cookie_secure = 1 or X-Forwarded-Proto:
  * https, else http), or neither header (not a browser). False for a

@@ -1,6 +1,6 @@
 /*
- * password_pool.h - scrypt off the worker's event loop (DESIGN.md "The
- * wall around the hot path"): password checks and new hashes run on the
+ * password_pool.h - scrypt off the worker's event loop (an event loop never
+ * waits on slow work): password checks and new hashes run on the
  * worker's helper threads (base/work_pool.h) and their outcome comes back
  * to the loop.
  *

@@ -2,7 +2,8 @@
  * eval.h - the evaluator: (snapshot, flag, context, clock) -> variant.
  *
  * Owns the meaning of conditions, segments, rules, serves and rollouts
- * (spec/decisions.md sections 1 and 3), the validation of an evaluation
+ * (doc/choices.md "Conditions" and "Environment configuration and
+ * evaluation"), the validation of an evaluation
  * context (INVALID_CONTEXT) and the bulk ETag fast form.
  *
  * Invariants: eval_flag is a pure function of its arguments: no I/O, no

@@ -9,7 +9,7 @@
  * and compares it with worker_stall_ms.
  *
  * This is the one area of shared memory the master reads after start-up
- * (DESIGN.md: "the master never reads it"): a stuck worker cannot tell
+ * (the rest of shared memory the master never reads): a stuck worker cannot tell
  * anyone it is stuck, and a timestamp array read with relaxed atomic
  * loads has no lock, pointer or invariant a dying child could corrupt.
  */

@@ -1,6 +1,6 @@
 /*
  * metrics_route.h - GET /metrics: the node's counters in the Prometheus
- * text format 0.0.4 (decisions.md section 11). No authentication. When
+ * text format 0.0.4 (doc/choices.md "Metrics"). No authentication. When
  * metrics_listen is set the route answers only on that address (404 on
  * listen). Called from the route table.
  */

@@ -2,7 +2,8 @@
  * murmur3.h - MurmurHash3_x86_32, whole-buffer and incremental.
  *
  * Owns the hash that places a context in a rollout bucket
- * (spec/decisions.md section 3): h = MurmurHash3_x86_32(flagKey +
+ * (doc/choices.md "Environment configuration and evaluation"):
+ * h = MurmurHash3_x86_32(flagKey +
  * bucketValue, seed 0), the same input as flagd's fractional rollout. The
  * incremental form hashes the two parts without concatenating them, so the
  * evaluator needs no buffer. Pure functions, no allocation.

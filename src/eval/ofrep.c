@@ -282,8 +282,8 @@ static bool within_rate_limit(struct call *c, const char *digest)
  * array took 7.7 ms to parse and evaluate; it is refused after 1,025. */
 #define OFREP_MAX_BODY_ELEMENTS 1024
 
-/* What json_guard refuses, as this surface's error codes (decisions.md
- * sections 3 and 9): text that is not JSON (not UTF-8, a NUL byte) is
+/* What json_guard refuses, as this surface's error codes (doc/choices.md
+ * "Environment configuration and evaluation"): text that is not JSON (not UTF-8, a NUL byte) is
  * PARSE_ERROR, content no context may hold is INVALID_CONTEXT. */
 static enum ofrep_body_status guard_status(enum json_guard_verdict verdict, const char **detail)
 {

@@ -4,8 +4,9 @@
  *   POST /ofrep/v1/evaluate/flags/{key}   one flag
  *   POST /ofrep/v1/evaluate/flags         every flag of the key's environment
  *
- * Owns the wire contract of evaluation (flags-and-evaluation-api.md
- * section 4, decisions.md sections 3, 5 and 8): SDK-key authentication
+ * Owns the wire contract of evaluation (doc/api.md, the /ofrep operations;
+ * doc/choices.md "Environment configuration and evaluation" and "Browsers
+ * and the wire"): SDK-key authentication
  * against the digests in the snapshot (Authorization: Bearer, any case of
  * the scheme, or X-API-Key), the per-key rate limit, the body and context
  * rules, reasons, metadata, error codes and bodies, bulk ETag and 304, and

@@ -1,5 +1,5 @@
 /*
- * streams.h - OFREP change-notification streams (decisions.md section 10,
+ * streams.h - OFREP change-notification streams (doc/choices.md "Change notifications",
  * OFREP ADR-0008): GET /ofrep/v1/events/{environment}?token=T answers
  * text/event-stream and stays open in the worker's event loop.
  *

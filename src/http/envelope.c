@@ -1,8 +1,8 @@
 /*
  * envelope.c - the three error bodies and the HTTP reason phrases.
  *
- * Owns the exact field sets of each envelope (decisions.md sections 3 and
- * 6, flags-and-evaluation-api.md section 7) and the order of their keys.
+ * Owns the exact field sets of each envelope (doc/api.md "Surfaces and
+ * error bodies") and the order of their keys.
  * Pure functions: each returns a new json-c object the caller owns; an
  * errors object passed in is owned by the result. A NULL message, detail or
  * code falls back to the reason phrase (or GENERAL), so a body is always

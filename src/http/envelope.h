@@ -4,7 +4,7 @@
  *
  *  - /v1: {message, status, errors?} (errors only on 422, no other fields)
  *  - /ofrep: {key?, errorCode, errorDetails, message, status} where
- *    message equals errorDetails (decisions.md section 3)
+ *    message equals errorDetails (doc/api.md "Surfaces and error bodies")
  *  - everything else: RFC 9457 Problem {type, title, status, detail,
  *    instance?, errors?} sent as application/problem+json
  *

@@ -12,7 +12,7 @@
  *    waits for; an event stream (http_start_stream) stops counting once its
  *    headers are sent.
  *  - /ofrep responses always carry Vary: Origin, and the Access-Control-*
- *    headers when the request carries Origin (decisions.md section 8):
+ *    headers when the request carries Origin (doc/api.md "Browsers"):
  *    server-side SDKs send no Origin, and five headers fewer per answer
  *    are a tenth of what an evaluation costs beyond a bare request.
  *  - A worker keeps up to REQUEST_CACHE released requests for the next
@@ -316,8 +316,8 @@ void http_add_header(struct http_request *r, const char *name, const char *value
     evhttp_add_header(evhttp_request_get_output_headers(r->req), name, value);
 }
 
-/* Vary: Origin, and with Origin the Access-Control-* headers (decisions.md
- * section 8). */
+/* Vary: Origin, and with Origin the Access-Control-* headers (doc/choices.md
+ * "Browsers and the wire"). */
 static void add_cors_headers(struct evhttp_request *req, const char *origin,
                              const struct config *cfg)
 {
@@ -652,7 +652,7 @@ static void route_request(struct http_request *r)
     char message[160];
     snprintf(message, sizeof message, "no such path: %.*s", (int)json_guard_utf8_cut(r->path, 120),
              r->path);
-    if (r->surface == SURFACE_OFREP) /* not a flag: decisions.md section 8 */
+    if (r->surface == SURFACE_OFREP) /* not a flag: GENERAL, not FLAG_NOT_FOUND */
         http_send_eval_error(r, 404, NULL, "GENERAL", message);
     else
         http_send_error(r, 404, message);

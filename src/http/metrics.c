@@ -79,7 +79,7 @@ enum metrics_class metrics_class_of(const char *path)
     while (path[0] == '/' && path[1] == '/')
         path++;
     if (strcmp(path, "/v1/healthz") == 0 || strcmp(path, "/openapi.json") == 0 ||
-        strcmp(path, "/metrics") == 0)
+        strcmp(path, "/docs/api") == 0 || strcmp(path, "/metrics") == 0)
         return METRICS_CLASS_META;
     switch (envelope_surface_for_path(path)) {
     case SURFACE_OFREP:
@@ -91,7 +91,7 @@ enum metrics_class metrics_class_of(const char *path)
     case SURFACE_ROOT:
         break;
     }
-    return METRICS_CLASS_ACCOUNTS; /* the second document has no prefix */
+    return METRICS_CLASS_ACCOUNTS; /* the root API has no prefix */
 }
 
 void metrics_count_request(struct metrics_block *b, enum metrics_class cls, int status,

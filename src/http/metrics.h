@@ -1,5 +1,5 @@
 /*
- * metrics.h - the node's counters for GET /metrics (decisions.md section 11).
+ * metrics.h - the node's counters for GET /metrics (doc/choices.md "Metrics").
  *
  * Owns the metrics area of shared memory: one block of counters per
  * worker slot (and one for the background processes), plus the node-wide
@@ -32,8 +32,8 @@ struct config;
 enum metrics_class {
     METRICS_CLASS_EVALUATION, /* /ofrep */
     METRICS_CLASS_MANAGEMENT, /* /v1 flag management */
-    METRICS_CLASS_ACCOUNTS,   /* /v1/me, the second document */
-    METRICS_CLASS_META,       /* healthz, openapi.json, metrics */
+    METRICS_CLASS_ACCOUNTS,   /* /v1/me, the root API */
+    METRICS_CLASS_META,       /* healthz, openapi.json, docs/api, metrics */
     METRICS_CLASS_OTHER,      /* no such path, malformed */
     METRICS_CLASS_COUNT
 };

@@ -1,6 +1,6 @@
 /*
  * query_method.h - the HTTP QUERY method (a safe GET with a body, used by
- * the second document's list routes) on libevent 2.1.
+ * the list routes of the root API: /orgs, /me/tokens, ...) on libevent 2.1.
  *
  * libevent 2.1's evhttp knows a fixed set of methods: it passes any other
  * one through only as "unknown", without its name and without reading its

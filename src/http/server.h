@@ -43,6 +43,7 @@ struct http_server {
     const struct route *routes;
     size_t route_count;
     char *openapi_json;                /* serialized on first use; owned by the daemon */
+    char *api_doc;                     /* GET /docs/api text (api/apidoc.h); owned by the daemon */
     _Atomic uint64_t *requests_served; /* node-wide counter in shared memory, or NULL */
     struct metrics_block *metrics;     /* this worker's /metrics counters, or NULL */
     struct db *db;                     /* NULL where no database is used */

@@ -1,4 +1,4 @@
-"""accountfixture.py - what the second document's end-to-end tests share.
+"""accountfixture.py - what the root API's end-to-end tests share.
 
 AccountTestCase is test_members.OrgTestCase (acme with a token per role,
 the outsider organization globex) with helpers for the paths without a

@@ -2,7 +2,7 @@
 environment configuration share: FlagTestCase, an OrgTestCase (acme with a
 token per role, and the outsider globex; see test_members.py) with helpers
 to create flags and read their detail, and the record field sets of
-flags-and-evaluation-api.md section 2.
+the /v1 flag operations in doc/api.md.
 
 Not a test module itself (no test_ prefix); imported by test_flags.py,
 test_variants.py, test_rules.py, test_environments.py.

@@ -556,7 +556,7 @@ class ServerTestCase(unittest.TestCase):
         self.assertIn(media, ("application/json", "application/problem+json"), response)
 
     def assertV1Error(self, response, status):
-        """The first document's envelope: exactly {message, status}."""
+        """The /v1 error envelope: exactly {message, status}."""
         self.assertEqual(response.status, status, response)
         self.assertJsonContentType(response)
         body = response.json
@@ -565,7 +565,7 @@ class ServerTestCase(unittest.TestCase):
         self.assertEqual(body["status"], status)
 
     def assertProblem(self, response, status):
-        """The second document's RFC 9457 Problem body."""
+        """The root API's RFC 9457 Problem body."""
         self.assertEqual(response.status, status, response)
         self.assertEqual(response.content_type.split(";")[0].strip(), "application/problem+json",
                          response)

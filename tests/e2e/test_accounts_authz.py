@@ -1,5 +1,5 @@
 """test_accounts_authz.py - roles and token scopes on every organization
-operation of the second document, exactly as decisions.md section 5 says
+operation of the root API, exactly as doc/api.md "Roles and scopes" says
 (and doc/choices.md fixes where it is silent): a role below the
 operation's is 403, a token without the operation's scope (or with it at
 read level for a write) is 403, and neither changes anything.

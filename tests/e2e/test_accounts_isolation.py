@@ -1,5 +1,5 @@
 """test_accounts_isolation.py - a user of one organization can neither read
-nor change anything of another (decisions.md section 5): one test per
+nor change anything of another (doc/api.md "Roles and scopes"): one test per
 resource of both documents. Every request is made with globex's owner
 token and with globex's organization token against acme, and must be 404
 (never 403, which would reveal that acme exists); writes must change

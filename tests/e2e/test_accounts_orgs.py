@@ -1,6 +1,6 @@
 """test_accounts_orgs.py - organizations, members, invitations and the
-notifications their events make (account-org-project-agent-api.md,
-decisions.md sections 5, 7a and 9).
+notifications their events make (doc/api.md; doc/choices.md "Internal
+operations, sessions, notifications").
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """

@@ -1,6 +1,6 @@
 """test_accounts_pagination.py - keyset pagination, cursors, search and the
-QUERY method on the second document's lists (account-org-project-agent-
-api.md section 4, decisions.md section 9).
+QUERY method on the root API's lists (doc/api.md "Surfaces and error
+bodies").
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """

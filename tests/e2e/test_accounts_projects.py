@@ -1,5 +1,5 @@
 """test_accounts_projects.py - projects, collaborators and owners
-(account-org-project-agent-api.md, decisions.md sections 5, 7a and 9).
+(doc/api.md; doc/choices.md "Internal operations, sessions, notifications").
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """

@@ -1,6 +1,6 @@
 """test_accounts_tokens.py - personal access tokens, scopes, expiry and
-revocation; browser sessions; internal operations (decisions.md sections
-5 and 7a).
+revocation; browser sessions; internal operations (doc/api.md
+"Credentials", "Roles and scopes").
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """
@@ -118,7 +118,7 @@ class SessionsTest(PasswordUserCase):
         self.assertEqual((me.json["via"], me.json["user"]["email"]), ("cookie", "sam@example.com"))
         root = self.server.request("GET", "/me", headers={"Cookie": "a=b; " + value})
         self.assertEqual(root.json["user"]["email"], "sam@example.com")
-        # the cookie authenticates the unprefixed routes too (dashboard.md)
+        # the cookie authenticates the unprefixed routes too (doc/api.md "Credentials")
         orgs = self.server.request("GET", "/orgs", headers={"Cookie": value})
         self.assertEqual(orgs.status, 200, orgs)
         digest_count = self.database.query("SELECT count(*) FROM sessions"

@@ -1,5 +1,5 @@
 """test_agent.py - end-to-end tests of the agent (POST /ai/messages and
-POST /ai/actions/execute, decisions.md section 7): a conversation for each
+POST /ai/actions/execute, doc/choices.md "Agent"): a conversation for each
 intent of the built-in agent, each proposal executed and its effect seen
 through the REST API and in OFREP evaluation; authentication, organization
 (id or slug) and role checks (a viewer's execute of a write is 403 and
@@ -196,7 +196,7 @@ class AgentIntentsTest(AgentCase):
                                                            {"variant": "off",
                                                             "weight": 500000}]})
         sdk = self.sdk_key("production")
-        # decisions.md section 3's vectors for rollout-x at 500000 each
+        # the rollout vectors for rollout-x at 500000 each (doc/choices.md)
         for user, variant in (("user-1", "off"), ("user-2", "on"), ("user-4", "on")):
             self.wait_evaluation(sdk, "rollout-x", {"targetingKey": user},
                                  {"variant": variant, "reason": "SPLIT"})
@@ -285,7 +285,7 @@ class AgentIntentsTest(AgentCase):
 
 
 class AgentCookieTest(AgentCase):
-    """The dashboard's session cookie on /ai (dashboard.md): the Origin check
+    """The dashboard's session cookie on /ai (doc/api.md "Credentials"): the Origin check
     on the outer request, and the inner REST operation runs as the user."""
 
     @classmethod

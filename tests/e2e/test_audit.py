@@ -225,7 +225,7 @@ class AuditTrailTest(AuditTestCase):
 
 
 class AuditSecondDocumentTest(AuditTestCase):
-    """The organization writes of the second document: organizations,
+    """The organization writes of the root API: organizations,
     members, invitations, projects, SSO provisioning."""
 
     def user(self, email, name):

@@ -1,4 +1,4 @@
-"""test_crash_drills.py - crash drills under load (issue 10).
+"""test_crash_drills.py - crash drills under load.
 
 Under a bounded wrk load of OFREP evaluations (crash_drill.lua) and a
 probe of new connections to /v1/healthz, each drill hurts one child of

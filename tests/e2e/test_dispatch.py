@@ -1,8 +1,8 @@
 """test_dispatch.py - an operation is one row, and the dispatcher enforces it
-(issue 22): the route table's credential, role and scope are checked before
+(one row per operation): the route table's credential, role and scope are checked before
 the operation runs, and /openapi.json says what is enforced; the dashboard's
 session cookie authenticates in that one place, with the Origin check for
-unsafe methods (dashboard.md "Signing in and safety").
+unsafe methods (doc/api.md "Credentials").
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """

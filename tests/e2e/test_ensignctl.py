@@ -1,6 +1,5 @@
 """test_ensignctl.py - ensignctl against a real PostgreSQL: migrations, the
-bootstrap commands, their output and exit statuses (spec/operations.md,
-ensignctl(1)), and the schema invariants other processes rely on (the
+bootstrap commands, their output and exit statuses (ensignctl(1)), and the schema invariants other processes rely on (the
 configuration generation, default environments, stored digests).
 
 Each test class works in a database of its own (harness.Database), with

@@ -194,7 +194,7 @@ class OfrepTestCase(harness.ServerTestCase):
         return body
 
     def assertCors(self, response, origin=True):
-        """decisions.md section 8: Vary: Origin on every /ofrep answer, the
+        """doc/api.md "Browsers": Vary: Origin on every /ofrep answer, the
         Access-Control-* headers only when the request carried Origin."""
         headers = response.headers
         self.assertIn("origin", headers.get("Vary", "").lower(), response.headers)

@@ -1,6 +1,6 @@
 """test_flag_revisions.py - end-to-end tests of GET
 /v1/orgs/{org}/flags/{key}/revisions (src/api/flagrevisions.c): a flag's
-whole history newest first, page by page with the second document's
+whole history newest first, page by page with the root API's
 keyset pagination (limit, cursor, Link rel="next", q), while the detail
 shows the newest REVISION_WINDOW only. Covered: every revision reached
 once in the detail's order and form, the first page equal to the

@@ -1,5 +1,5 @@
 """test_flags.py - end-to-end tests of /v1/orgs/{org}/flags: create (defaults
-per decisions.md sections 2, 3 and 9), list (value, names, usage),
+per doc/choices.md "Variants and keys"), list (value, names, usage),
 detail, update, delete, archive and restore, usage; every limit at its
 boundary, unknown fields, bad JSON; roles, scopes and isolation between
 organizations; a failed write leaves nothing behind; the OpenAPI document.

@@ -114,9 +114,21 @@ class HealthAndEnvelopeTest(harness.ServerTestCase):
         health = self.server.get("/v1/healthz").json
         self.assertEqual(document["info"]["version"], health["version"])
 
+    def test_api_reference(self):
+        """GET /docs/api serves doc/api.md as generated from the route table."""
+        response = self.server.get("/docs/api")
+        self.assertEqual(response.status, 200, response)
+        self.assertTrue(response.content_type.startswith("text/markdown"), response)
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc",
+                              "api.md")
+        with open(source, "rb") as f:
+            self.assertEqual(response.body, f.read())
+        self.assertIn(b"\n### GET /docs/api\n", response.body)
+        self.assertIn("/docs/api", self.server.get("/openapi.json").json["paths"])
+
 
 class IdentityTest(harness.ServerTestCase):
-    """/v1/me for both token kinds, its 401s, and the second document's /me."""
+    """/v1/me for both token kinds, its 401s, and the root API's /me."""
 
     def test_me_with_user_token(self):
         response = self.server.get("/v1/me", token=self.identity.user_token)
@@ -384,7 +396,7 @@ class StopSignalTest(harness.ServerTestCase):
 
 
 class DatabaseDownTest(harness.ServerTestCase):
-    """Health never touches the database; management recovers when it returns."""
+    """Health and the API reference never touch the database; management recovers."""
 
     def test_healthz_without_database(self):
         self.assertEqual(self.server.get("/v1/me", token=self.identity.user_token).status, 200)
@@ -395,6 +407,7 @@ class DatabaseDownTest(harness.ServerTestCase):
                 self.assertEqual(response.status, 200, response)
                 self.assertEqual(set(response.json), {"status", "version", "time"})
                 self.assertEqual(response.json["status"], "ok")
+            self.assertEqual(self.server.get("/docs/api").status, 200)
             response = self.server.get("/v1/me", token=self.identity.user_token)
             self.assertGreaterEqual(response.status, 500, response)
             self.assertV1Error(response, response.status)

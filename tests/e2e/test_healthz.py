@@ -1,4 +1,4 @@
-"""test_healthz.py - /v1/healthz tells the truth (issue 21).
+"""test_healthz.py - /v1/healthz tells the truth.
 
 Healthz answers 200 {status: ok} while the node can serve what the
 database holds, and 503 {status: degraded, checks: [...]} with an integer

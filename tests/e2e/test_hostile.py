@@ -1,7 +1,7 @@
-"""test_hostile.py - hostile input on every surface (issue 10).
+"""test_hostile.py - hostile input on every surface.
 
 Each case is answered with a clear 4xx in the surface's own body (the
-first document's envelope on /v1, the OFREP error body with errorCode on
+error envelope on /v1, the OFREP error body with errorCode on
 /ofrep, the Problem body elsewhere), the server keeps serving, and nothing
 stored changes. Framing cases go over raw sockets.
 """
@@ -113,7 +113,7 @@ class HostileInputTest(FlagTestCase):
         "trailing comma": (b'{"slug": "t", "context": {"a": 1,},}', 400, "PARSE_ERROR"),
         "upper-case literal": (b'{"slug": "u", "context": {"a": TRUE}}', 400, "PARSE_ERROR"),
         # raw NUL bytes are no JSON at all: a parse error, not the 422 of a
-        # "\u0000" that JSON can carry but no field may hold (issue 21)
+        # "\u0000" that JSON can carry but no field may hold
         "raw bytes": (b"\x00\x01", 400, "PARSE_ERROR"),
         "raw NUL in a string": (b'{"slug": "a\x00b", "context": {"a": "x\x00y"}}', 400,
                                 "PARSE_ERROR"),
@@ -121,8 +121,8 @@ class HostileInputTest(FlagTestCase):
     }
 
     def assertGuardError(self, response, status):
-        """The first document's envelope; a 422 of the JSON check names the
-        body in errors (flags-and-evaluation-api.md: errors on a 422)."""
+        """The /v1 envelope; a 422 of the JSON check names the
+        body in errors (doc/api.md: errors only on a 422)."""
         self.assertEqual(response.status, status, response)
         self.assertJsonContentType(response)
         body = response.json
@@ -358,7 +358,7 @@ class HostileInputTest(FlagTestCase):
         self.assertOfrepError(self.chunked(b"7fffffffffff\r\nabc\r\n0\r\n\r\n"), 413,
                               "GENERAL")
 
-    # --- strict framing (issue 21) ---------------------------------------------
+    # --- strict framing ---------------------------------------------------------
 
     SMUGGLED = b"GET /v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n"
 

@@ -1,5 +1,5 @@
 """test_libevent_replacements.py - ensignd refuses to start when its libevent
-replacements are not in effect (issue 21, src/http/libevent_replacements.c).
+replacements are not in effect (src/http/libevent_replacements.c).
 
 A libevent whose internal calls are bound to itself at link time (as
 Ubuntu's -Bsymbolic-functions packaging does) never reaches the functions

@@ -1,5 +1,5 @@
 """test_logs.py - end-to-end tests of the logs an operator reads
-(operations.md access_log, access_log_path, log_level; DESIGN.md "Logs").
+(access_log, access_log_path, log_level in ensign.conf(5); ensignd(8)).
 
 JournalPriorityTest starts ensignd with JOURNAL_STREAM naming its stderr
 file, as systemd does, and finds "<4>" on the unreachable database's

@@ -1,4 +1,4 @@
-"""test_master_sigkill.py - no count lost when the master is SIGKILLed (issue 21).
+"""test_master_sigkill.py - no count lost when the master is SIGKILLed.
 
 Ten times: a fresh ensignd (two workers, a flush interval far longer than
 the test, so only the final flush can write), 500 evaluations from four

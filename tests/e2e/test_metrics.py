@@ -1,5 +1,5 @@
-"""test_metrics.py - end-to-end tests of GET /metrics (decisions.md section
-11) and of the log lines (one key=value line per event, the access log).
+"""test_metrics.py - end-to-end tests of GET /metrics (doc/choices.md
+"Metrics") and of the log lines (one key=value line per event, the access log).
 
 MetricsTest reads /metrics before and after evaluations, a rate-limited
 burst (ratelimit_evaluation is low here) and a worker killed with

@@ -1,5 +1,5 @@
 """test_mgmt_bodies.py - end-to-end tests of what the management speed work
-(issue 14) must not change: the flag list's timestamps are written in C
+must not change: the flag list's timestamps are written in C
 from plain timestamptz (src/api/pgtime.c) and must equal ensign_iso()
 (zero milliseconds, truncated microseconds, a year past 9999, archived and
 usage timestamps); odd characters in names, descriptions and revision

@@ -1,5 +1,4 @@
-"""test_ratelimits.py - the waitlist and the rate limits of every surface
-(issue 10).
+"""test_ratelimits.py - the waitlist and the rate limits of every surface.
 
 Each limit is one budget per client across all workers (two workers, a new
 connection per request, so the kernel spreads them); limited routes carry

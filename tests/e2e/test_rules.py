@@ -1,6 +1,6 @@
 """test_rules.py - end-to-end tests of the targeting rules of a flag in one
 environment: append, list, replace (atomic, one revision), update, delete,
-reorder; conditions (decisions.md section 1) with their error paths, serve
+reorder; conditions (doc/choices.md "Conditions") with their error paths, serve
 objects, every limit at its boundary, references to variants, segments and
 entity attributes, the archived 409s, the 404s, and a failed write that
 leaves nothing behind.

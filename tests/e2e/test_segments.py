@@ -1,6 +1,6 @@
 """test_segments.py - end-to-end tests of /v1/orgs/{org}/segments: create,
 list, read, update, delete; validation at every limit, conditions
-(decisions.md section 1, entity attribute references, no segment in a
+(doc/choices.md "Conditions", entity attribute references, no segment in a
 segment), roles and scopes, isolation between organizations, the 409 on
 deleting a segment a rule still uses, and the management write rate limit
 (every write route of segments, entities and SDK keys).

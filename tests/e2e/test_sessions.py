@@ -3,8 +3,8 @@
 the login budget per account and per address (IPv6 per /64); scrypt off
 the worker's loop (the loop answers while logins run, a full pool answers
 503, a client that leaves mid-check harms nothing); PUT
-/v1/session/password; an undelete revives no session (decisions.md
-sections 5 and 7a, dashboard.md "Signing in and safety").
+/v1/session/password; an undelete revives no session (doc/api.md
+"Credentials"; doc/choices.md "Internal operations, sessions, notifications").
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """

@@ -1,5 +1,5 @@
 """test_slowclients.py - slow clients, the per-worker connection cap and
-running out of file descriptors (issue 10).
+running out of file descriptors.
 
 A request's head and body must arrive within request_timeout_ms of its
 first byte (a client trickling one header line at a time is dropped); at

@@ -1,4 +1,4 @@
-"""test_spread.py - connections spread evenly over the workers (issue 14).
+"""test_spread.py - connections spread evenly over the workers.
 
 Every worker polls every listening socket and accepts only while it holds
 no more connections than its least loaded sibling (src/http/accept_balance.h),

@@ -1,4 +1,4 @@
-"""test_stall.py - a stopped worker is killed and replaced (issue 10).
+"""test_stall.py - a stopped worker is killed and replaced.
 
 A worker under SIGSTOP stops beating its heartbeat in shared memory; the
 master kills it once the beat is older than worker_stall_ms and respawns

@@ -1,5 +1,5 @@
 """test_streams.py - end-to-end tests of the OFREP change-notification
-streams (decisions.md section 10): the eventStreams entry of a bulk answer
+streams (doc/choices.md "Change notifications"): the eventStreams entry of a bulk answer
 and its ETag, GET /ofrep/v1/events/{environment}?token=T as
 text/event-stream, an event within a second of a change made through the
 API, Last-Event-ID, the heartbeat comment, 401 for a bad token, the caps

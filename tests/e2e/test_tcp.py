@@ -1,4 +1,4 @@
-"""test_tcp.py - the TCP options of accepted connections (issue 14).
+"""test_tcp.py - the TCP options of accepted connections.
 
 Every connection a worker accepts has TCP_NODELAY (inherited from the
 listening sockets, src/daemon/listener.c): an answer larger than one write

@@ -1,6 +1,6 @@
 /*
  * fuzz_pagination.c - libFuzzer target: the pagination request readers of
- * the second document's lists (src/accounts/pagination.c).
+ * the root API's lists (src/accounts/pagination.c).
  *
  * The first byte picks the form: even, the rest is a GET query string
  * (page_parse_query); odd, the rest is a QUERY body, read as the server

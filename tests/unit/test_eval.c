@@ -1,7 +1,8 @@
 /*
  * test_eval.c - the evaluator (src/eval/eval.c) end to end through the snapshot
  * writer and reader: data-driven cases from tests/unit/eval_cases/ (*.json),
- * the rollout test vectors of spec/decisions.md section 3, the context
+ * the rollout test vectors of doc/choices.md "Environment configuration and
+ * evaluation" (flagd's fractional vectors among them), the context
  * checks (INVALID_CONTEXT), the bulk ETag, and the coercion helpers.
  *
  * A case file is one JSON object (built by eval_spec.c):
@@ -222,7 +223,7 @@ static const char *variant_for(const struct snapshot *s, struct eval_scratch *sc
     return r.variant_key;
 }
 
-/* ---- rollout vectors (spec/decisions.md section 3) ---- */
+/* ---- rollout vectors (doc/choices.md "Environment configuration and evaluation") ---- */
 
 static const char four_colours_spec[] =
     "{\"flags\": ["

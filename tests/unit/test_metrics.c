@@ -36,6 +36,7 @@ START_TEST(test_route_classes)
     ck_assert_int_eq(metrics_class_of("/orgs/acme/members"), METRICS_CLASS_ACCOUNTS);
     ck_assert_int_eq(metrics_class_of("/v1/healthz"), METRICS_CLASS_META);
     ck_assert_int_eq(metrics_class_of("/openapi.json"), METRICS_CLASS_META);
+    ck_assert_int_eq(metrics_class_of("/docs/api"), METRICS_CLASS_META);
     ck_assert_int_eq(metrics_class_of("/metrics"), METRICS_CLASS_META);
 }
 END_TEST

@@ -1,6 +1,7 @@
 /*
  * test_murmur3.c - MurmurHash3_x86_32 (src/eval/murmur3.c): published vectors,
- * the vector of spec/decisions.md section 3, and incremental hashing over
+ * the vector of doc/choices.md "Environment configuration and evaluation"
+ * ("hello" hashes to 0x248bfa47), and incremental hashing over
  * every split. The flagd rollout vectors run end to end in test_eval.c.
  * Also semantic versions (src/eval/semver.c) and ISO 8601 times
  * (src/eval/isotime.c), the evaluator's other pure helpers.
