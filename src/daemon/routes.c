@@ -9,6 +9,7 @@
 
 #include "apidoc.h"
 #include "me.h"
+#include "healthz_route.h"
 #include "meta.h"
 #include "metrics_route.h"
 /* section includes: evaluation */
@@ -74,9 +75,9 @@ static const struct route route_table[] = {
      ROUTE_AUTH_NONE, NULL, streams_response_schema, 200, NO_OP},
 
     /* section: meta and identity */
-    {METHOD_GET, "/v1/healthz", meta_healthz,
+    {METHOD_GET, "/v1/healthz", healthz_answer,
      "Health probe: 200 ok, or 503 degraded naming the failing checks; never touches the database",
-     ROUTE_AUTH_NONE, NULL, meta_healthz_schema, 200, NO_OP},
+     ROUTE_AUTH_NONE, NULL, healthz_schema, 200, NO_OP},
     /* /metrics: doc/choices.md "Metrics" */
     {METHOD_GET, "/metrics", metrics_route_get,
      "Node counters in the Prometheus text format 0.0.4 (only on metrics_listen when set)",
