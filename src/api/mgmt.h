@@ -55,9 +55,8 @@ enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_
         MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write                                             \
     }
 
-/* The needs of handlers that still call mgmt_begin themselves. */
+/* The need of callers outside the route table (mgmt_begin_org: the agent). */
 #define MGMT_FLAGS_READ ((struct route_need)MGMT_NEED(VIEWER, FLAGS, false))
-#define MGMT_FLAGS_WRITE ((struct route_need)MGMT_NEED(MEMBER, FLAGS, true))
 
 #define MGMT_SLUG_BYTES 64  /* 63 characters of [a-z0-9-] + NUL */
 #define MGMT_NAME_BYTES 801 /* 200 characters of up to 4 UTF-8 bytes + NUL */
@@ -78,6 +77,9 @@ struct mgmt_ctx {
     struct json_object *body;               /* mgmt_dispatch: the parsed request body of a row
                                                with a request schema, the operation's to put;
                                                else NULL */
+    const PGresult *row;                    /* a row with load: the answer of its statement
+                                               (extras from MGMT_ROW_FIRST on), valid during
+                                               the call; else NULL */
 };
 
 /*
@@ -95,19 +97,18 @@ struct mgmt_ctx {
  */
 void mgmt_dispatch(struct http_request *r);
 
+/*
+ * For a row's load (router.h route_load) only: the dispatcher's checks of
+ * the row, in the same one round trip also asking sql (a MGMT_AUTH_ORG_SQL
+ * statement) with its nextra (at most 8) parameters extra as $3...; the
+ * operation then gets the answer row in ctx->row. Same statuses, same
+ * order as mgmt_dispatch.
+ */
+void mgmt_dispatch_row(struct http_request *r, const char *sql, int nextra,
+                       const char *const *extra);
+
 /* Runs once the caller may do the operation; ctx is valid during the call. */
 typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void *arg);
-
-/*
- * Authenticates r, resolves the {org} route parameter and checks need. On
- * success calls cb (from the event loop). Otherwise answers r itself (see
- * the statuses above) and never calls cb. arg is passed through unchanged;
- * it must be the same for every call from one call site (NULL, or static
- * data): it cannot be per-request memory, since a failed authentication
- * never calls back and could not free it. Keep per-request state in the
- * callback (allocate it there), reading what you need from r.
- */
-void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void *arg);
 
 /*
  * The organization org (an SQL text expression: slug, or id) with the
@@ -129,7 +130,7 @@ void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void
     "        OR (NOT (" is_org_token ") AND m.user_id IS NOT NULL))"
 
 /*
- * The statement mgmt_begin runs, with more: $1 the token digest, $2 the
+ * The statement the dispatcher runs, with more: $1 the token digest, $2 the
  * {org} slug or id, then the caller's own parameters from $3 on.
  * extra_columns (text starting with ", ", or "") come after the token
  * columns and the organization's (so from column MGMT_ROW_FIRST on);
@@ -145,19 +146,6 @@ void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void
 
 /* The first of a MGMT_AUTH_ORG_SQL statement's extra columns. */
 #define MGMT_ROW_FIRST (AUTH_TOKEN_NCOLUMNS + 4)
-
-/* Runs once the caller may do the operation, with the statement's row. */
-typedef void (*mgmt_row_cb)(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
-                            void *arg);
-
-/*
- * mgmt_begin, in the same one round trip also asking sql (a
- * MGMT_AUTH_ORG_SQL statement) with its nextra (at most 8) parameters
- * extra as $3...: cb gets the row (extras from MGMT_ROW_FIRST on). Same
- * statuses and the same rule for arg as mgmt_begin.
- */
-void mgmt_begin_row(struct http_request *r, struct route_need need, const char *sql, int nextra,
-                    const char *const *extra, mgmt_row_cb cb, void *arg);
 
 /*
  * mgmt_begin for an organization named in the request body rather than

@@ -54,10 +54,17 @@
 #define OP(method, pattern, op, summary, need, request, response, status)                          \
     {                                                                                              \
         METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
-            response, status, need, op                                                             \
+            response, status, need, op, NULL                                                       \
+    }
+/* A row whose operation asks an extra statement (load) in the dispatcher's
+ * round trip: the flag context of the flag's writes, for example. */
+#define OPX(method, pattern, op, load, summary, need, request, response, status)                   \
+    {                                                                                              \
+        METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
+            response, status, need, op, load                                                       \
     }
 /* The rest of a row whose handler does its own checks. */
-#define NO_OP {0}, NULL
+#define NO_OP {0}, NULL, NULL
 
 static const struct route route_table[] = {
     /* section: evaluation (/ofrep) */
@@ -102,43 +109,45 @@ static const struct route route_table[] = {
     OP(GET, FLAG_PATH "/usage", flags_usage,
        "Evaluation counts of a flag per environment, variant and day", NEED(VIEWER, FLAGS, false),
        NULL, flagschema_flag_usage, 200),
-    {METHOD_GET, FLAG_PATH "/revisions", flags_revisions,
-     "A flag's whole history, newest first, page by page (the detail shows the newest 20)",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, flagschema_revision_list, 200, NO_OP},
+    OPX(GET, FLAG_PATH "/revisions", flags_revisions, flags_revisions_load,
+        "A flag's whole history, newest first, page by page (the detail shows the newest 20)",
+        NEED(VIEWER, FLAGS, false), NULL, flagschema_revision_list, 200),
     OP(POST, FLAG_PATH "/archive", flags_archive,
        "Archive a flag (it keeps evaluating; no-op when archived)", NEED(MEMBER, FLAGS, true), NULL,
        flagschema_flag_answer, 200),
     OP(POST, FLAG_PATH "/restore", flags_restore, "Restore an archived flag (no-op when active)",
        NEED(MEMBER, FLAGS, true), NULL, flagschema_flag_answer, 200),
-    {METHOD_POST, FLAG_PATH "/variants", variants_create, "Add a variant to a multivariate flag",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, flagschema_variant_create, flagschema_variant_answer, 201, NO_OP},
-    {METHOD_PATCH, FLAG_PATH "/variants/{variantKey}", variants_update,
-     "Update a variant's value or label", ROUTE_AUTH_TOKEN_OR_COOKIE, flagschema_variant_update,
-     flagschema_variant_answer, 200, NO_OP},
-    {METHOD_DELETE, FLAG_PATH "/variants/{variantKey}", variants_delete,
-     "Delete a variant (409 while a default, off variant or rule serves it)",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, flagschema_ack, 200, NO_OP},
+    OPX(POST, FLAG_PATH "/variants", variants_create, variants_load,
+        "Add a variant to a multivariate flag", NEED(MEMBER, FLAGS, true),
+        flagschema_variant_create, flagschema_variant_answer, 201),
+    OPX(PATCH, FLAG_PATH "/variants/{variantKey}", variants_update, variants_load,
+        "Update a variant's value or label", NEED(MEMBER, FLAGS, true), flagschema_variant_update,
+        flagschema_variant_answer, 200),
+    OPX(DELETE, FLAG_PATH "/variants/{variantKey}", variants_delete, variants_load,
+        "Delete a variant (409 while a default, off variant or rule serves it)",
+        NEED(MEMBER, FLAGS, true), NULL, flagschema_ack, 200),
     OP(GET, "/v1/orgs/{org}/environments", environments_list,
        "List the organization's environments", NEED(VIEWER, FLAGS, false), NULL,
        flagschema_environment_list, 200),
-    {METHOD_PATCH, FLAG_PATH "/environments/{envKey}", environments_configure,
-     "Configure a flag in an environment: enabled, default serve, off variant",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, flagschema_configure, flagschema_ack, 200, NO_OP},
-    {METHOD_POST, RULES_PATH, rules_create, "Append a targeting rule", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_create, flagschema_rule_answer, 201, NO_OP},
+    OPX(PATCH, FLAG_PATH "/environments/{envKey}", environments_configure,
+        environments_configure_load,
+        "Configure a flag in an environment: enabled, default serve, off variant",
+        NEED(MEMBER, FLAGS, true), flagschema_configure, flagschema_ack, 200),
+    OPX(POST, RULES_PATH, rules_create, rules_load, "Append a targeting rule",
+        NEED(MEMBER, FLAGS, true), flagschema_rule_create, flagschema_rule_answer, 201),
     OP(GET, RULES_PATH, rules_list, "List the targeting rules in evaluation order",
        NEED(VIEWER, FLAGS, false), NULL, flagschema_rule_list, 200),
-    {METHOD_PUT, RULES_PATH, rules_replace,
-     "Replace the whole ordered rule set atomically (one revision)", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_replace, flagschema_rule_list, 200, NO_OP},
-    {METHOD_POST, RULES_PATH "/reorder", rules_reorder,
-     "Reorder the rules (every rule exactly once)", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_reorder, flagschema_ack, 200, NO_OP},
-    {METHOD_PATCH, RULES_PATH "/{ruleId}", rules_update,
-     "Update a rule's description, conditions, serve or priority", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_update, flagschema_rule_answer, 200, NO_OP},
-    {METHOD_DELETE, RULES_PATH "/{ruleId}", rules_delete, "Delete a rule",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, flagschema_ack, 200, NO_OP},
+    OPX(PUT, RULES_PATH, rules_replace, rules_load,
+        "Replace the whole ordered rule set atomically (one revision)", NEED(MEMBER, FLAGS, true),
+        flagschema_rule_replace, flagschema_rule_list, 200),
+    OPX(POST, RULES_PATH "/reorder", rules_reorder, rules_load,
+        "Reorder the rules (every rule exactly once)", NEED(MEMBER, FLAGS, true),
+        flagschema_rule_reorder, flagschema_ack, 200),
+    OPX(PATCH, RULES_PATH "/{ruleId}", rules_update, rules_load,
+        "Update a rule's description, conditions, serve or priority", NEED(MEMBER, FLAGS, true),
+        flagschema_rule_update, flagschema_rule_answer, 200),
+    OPX(DELETE, RULES_PATH "/{ruleId}", rules_delete, rules_load, "Delete a rule",
+        NEED(MEMBER, FLAGS, true), NULL, flagschema_ack, 200),
 #undef RULES_PATH
 #undef FLAG_PATH
 
@@ -217,18 +226,18 @@ static const struct route route_table[] = {
 #define ACC_OP(method, pattern, op, need, summary, request, response)                              \
     {                                                                                              \
         METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
-            response, 200, need, op                                                                \
+            response, 200, need, op, NULL                                                          \
     }
 #define ACC_LIST(pattern, handler, summary, response)                                              \
     ACC(GET, pattern, handler, summary, NULL, response),                                           \
         ACC(QUERY, pattern, handler, summary, NULL, response)
 /* (need is expanded once here: its braces may not pass through another macro) */
 #define ACC_OP_LIST(pattern, op, need, summary, response)                                          \
-    {METHOD_GET, pattern,  mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE,                     \
-     NULL,       response, 200,           need,    op},                                            \
+    {METHOD_GET, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, 200, \
+     need,       op,      NULL},                                                                   \
     {                                                                                              \
         METHOD_QUERY, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, \
-            200, need, op                                                                          \
+            200, need, op, NULL                                                                    \
     }
 #define PROJECT_PATH "/orgs/{slug}/projects/{project}"
     {METHOD_POST, "/v1/session", sessions_login,

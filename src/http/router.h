@@ -30,6 +30,11 @@ typedef void (*route_handler)(struct http_request *r);
  * checked the row's need; ctx is valid during the call. */
 typedef void (*route_op)(struct http_request *r, const struct mgmt_ctx *ctx);
 
+/* An organization operation's extra statement: asks it, through
+ * api/mgmt.h mgmt_dispatch_row, in the dispatcher's one round trip (the
+ * caller, the organization and the operation's context together). */
+typedef void (*route_load)(struct http_request *r);
+
 /* Methods as a bit set, independent of libevent's numbering. */
 enum http_method {
     METHOD_GET = 1 << 0,
@@ -81,6 +86,7 @@ struct route {
     int success_status;          /* 200 or 201; 0 means 200 */
     struct route_need need;      /* organization operations: what the caller needs */
     route_op op;                 /* organization operations: the operation, else NULL */
+    route_load load;             /* an operation with an extra statement, else NULL */
 };
 
 #define ROUTE_MAX_PARAMS 8

@@ -7,7 +7,8 @@
  * the security the row's auth names and the row's request schema as its
  * requestBody (or none); a row with an operation (op) is dispatched by
  * mgmt_dispatch, takes the access token or the session cookie, and names
- * a role and one scope. Nothing here is copied from the table: the
+ * a role and one scope; every row under an organization ({org}, {slug})
+ * is such an operation, and a load only comes with one. Nothing here is copied from the table: the
  * expectations are derived from each row's fields.
  */
 #include <check.h>
@@ -97,14 +98,18 @@ static void check_request_body(const struct route *route, struct json_object *op
 /* A dispatched row: the dispatcher, token or cookie, a role and one scope. */
 static void check_dispatched(const struct route *route)
 {
+    bool in_org = strstr(route->pattern, "{org}") || strstr(route->pattern, "{slug}");
     if (route->op == NULL) {
         ck_assert_msg(route->handler != mgmt_dispatch, "%s: dispatcher without op", route->pattern);
+        ck_assert_msg(route->load == NULL, "%s: a load without op", route->pattern);
+        /* No organization route checks its caller for itself. */
+        ck_assert_msg(!in_org, "%s %s: an organization route that is not an operation",
+                      router_method_name(route->method), route->pattern);
         return;
     }
     ck_assert_msg(route->handler == mgmt_dispatch, "%s: op without the dispatcher", route->pattern);
     ck_assert_int_eq(route->auth, ROUTE_AUTH_TOKEN_OR_COOKIE);
-    ck_assert_msg(strstr(route->pattern, "{org}") || strstr(route->pattern, "{slug}"),
-                  "%s: an organization operation without {org} or {slug}", route->pattern);
+    ck_assert_msg(in_org, "%s: an organization operation without {org} or {slug}", route->pattern);
     ck_assert(route->need.role >= MGMT_ROLE_VIEWER && route->need.role <= MGMT_ROLE_OWNER);
     unsigned scope = route->need.scope;
     ck_assert_msg(scope != 0 && (scope & (scope - 1)) == 0 && (scope & ~AUTH_SCOPE_ALL) == 0,
