@@ -49,10 +49,11 @@ enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_
 /* What an operation needs: struct route_need (router.h), a minimum role
  * (enum mgmt_role), one enum auth_scope bit at read or write level.
  * Writes are also rate limited. MGMT_NEED(ROLE, SCOPE, write) is the
- * initializer the route table's rows use. */
+ * initializer the route table's rows use; it also names role and scope
+ * for /openapi.json from the same tokens. */
 #define MGMT_NEED(role, scope, is_write)                                                           \
     {                                                                                              \
-        MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write                                             \
+        MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write, #role, #scope                              \
     }
 
 /* The need of callers outside the route table (mgmt_begin_org: the agent). */

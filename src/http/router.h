@@ -62,12 +62,15 @@ enum route_auth {
  * the operation runs: a minimum role (api/mgmt.h enum mgmt_role), one
  * token scope bit (db/auth.h enum auth_scope) at read or write level
  * (writes are also rate limited). Plain numbers here: the router only
- * carries them.
+ * carries them, with their names as the row spells them for the
+ * OpenAPI document (x-ensign-role, x-ensign-scope).
  */
 struct route_need {
     int role;
     unsigned scope;
     bool write;
+    const char *role_name;  /* the role's name as the row spells it ("MEMBER") */
+    const char *scope_name; /* the scope's ("FLAGS"); /openapi.json shows both */
 };
 
 /*

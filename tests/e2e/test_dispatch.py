@@ -132,6 +132,29 @@ class DispatchTest(OrgTestCase):
             if path.startswith("/ofrep/v1/evaluate"):
                 self.assertNotIn("sessionCookie", schemes(operation), path)
 
+    def test_openapi_names_each_operations_role_and_scope_and_they_hold(self):
+        """Every organization operation documents x-ensign-role and
+        x-ensign-scope; a viewer is refused (403) every one that needs more
+        than viewer, reads included, and a read needs a :read scope."""
+        roles = ("viewer", "member", "admin", "owner")
+        checked = 0
+        for method, path, operation in operations(self.document):
+            if not (path.startswith("/v1/orgs/{org}") or path.startswith("/orgs/{slug}")):
+                self.assertNotIn("x-ensign-role", operation, (method, path))
+                continue
+            role, scope = operation.get("x-ensign-role"), operation.get("x-ensign-scope", "")
+            self.assertIn(role, roles, (method, path))
+            name, _, level = scope.partition(":")
+            self.assertTrue(name, (method, path, scope))
+            self.assertEqual(level, "read" if method == "GET" else level, (method, path, scope))
+            self.assertIn(level, ("read", "write"), (method, path, scope))
+            if role != "viewer":
+                response = self.send(method, self.concrete(path), "viewer",
+                                     body={"bad": True} if method != "GET" else None)
+                self.assertEqual(response.status, 403, (method, path, response))
+                checked += 1
+        self.assertGreater(checked, 25)
+
     # ---- the session cookie ----
 
     def test_cookie_reads_v1_and_unprefixed(self):

@@ -8,7 +8,8 @@
  * requestBody (or none); a row with an operation (op) is dispatched by
  * mgmt_dispatch, takes the access token or the session cookie, and names
  * a role and one scope; every row under an organization ({org}, {slug})
- * is such an operation, and a load only comes with one. Nothing here is copied from the table: the
+ * is such an operation, and a load only comes with one; its
+ * x-ensign-role and x-ensign-scope are the row's need. Nothing here is copied from the table: the
  * expectations are derived from each row's fields.
  */
 #include <check.h>
@@ -116,6 +117,30 @@ static void check_dispatched(const struct route *route)
                   "%s: need one scope bit", route->pattern);
 }
 
+/* An operation's x-ensign-role and x-ensign-scope are its row's need; others have none. */
+static void check_need(const struct route *route, struct json_object *op)
+{
+    struct json_object *role = NULL, *scope = NULL;
+    bool has_role = json_object_object_get_ex(op, "x-ensign-role", &role);
+    bool has_scope = json_object_object_get_ex(op, "x-ensign-scope", &scope);
+    if (route->op == NULL) {
+        ck_assert_msg(!has_role && !has_scope, "%s: a need without an operation", route->pattern);
+        return;
+    }
+    ck_assert_msg(has_role && has_scope, "%s: no x-ensign-role or x-ensign-scope", route->pattern);
+    ck_assert_str_eq(json_object_get_string(role),
+                     mgmt_role_name((enum mgmt_role)route->need.role));
+    char name[64];
+    const char *text = json_object_get_string(scope);
+    const char *colon = strchr(text, ':');
+    ck_assert_msg(colon != NULL && (size_t)(colon - text) < sizeof name, "%s: scope %s",
+                  route->pattern, text);
+    snprintf(name, sizeof name, "%.*s", (int)(colon - text), text);
+    ck_assert_msg(auth_scope_from_name(name) == route->need.scope, "%s: scope %s is not the row's",
+                  route->pattern, text);
+    ck_assert_str_eq(colon + 1, route->need.write ? "write" : "read");
+}
+
 START_TEST(every_row_is_what_openapi_says)
 {
     size_t count;
@@ -134,6 +159,7 @@ START_TEST(every_row_is_what_openapi_says)
                       route->pattern);
         check_security(route, op);
         check_request_body(route, op);
+        check_need(route, op);
         checked++;
     }
     ck_assert_uint_gt(checked, 60);
