@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "account.h"
 #include "http.h"
 #include "internal.h"
 #include "audit_record.h"
@@ -177,20 +176,14 @@ static void on_lookup(PGresult *res, const char *error, void *arg)
     mgmt_answer(arg, res, error, "no such invitation");
 }
 
-static void lookup_invitation(struct http_request *r, const struct identity *who)
+void invitations_lookup(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)who;
+    (void)ctx;
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     if (!token_digest_of(r, digest))
         return;
     const char *params[] = {digest};
     mgmt_query(r, LOOKUP_SQL, 1, params, on_lookup, r);
-}
-
-void invitations_lookup(struct http_request *r)
-{
-    static const struct account_op op = {AUTH_SCOPE_ORGS, false, false, lookup_invitation};
-    account_begin(r, &op);
 }
 
 static void accept_invitation(struct http_request *r, const struct identity *who)

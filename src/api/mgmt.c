@@ -320,10 +320,35 @@ static void run_op(struct http_request *r, const struct mgmt_ctx *ctx, void *arg
     run_op_with(r, ctx, NULL, arg);
 }
 
+/* The caller of a row on no organization is known: its checks, then the operation. */
+static void on_own_identity(struct http_request *r, const struct identity *who, void *arg)
+{
+    (void)arg;
+    struct route_need need = r->match.route->need;
+    if (who->kind == IDENTITY_ORG && need.caller == ROUTE_CALLER_ACCOUNT) {
+        http_send_error(r, 403, "an organization token has no account: use a personal token");
+        return;
+    }
+    if (!auth_scope_allows(who, need.scope, need.write)) {
+        http_send_error(r, 403,
+                        need.write ? "the token's scopes do not allow this write"
+                                   : "the token's scopes do not allow this read");
+        return;
+    }
+    if (need.write &&
+        !ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
+        return;
+    struct mgmt_ctx ctx = {.who = *who};
+    snprintf(ctx.actor_user_id, sizeof ctx.actor_user_id, "%s", who->user_id);
+    run_op(r, &ctx, NULL);
+}
+
 void mgmt_dispatch(struct http_request *r)
 {
     const struct route *route = r->match.route;
-    if (route->load != NULL)
+    if (route->need.caller != ROUTE_CALLER_ORG)
+        auth_access_token(r, on_own_identity, NULL);
+    else if (route->load != NULL)
         route->load(r);
     else
         mgmt_begin(r, route->need, run_op, NULL);

@@ -53,7 +53,15 @@ enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_
  * for /openapi.json from the same tokens. */
 #define MGMT_NEED(role, scope, is_write)                                                           \
     {                                                                                              \
-        MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write, #role, #scope                              \
+        MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write, #role, #scope, ROUTE_CALLER_ORG            \
+    }
+
+/* The need of an operation on no organization: the caller's own account
+ * (ROUTE_CALLER_ACCOUNT: an organization token is refused, 403) or any
+ * token (ROUTE_CALLER_ANY), with one scope. No role. */
+#define MGMT_OWN(caller, scope, is_write)                                                          \
+    {                                                                                              \
+        MGMT_ROLE_VIEWER, AUTH_SCOPE_##scope, is_write, NULL, #scope, ROUTE_CALLER_##caller        \
     }
 
 /* The need of callers outside the route table (mgmt_begin_org: the agent). */
@@ -97,6 +105,12 @@ struct mgmt_ctx {
  * the row's handler.
  */
 void mgmt_dispatch(struct http_request *r);
+/*
+ * A row whose need is MGMT_OWN (no organization) goes: 401, 403 an
+ * organization token on an ACCOUNT row, 403 the scope, 429 (writes), then
+ * the body as above and the operation, with ctx->who and actor_user_id
+ * set and no organization (org_id "").
+ */
 
 /*
  * For a row's load (router.h route_load) only: the dispatcher's checks of

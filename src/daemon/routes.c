@@ -212,11 +212,6 @@ static const struct route route_table[] = {
        audit_config_schema, audit_config_schema, 200),
 
 /* section: second document, accounts (issue 9). A list answers GET and QUERY alike. */
-#define ACC(method, pattern, handler, summary, request, response)                                  \
-    {                                                                                              \
-        METHOD_##method, pattern, handler, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request, response, \
-            200, NO_OP                                                                             \
-    }
 /* Internal operations (Ensign-Internal-Key): never a browser's. */
 #define INTERNAL(method, pattern, handler, summary, request, response)                             \
     {                                                                                              \
@@ -228,9 +223,6 @@ static const struct route route_table[] = {
         METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
             response, 200, need, op, NULL                                                          \
     }
-#define ACC_LIST(pattern, handler, summary, response)                                              \
-    ACC(GET, pattern, handler, summary, NULL, response),                                           \
-        ACC(QUERY, pattern, handler, summary, NULL, response)
 /* (need is expanded once here: its braces may not pass through another macro) */
 #define ACC_OP_LIST(pattern, op, need, summary, response)                                          \
     {METHOD_GET, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, 200, \
@@ -239,6 +231,21 @@ static const struct route route_table[] = {
         METHOD_QUERY, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, \
             200, need, op, NULL                                                                    \
     }
+/* An operation on no organization (the caller's own account, or any token):
+ * the dispatcher checks the caller and the row's MGMT_OWN need. */
+#define OWN(method, pattern, op, need, summary, request, response)                                 \
+    {                                                                                              \
+        METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
+            response, 200, need, op, NULL                                                          \
+    }
+#define OWN_LIST(pattern, op, need, summary, response)                                             \
+    {METHOD_GET, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, 200, \
+     need,       op,      NULL},                                                                   \
+    {                                                                                              \
+        METHOD_QUERY, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, \
+            200, need, op, NULL                                                                    \
+    }
+#define ACCOUNT(scope, write) MGMT_OWN(ACCOUNT, scope, write)
 #define PROJECT_PATH "/orgs/{slug}/projects/{project}"
     {METHOD_POST, "/v1/session", sessions_login,
      "Log in with email and password: sets the ensign_session cookie", ROUTE_AUTH_NONE,
@@ -248,30 +255,33 @@ static const struct route route_table[] = {
     {METHOD_PUT, "/v1/session/password", password_change_put,
      "Change the caller's password {current, new}; ends the user's other sessions",
      ROUTE_AUTH_TOKEN_OR_COOKIE, schema_acc_password_change, schema_acc_ack, 200, NO_OP},
-    ACC_LIST("/me/tokens", tokens_list, "List the caller's personal access tokens",
-             schema_acc_token_list),
-    ACC(POST, "/me/tokens", tokens_create,
+    OWN_LIST("/me/tokens", tokens_list, ACCOUNT(TOKENS, false),
+             "List the caller's personal access tokens", schema_acc_token_list),
+    OWN(POST, "/me/tokens", tokens_create, ACCOUNT(TOKENS, true),
         "Create a personal access token (full or scopes, expiry); the token is shown once",
         schema_acc_token_create, schema_acc_token_created),
-    ACC(DELETE, "/me/tokens/{id}", tokens_revoke, "Revoke a personal access token", NULL,
-        schema_acc_ack),
+    OWN(DELETE, "/me/tokens/{id}", tokens_revoke, ACCOUNT(TOKENS, true),
+        "Revoke a personal access token", NULL, schema_acc_ack),
     INTERNAL(PUT, "/me/deleted", internal_me_deleted,
              "Internal (Ensign-Internal-Key): set the caller's deleted mirror", schema_acc_deleted,
              schema_acc_ack),
     INTERNAL(PUT, "/me/profile", internal_me_profile,
              "Internal (Ensign-Internal-Key): update the caller's profile", schema_acc_profile,
              schema_acc_ack),
-    ACC_LIST("/notifications", notifications_list, "The caller's notifications, newest first",
-             schema_acc_notification_list),
-    ACC(GET, "/notifications/unread-count", notifications_unread_count,
-        "Count the caller's unread notifications", NULL, schema_acc_count),
-    ACC(POST, "/notifications/read-all", notifications_read_all, "Mark every notification read",
-        NULL, schema_acc_ack),
-    ACC(POST, "/notifications/{id}/read", notifications_read_one, "Mark a notification read", NULL,
-        schema_acc_ack),
-    ACC_LIST("/orgs", orgs_list, "The caller's organizations with their role", schema_acc_org_list),
-    ACC(POST, "/orgs", orgs_create, "Create an organization; the caller becomes its owner",
-        schema_acc_org_create, schema_acc_organization),
+    OWN_LIST("/notifications", notifications_list, ACCOUNT(NOTIFICATIONS, false),
+             "The caller's notifications, newest first", schema_acc_notification_list),
+    OWN(GET, "/notifications/unread-count", notifications_unread_count,
+        ACCOUNT(NOTIFICATIONS, false), "Count the caller's unread notifications", NULL,
+        schema_acc_count),
+    OWN(POST, "/notifications/read-all", notifications_read_all, ACCOUNT(NOTIFICATIONS, true),
+        "Mark every notification read", NULL, schema_acc_ack),
+    OWN(POST, "/notifications/{id}/read", notifications_read_one, ACCOUNT(NOTIFICATIONS, true),
+        "Mark a notification read", NULL, schema_acc_ack),
+    OWN_LIST("/orgs", orgs_list, MGMT_OWN(ANY, ORGS, false),
+             "The caller's organizations with their role", schema_acc_org_list),
+    OWN(POST, "/orgs", orgs_create, ACCOUNT(ORGS, true),
+        "Create an organization; the caller becomes its owner", schema_acc_org_create,
+        schema_acc_organization),
     ACC_OP(PATCH, "/orgs/{slug}", orgs_rename, NEED(OWNER, ORGS, true),
            "Rename an organization (owners)", schema_acc_org_rename, schema_acc_organization),
     ACC_OP(POST, "/orgs/{slug}/leave", orgs_leave, NEED(VIEWER, ORGS, true),
@@ -289,8 +299,8 @@ static const struct route route_table[] = {
            schema_acc_invite, schema_acc_invite_answer),
     ACC_OP(DELETE, "/orgs/{slug}/invitations/{id}", invitations_revoke, NEED(ADMIN, MEMBERS, true),
            "Revoke a pending invitation", NULL, schema_acc_ack),
-    ACC(GET, "/invitations/{token}", invitations_lookup, "Look up an invitation by its token", NULL,
-        schema_acc_invitation_lookup),
+    OWN(GET, "/invitations/{token}", invitations_lookup, ACCOUNT(ORGS, false),
+        "Look up an invitation by its token", NULL, schema_acc_invitation_lookup),
     INTERNAL(POST, "/invitations/{token}/accept", invitations_accept,
              "Internal (Ensign-Internal-Key): accept an invitation", NULL,
              schema_acc_invitation_accepted),

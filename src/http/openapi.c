@@ -4,8 +4,8 @@
  * Owns the shape of /openapi.json: info, one path item per pattern with an
  * operation per method, operationIds (lowercase method + the pattern's
  * words in camelCase, made unique with a number), path parameters,
- * security requirements by route->auth, an organization operation's role
- * and scope (x-ensign-role, x-ensign-scope), request and success schemas from
+ * security requirements by route->auth, an operation's caller, role and
+ * scope (x-ensign-caller, x-ensign-role, x-ensign-scope), request and success schemas from
  * the table's JSON Schema texts, and a default response with the surface's
  * error body (Error for /v1, EvaluationError for /ofrep, Problem for the
  * rest), whose schemas, with the security schemes, live in components.
@@ -276,13 +276,18 @@ static struct json_object *lower_name(const char *name, const char *suffix)
     return json_object_new_string(out);
 }
 
-/* What the dispatcher enforces beyond the credential: the row's role and
- * scope ("member", "flags:write"), for an organization operation. */
+/* What the dispatcher enforces beyond the credential: who the caller is
+ * (x-ensign-caller), an organization operation's role ("member") and the
+ * scope ("flags:write"). */
 static void add_need(struct json_object *op, const struct route *route)
 {
-    if (route->op == NULL || route->need.role_name == NULL || route->need.scope_name == NULL)
+    static const char *const callers[] = {"organization", "account", "any"};
+    if (route->op == NULL || route->need.scope_name == NULL ||
+        (unsigned)route->need.caller >= sizeof callers / sizeof callers[0])
         return;
-    json_object_object_add(op, "x-ensign-role", lower_name(route->need.role_name, NULL));
+    add_string(op, "x-ensign-caller", callers[route->need.caller]);
+    if (route->need.role_name != NULL)
+        json_object_object_add(op, "x-ensign-role", lower_name(route->need.role_name, NULL));
     json_object_object_add(
         op, "x-ensign-scope",
         lower_name(route->need.scope_name, route->need.write ? ":write" : ":read"));

@@ -58,19 +58,27 @@ enum route_auth {
 };
 
 /*
- * What an organization operation needs, enforced by the dispatcher before
- * the operation runs: a minimum role (api/mgmt.h enum mgmt_role), one
- * token scope bit (db/auth.h enum auth_scope) at read or write level
- * (writes are also rate limited). Plain numbers here: the router only
- * carries them, with their names as the row spells them for the
- * OpenAPI document (x-ensign-role, x-ensign-scope).
+ * What an operation needs, enforced by the dispatcher before the
+ * operation runs: who the caller is (an organization's member, a user
+ * acting on the own account, any token), for an organization a minimum role (api/mgmt.h enum
+ * mgmt_role), one token scope bit (db/auth.h enum auth_scope) at read or write level (writes are
+ * also rate limited). Plain numbers here: the router only carries them, with their names as the row
+ * spells them for the OpenAPI document (x-ensign-role, x-ensign-scope).
  */
+/* Who may call an operation (route_need.caller). */
+enum route_caller {
+    ROUTE_CALLER_ORG,     /* a member of the {org} or {slug} organization with the role */
+    ROUTE_CALLER_ACCOUNT, /* a user (personal token or session): the caller's own account */
+    ROUTE_CALLER_ANY      /* any access token, organization tokens too; no organization */
+};
+
 struct route_need {
     int role;
     unsigned scope;
     bool write;
     const char *role_name;  /* the role's name as the row spells it ("MEMBER") */
     const char *scope_name; /* the scope's ("FLAGS"); /openapi.json shows both */
+    enum route_caller caller;
 };
 
 /*

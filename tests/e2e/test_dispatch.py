@@ -155,6 +155,27 @@ class DispatchTest(OrgTestCase):
                 checked += 1
         self.assertGreater(checked, 25)
 
+    def test_an_organization_token_is_refused_every_account_operation(self):
+        """Operations on the caller's own account (x-ensign-caller "account")
+        refuse an organization token (403, before the body); "any" ones take it."""
+        callers = {}
+        for method, path, operation in operations(self.document):
+            caller = operation.get("x-ensign-caller")
+            callers.setdefault(caller, 0)
+            callers[caller] += 1
+            if caller not in ("account", "any"):
+                continue
+            self.assertNotIn("x-ensign-role", operation, (method, path))
+            response = self.send(method, self.concrete(path), "org",
+                                 body={"bad": True} if method != "GET" else None)
+            if caller == "account":
+                self.assertEqual(response.status, 403, (method, path, response))
+            else:
+                self.assertNotIn(response.status, (401, 403), (method, path, response))
+        self.assertGreaterEqual(callers.get("account", 0), 8, callers)
+        self.assertGreaterEqual(callers.get("any", 0), 1, callers)
+        self.assertGreater(callers.get("organization", 0), 40, callers)
+
     # ---- the session cookie ----
 
     def test_cookie_reads_v1_and_unprefixed(self):

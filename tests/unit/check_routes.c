@@ -8,9 +8,10 @@
  * requestBody (or none); a row with an operation (op) is dispatched by
  * mgmt_dispatch, takes the access token or the session cookie, and names
  * a role and one scope; every row under an organization ({org}, {slug})
- * is such an operation, and a load only comes with one; its
- * x-ensign-role and x-ensign-scope are the row's need. Nothing here is copied from the table: the
- * expectations are derived from each row's fields.
+ * is such an operation, and a load only comes with one; an operation on
+ * no organization (the caller's own account, any token) is not under one;
+ * x-ensign-caller, x-ensign-role and x-ensign-scope are the row's need. Nothing here is copied from
+ * the table: the expectations are derived from each row's fields.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -110,26 +111,39 @@ static void check_dispatched(const struct route *route)
     }
     ck_assert_msg(route->handler == mgmt_dispatch, "%s: op without the dispatcher", route->pattern);
     ck_assert_int_eq(route->auth, ROUTE_AUTH_TOKEN_OR_COOKIE);
-    ck_assert_msg(in_org, "%s: an organization operation without {org} or {slug}", route->pattern);
+    ck_assert_msg(in_org == (route->need.caller == ROUTE_CALLER_ORG),
+                  "%s: an organization operation is one under {org} or {slug}", route->pattern);
+    ck_assert_msg(route->load == NULL || route->need.caller == ROUTE_CALLER_ORG,
+                  "%s: a load is an organization operation's", route->pattern);
     ck_assert(route->need.role >= MGMT_ROLE_VIEWER && route->need.role <= MGMT_ROLE_OWNER);
     unsigned scope = route->need.scope;
     ck_assert_msg(scope != 0 && (scope & (scope - 1)) == 0 && (scope & ~AUTH_SCOPE_ALL) == 0,
                   "%s: need one scope bit", route->pattern);
 }
 
-/* An operation's x-ensign-role and x-ensign-scope are its row's need; others have none. */
+/* An operation's x-ensign-caller, x-ensign-role and x-ensign-scope are its
+ * row's need (a role only in an organization); other rows have none. */
 static void check_need(const struct route *route, struct json_object *op)
 {
-    struct json_object *role = NULL, *scope = NULL;
+    static const char *const callers[] = {"organization", "account", "any"};
+    struct json_object *caller = NULL, *role = NULL, *scope = NULL;
+    bool has_caller = json_object_object_get_ex(op, "x-ensign-caller", &caller);
     bool has_role = json_object_object_get_ex(op, "x-ensign-role", &role);
     bool has_scope = json_object_object_get_ex(op, "x-ensign-scope", &scope);
     if (route->op == NULL) {
-        ck_assert_msg(!has_role && !has_scope, "%s: a need without an operation", route->pattern);
+        ck_assert_msg(!has_caller && !has_role && !has_scope, "%s: a need without an operation",
+                      route->pattern);
         return;
     }
-    ck_assert_msg(has_role && has_scope, "%s: no x-ensign-role or x-ensign-scope", route->pattern);
-    ck_assert_str_eq(json_object_get_string(role),
-                     mgmt_role_name((enum mgmt_role)route->need.role));
+    ck_assert_msg(has_caller && has_scope, "%s: no x-ensign-caller or x-ensign-scope",
+                  route->pattern);
+    ck_assert_uint_lt(route->need.caller, 3);
+    ck_assert_str_eq(json_object_get_string(caller), callers[route->need.caller]);
+    ck_assert_msg(has_role == (route->need.caller == ROUTE_CALLER_ORG), "%s: x-ensign-role",
+                  route->pattern);
+    if (has_role)
+        ck_assert_str_eq(json_object_get_string(role),
+                         mgmt_role_name((enum mgmt_role)route->need.role));
     char name[64];
     const char *text = json_object_get_string(scope);
     const char *colon = strchr(text, ':');
