@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include "http.h"
-#include "internal.h"
 #include "audit_record.h"
 #include "membership.h"
 #include "mgmt.h"
@@ -186,8 +185,9 @@ void invitations_lookup(struct http_request *r, const struct mgmt_ctx *ctx)
     mgmt_query(r, LOOKUP_SQL, 1, params, on_lookup, r);
 }
 
-static void accept_invitation(struct http_request *r, const struct identity *who)
+void invitations_accept(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     if (!token_digest_of(r, digest))
         return;
@@ -195,9 +195,4 @@ static void accept_invitation(struct http_request *r, const struct identity *who
     audit_actor_init(actor, r, "", who, NULL);
     const char *params[] = {digest, who->user_id, actor};
     mgmt_query(r, ACCEPT_SQL, 3, params, mgmt_answer_cb, r);
-}
-
-void invitations_accept(struct http_request *r)
-{
-    internal_begin(r, accept_invitation);
 }

@@ -320,7 +320,8 @@ static void run_op(struct http_request *r, const struct mgmt_ctx *ctx, void *arg
     run_op_with(r, ctx, NULL, arg);
 }
 
-/* The caller of a row on no organization is known: its checks, then the operation. */
+/* The caller of a row on no organization (or an internal one) is known: its
+ * checks, then the operation. */
 static void on_own_identity(struct http_request *r, const struct identity *who, void *arg)
 {
     (void)arg;
@@ -329,7 +330,11 @@ static void on_own_identity(struct http_request *r, const struct identity *who, 
         http_send_error(r, 403, "an organization token has no account: use a personal token");
         return;
     }
-    if (!auth_scope_allows(who, need.scope, need.write)) {
+    if (who->kind == IDENTITY_ORG && need.caller == ROUTE_CALLER_INTERNAL) {
+        http_send_error(r, 403, "an internal operation acts for a user: use a personal token");
+        return;
+    }
+    if (need.caller != ROUTE_CALLER_INTERNAL && !auth_scope_allows(who, need.scope, need.write)) {
         http_send_error(r, 403,
                         need.write ? "the token's scopes do not allow this write"
                                    : "the token's scopes do not allow this read");
@@ -346,7 +351,9 @@ static void on_own_identity(struct http_request *r, const struct identity *who, 
 void mgmt_dispatch(struct http_request *r)
 {
     const struct route *route = r->match.route;
-    if (route->need.caller != ROUTE_CALLER_ORG)
+    if (route->need.caller == ROUTE_CALLER_INTERNAL)
+        auth_internal(r, on_own_identity, NULL);
+    else if (route->need.caller != ROUTE_CALLER_ORG)
         auth_access_token(r, on_own_identity, NULL);
     else if (route->load != NULL)
         route->load(r);

@@ -64,6 +64,14 @@ enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_
         MGMT_ROLE_VIEWER, AUTH_SCOPE_##scope, is_write, NULL, #scope, ROUTE_CALLER_##caller        \
     }
 
+/* The need of an internal operation (the access token of a user, a deleted
+ * one's too, and the Ensign-Internal-Key header; no scope; always rate
+ * limited as a write). */
+#define MGMT_INTERNAL                                                                              \
+    {                                                                                              \
+        MGMT_ROLE_VIEWER, 0, true, NULL, NULL, ROUTE_CALLER_INTERNAL                               \
+    }
+
 /* The need of callers outside the route table (mgmt_begin_org: the agent). */
 #define MGMT_FLAGS_READ ((struct route_need)MGMT_NEED(VIEWER, FLAGS, false))
 
@@ -110,6 +118,9 @@ void mgmt_dispatch(struct http_request *r);
  * organization token on an ACCOUNT row, 403 the scope, 429 (writes), then
  * the body as above and the operation, with ctx->who and actor_user_id
  * set and no organization (org_id "").
+ * A row whose need is MGMT_INTERNAL: 401 (auth.h auth_internal: a deleted
+ * user's token is taken), 403 the Ensign-Internal-Key, 403 an organization
+ * token, 429, then the body and the operation, as for MGMT_OWN.
  */
 
 /*

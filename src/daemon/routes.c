@@ -213,10 +213,10 @@ static const struct route route_table[] = {
 
 /* section: second document, accounts (issue 9). A list answers GET and QUERY alike. */
 /* Internal operations (Ensign-Internal-Key): never a browser's. */
-#define INTERNAL(method, pattern, handler, summary, request, response)                             \
+#define INTERNAL(method, pattern, op, summary, request, response)                                  \
     {                                                                                              \
-        METHOD_##method, pattern, handler, summary, ROUTE_AUTH_ACCESS_TOKEN, request, response,    \
-            200, NO_OP                                                                             \
+        METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_ACCESS_TOKEN, request,        \
+            response, 200, MGMT_INTERNAL, op, NULL                                                 \
     }
 #define ACC_OP(method, pattern, op, need, summary, request, response)                              \
     {                                                                                              \

@@ -281,16 +281,16 @@ static struct json_object *lower_name(const char *name, const char *suffix)
  * scope ("flags:write"). */
 static void add_need(struct json_object *op, const struct route *route)
 {
-    static const char *const callers[] = {"organization", "account", "any"};
-    if (route->op == NULL || route->need.scope_name == NULL ||
-        (unsigned)route->need.caller >= sizeof callers / sizeof callers[0])
+    static const char *const callers[] = {"organization", "account", "any", "internal"};
+    if (route->op == NULL || (unsigned)route->need.caller >= sizeof callers / sizeof callers[0])
         return;
     add_string(op, "x-ensign-caller", callers[route->need.caller]);
     if (route->need.role_name != NULL)
         json_object_object_add(op, "x-ensign-role", lower_name(route->need.role_name, NULL));
-    json_object_object_add(
-        op, "x-ensign-scope",
-        lower_name(route->need.scope_name, route->need.write ? ":write" : ":read"));
+    if (route->need.scope_name != NULL)
+        json_object_object_add(
+            op, "x-ensign-scope",
+            lower_name(route->need.scope_name, route->need.write ? ":write" : ":read"));
 }
 
 static struct json_object *operation(const struct route *route, struct json_object *used_ids)

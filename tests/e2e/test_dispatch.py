@@ -163,6 +163,9 @@ class DispatchTest(OrgTestCase):
             caller = operation.get("x-ensign-caller")
             callers.setdefault(caller, 0)
             callers[caller] += 1
+            if caller == "internal":
+                self.assertNotIn("x-ensign-scope", operation, (method, path))
+                self.assertEqual(schemes(operation), {"accessToken"}, (method, path))
             if caller not in ("account", "any"):
                 continue
             self.assertNotIn("x-ensign-role", operation, (method, path))
@@ -174,6 +177,7 @@ class DispatchTest(OrgTestCase):
                 self.assertNotIn(response.status, (401, 403), (method, path, response))
         self.assertGreaterEqual(callers.get("account", 0), 8, callers)
         self.assertGreaterEqual(callers.get("any", 0), 1, callers)
+        self.assertEqual(callers.get("internal", 0), 4, callers)
         self.assertGreater(callers.get("organization", 0), 40, callers)
 
     # ---- the session cookie ----

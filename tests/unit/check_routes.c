@@ -110,13 +110,20 @@ static void check_dispatched(const struct route *route)
         return;
     }
     ck_assert_msg(route->handler == mgmt_dispatch, "%s: op without the dispatcher", route->pattern);
-    ck_assert_int_eq(route->auth, ROUTE_AUTH_TOKEN_OR_COOKIE);
+    bool internal = route->need.caller == ROUTE_CALLER_INTERNAL;
+    /* An internal operation is never a browser's: the access token alone. */
+    ck_assert_int_eq(route->auth, internal ? ROUTE_AUTH_ACCESS_TOKEN : ROUTE_AUTH_TOKEN_OR_COOKIE);
     ck_assert_msg(in_org == (route->need.caller == ROUTE_CALLER_ORG),
                   "%s: an organization operation is one under {org} or {slug}", route->pattern);
     ck_assert_msg(route->load == NULL || route->need.caller == ROUTE_CALLER_ORG,
                   "%s: a load is an organization operation's", route->pattern);
     ck_assert(route->need.role >= MGMT_ROLE_VIEWER && route->need.role <= MGMT_ROLE_OWNER);
     unsigned scope = route->need.scope;
+    if (internal) {
+        ck_assert_msg(scope == 0 && route->need.write, "%s: internal: no scope, a write",
+                      route->pattern);
+        return;
+    }
     ck_assert_msg(scope != 0 && (scope & (scope - 1)) == 0 && (scope & ~AUTH_SCOPE_ALL) == 0,
                   "%s: need one scope bit", route->pattern);
 }
@@ -125,7 +132,7 @@ static void check_dispatched(const struct route *route)
  * row's need (a role only in an organization); other rows have none. */
 static void check_need(const struct route *route, struct json_object *op)
 {
-    static const char *const callers[] = {"organization", "account", "any"};
+    static const char *const callers[] = {"organization", "account", "any", "internal"};
     struct json_object *caller = NULL, *role = NULL, *scope = NULL;
     bool has_caller = json_object_object_get_ex(op, "x-ensign-caller", &caller);
     bool has_role = json_object_object_get_ex(op, "x-ensign-role", &role);
@@ -135,15 +142,18 @@ static void check_need(const struct route *route, struct json_object *op)
                       route->pattern);
         return;
     }
-    ck_assert_msg(has_caller && has_scope, "%s: no x-ensign-caller or x-ensign-scope",
+    bool internal = route->need.caller == ROUTE_CALLER_INTERNAL;
+    ck_assert_msg(has_caller && has_scope == !internal, "%s: x-ensign-caller or x-ensign-scope",
                   route->pattern);
-    ck_assert_uint_lt(route->need.caller, 3);
+    ck_assert_uint_lt(route->need.caller, 4);
     ck_assert_str_eq(json_object_get_string(caller), callers[route->need.caller]);
     ck_assert_msg(has_role == (route->need.caller == ROUTE_CALLER_ORG), "%s: x-ensign-role",
                   route->pattern);
     if (has_role)
         ck_assert_str_eq(json_object_get_string(role),
                          mgmt_role_name((enum mgmt_role)route->need.role));
+    if (internal)
+        return;
     char name[64];
     const char *text = json_object_get_string(scope);
     const char *colon = strchr(text, ':');
