@@ -348,10 +348,21 @@ static void on_own_identity(struct http_request *r, const struct identity *who, 
     run_op(r, &ctx, NULL);
 }
 
+/* The caller of an identity row is known (any credential, no scope). */
+static void on_either_identity(struct http_request *r, const struct identity *who, bool via_cookie,
+                               void *arg)
+{
+    struct mgmt_ctx ctx = {.who = *who, .via_cookie = via_cookie};
+    snprintf(ctx.actor_user_id, sizeof ctx.actor_user_id, "%s", who->user_id);
+    run_op(r, &ctx, arg);
+}
+
 void mgmt_dispatch(struct http_request *r)
 {
     const struct route *route = r->match.route;
-    if (route->need.caller == ROUTE_CALLER_INTERNAL)
+    if (route->need.caller == ROUTE_CALLER_IDENTITY)
+        auth_token_or_cookie(r, on_either_identity, NULL);
+    else if (route->need.caller == ROUTE_CALLER_INTERNAL)
         auth_internal(r, on_own_identity, NULL);
     else if (route->need.caller != ROUTE_CALLER_ORG)
         auth_access_token(r, on_own_identity, NULL);

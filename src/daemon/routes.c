@@ -87,8 +87,8 @@ static const struct route route_table[] = {
     {METHOD_GET, "/metrics", metrics_route_get,
      "Node counters in the Prometheus text format 0.0.4 (only on metrics_listen when set)",
      ROUTE_AUTH_NONE, NULL, NULL, 200, NO_OP},
-    {METHOD_GET, "/v1/me", me_v1_get, "Identity of the caller's access token",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, NO_OP},
+    {METHOD_GET, "/v1/me", mgmt_dispatch, "Identity of the caller's access token",
+     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, MGMT_IDENTITY, me_v1_get, NULL},
 
 /* section: flags, variants, environments, rules (/v1/orgs/{org}/...) */
 #define FLAG_PATH "/v1/orgs/{org}/flags/{key}"
@@ -194,8 +194,8 @@ static const struct route route_table[] = {
     /* section: second document (no prefix) */
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,
      NULL, 200, NO_OP},
-    {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, NO_OP},
+    {METHOD_GET, "/me", mgmt_dispatch, "The caller's account and organizations",
+     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, MGMT_IDENTITY, me_root_get, NULL},
 
     /* section: audit log (/orgs/{slug}/audit) */
     OP(GET, "/orgs/{slug}/audit", audit_list,

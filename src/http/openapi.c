@@ -281,7 +281,7 @@ static struct json_object *lower_name(const char *name, const char *suffix)
  * scope ("flags:write"). */
 static void add_need(struct json_object *op, const struct route *route)
 {
-    static const char *const callers[] = {"organization", "account", "any", "internal"};
+    static const char *const callers[] = {"organization", "account", "any", "internal", "identity"};
     if (route->op == NULL || (unsigned)route->need.caller >= sizeof callers / sizeof callers[0])
         return;
     add_string(op, "x-ensign-caller", callers[route->need.caller]);

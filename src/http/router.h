@@ -67,10 +67,11 @@ enum route_auth {
  */
 /* Who may call an operation (route_need.caller). */
 enum route_caller {
-    ROUTE_CALLER_ORG,     /* a member of the {org} or {slug} organization with the role */
-    ROUTE_CALLER_ACCOUNT, /* a user (personal token or session): the caller's own account */
-    ROUTE_CALLER_ANY,     /* any access token, organization tokens too; no organization */
-    ROUTE_CALLER_INTERNAL /* a user's token with the Ensign-Internal-Key; no scope */
+    ROUTE_CALLER_ORG,      /* a member of the {org} or {slug} organization with the role */
+    ROUTE_CALLER_ACCOUNT,  /* a user (personal token or session): the caller's own account */
+    ROUTE_CALLER_ANY,      /* any access token, organization tokens too; no organization */
+    ROUTE_CALLER_INTERNAL, /* a user's token with the Ensign-Internal-Key; no scope */
+    ROUTE_CALLER_IDENTITY  /* any credential (token or session cookie); no scope: who it is */
 };
 
 struct route_need {

@@ -163,6 +163,10 @@ class DispatchTest(OrgTestCase):
             caller = operation.get("x-ensign-caller")
             callers.setdefault(caller, 0)
             callers[caller] += 1
+            if caller == "identity":
+                self.assertNotIn("x-ensign-scope", operation, (method, path))
+                response = self.send(method, path, "org")
+                self.assertEqual(response.status, 200, (method, path, response))
             if caller == "internal":
                 self.assertNotIn("x-ensign-scope", operation, (method, path))
                 self.assertEqual(schemes(operation), {"accessToken"}, (method, path))
@@ -178,6 +182,7 @@ class DispatchTest(OrgTestCase):
         self.assertGreaterEqual(callers.get("account", 0), 8, callers)
         self.assertGreaterEqual(callers.get("any", 0), 1, callers)
         self.assertEqual(callers.get("internal", 0), 4, callers)
+        self.assertEqual(callers.get("identity", 0), 2, callers)  # /v1/me, /me
         self.assertGreater(callers.get("organization", 0), 40, callers)
 
     # ---- the session cookie ----

@@ -124,6 +124,11 @@ static void check_dispatched(const struct route *route)
                       route->pattern);
         return;
     }
+    if (route->need.caller == ROUTE_CALLER_IDENTITY) {
+        ck_assert_msg(scope == 0 && !route->need.write && route->method == METHOD_GET,
+                      "%s: identity: no scope, a read", route->pattern);
+        return;
+    }
     ck_assert_msg(scope != 0 && (scope & (scope - 1)) == 0 && (scope & ~AUTH_SCOPE_ALL) == 0,
                   "%s: need one scope bit", route->pattern);
 }
@@ -132,7 +137,7 @@ static void check_dispatched(const struct route *route)
  * row's need (a role only in an organization); other rows have none. */
 static void check_need(const struct route *route, struct json_object *op)
 {
-    static const char *const callers[] = {"organization", "account", "any", "internal"};
+    static const char *const callers[] = {"organization", "account", "any", "internal", "identity"};
     struct json_object *caller = NULL, *role = NULL, *scope = NULL;
     bool has_caller = json_object_object_get_ex(op, "x-ensign-caller", &caller);
     bool has_role = json_object_object_get_ex(op, "x-ensign-role", &role);
@@ -143,16 +148,17 @@ static void check_need(const struct route *route, struct json_object *op)
         return;
     }
     bool internal = route->need.caller == ROUTE_CALLER_INTERNAL;
-    ck_assert_msg(has_caller && has_scope == !internal, "%s: x-ensign-caller or x-ensign-scope",
+    bool scopeless = internal || route->need.caller == ROUTE_CALLER_IDENTITY;
+    ck_assert_msg(has_caller && has_scope == !scopeless, "%s: x-ensign-caller or x-ensign-scope",
                   route->pattern);
-    ck_assert_uint_lt(route->need.caller, 4);
+    ck_assert_uint_lt(route->need.caller, 5);
     ck_assert_str_eq(json_object_get_string(caller), callers[route->need.caller]);
     ck_assert_msg(has_role == (route->need.caller == ROUTE_CALLER_ORG), "%s: x-ensign-role",
                   route->pattern);
     if (has_role)
         ck_assert_str_eq(json_object_get_string(role),
                          mgmt_role_name((enum mgmt_role)route->need.role));
-    if (internal)
+    if (scopeless)
         return;
     char name[64];
     const char *text = json_object_get_string(scope);
