@@ -21,7 +21,6 @@
 #include "http.h"
 #include "audit_record.h"
 #include "mgmt.h"
-#include "ratelimit.h"
 #include "validate.h"
 
 /* $1 user, $2 deleted. Deleting ends the user's sessions in the same
@@ -67,31 +66,13 @@ static const char PROVISION_SQL[] = AUDIT_ANSWER_ORG(
 
 #define PROFILE_TEXT_MAX 2000
 
-static void on_internal(struct http_request *r, const struct identity *who, void *arg)
-{
-    const struct internal_op *op = arg;
-    if (who->kind == IDENTITY_ORG) {
-        http_send_error(r, 403, "an internal operation acts for a user: use a personal token");
-        return;
-    }
-    if (!ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
-        return;
-    op->cb(r, who);
-}
-
-void internal_begin_op(struct http_request *r, const struct internal_op *op)
-{
-    auth_internal(r, on_internal, (void *)op);
-}
-
 /* ---- PUT /me/deleted ---- */
 
-static void set_deleted(struct http_request *r, const struct identity *who)
+void internal_me_deleted(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     static const char *const allowed[] = {"$schema", "deleted", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
     struct validate v;
     validate_init(&v);
     bool deleted = false;
@@ -105,11 +86,6 @@ static void set_deleted(struct http_request *r, const struct identity *who)
         validate_free(&v);
     }
     json_object_put(body);
-}
-
-void internal_me_deleted(struct http_request *r)
-{
-    internal_begin(r, set_deleted);
 }
 
 /* ---- PUT /me/profile ---- */
@@ -133,11 +109,10 @@ static void check_profile(struct validate *v, struct json_object *body)
         validate_error(v, "socialLinks", "an object");
 }
 
-static void set_profile(struct http_request *r, const struct identity *who)
+void internal_me_profile(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    const struct identity *who = &ctx->who;
+    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
     struct validate v;
     validate_init(&v);
     check_profile(&v, body);
@@ -151,19 +126,13 @@ static void set_profile(struct http_request *r, const struct identity *who)
     json_object_put(body);
 }
 
-void internal_me_profile(struct http_request *r)
-{
-    internal_begin(r, set_profile);
-}
-
 /* ---- POST /internal/sso/provision-member ---- */
 
-static void provision(struct http_request *r, const struct identity *who)
+void internal_provision_member(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     static const char *const allowed[] = {"$schema", "org_id", "role", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
     struct validate v;
     validate_init(&v);
     const char *org = NULL, *role = "member";
@@ -182,9 +151,4 @@ static void provision(struct http_request *r, const struct identity *who)
         validate_free(&v);
     }
     json_object_put(body);
-}
-
-void internal_provision_member(struct http_request *r)
-{
-    internal_begin(r, provision);
 }

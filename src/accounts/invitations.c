@@ -23,9 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "account.h"
 #include "http.h"
-#include "internal.h"
 #include "audit_record.h"
 #include "membership.h"
 #include "mgmt.h"
@@ -177,9 +175,9 @@ static void on_lookup(PGresult *res, const char *error, void *arg)
     mgmt_answer(arg, res, error, "no such invitation");
 }
 
-static void lookup_invitation(struct http_request *r, const struct identity *who)
+void invitations_lookup(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)who;
+    (void)ctx;
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     if (!token_digest_of(r, digest))
         return;
@@ -187,14 +185,9 @@ static void lookup_invitation(struct http_request *r, const struct identity *who
     mgmt_query(r, LOOKUP_SQL, 1, params, on_lookup, r);
 }
 
-void invitations_lookup(struct http_request *r)
+void invitations_accept(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const struct account_op op = {AUTH_SCOPE_ORGS, false, false, lookup_invitation};
-    account_begin(r, &op);
-}
-
-static void accept_invitation(struct http_request *r, const struct identity *who)
-{
+    const struct identity *who = &ctx->who;
     char digest[TOKEN_DIGEST_HEX_LEN + 1];
     if (!token_digest_of(r, digest))
         return;
@@ -202,9 +195,4 @@ static void accept_invitation(struct http_request *r, const struct identity *who
     audit_actor_init(actor, r, "", who, NULL);
     const char *params[] = {digest, who->user_id, actor};
     mgmt_query(r, ACCEPT_SQL, 3, params, mgmt_answer_cb, r);
-}
-
-void invitations_accept(struct http_request *r)
-{
-    internal_begin(r, accept_invitation);
 }

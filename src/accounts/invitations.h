@@ -13,7 +13,7 @@ struct mgmt_ctx;
 void invitations_list(struct http_request *r, const struct mgmt_ctx *ctx);
 void invitations_create(struct http_request *r, const struct mgmt_ctx *ctx);
 void invitations_revoke(struct http_request *r, const struct mgmt_ctx *ctx);
-void invitations_lookup(struct http_request *r);
-void invitations_accept(struct http_request *r);
+void invitations_lookup(struct http_request *r, const struct mgmt_ctx *ctx);
+void invitations_accept(struct http_request *r, const struct mgmt_ctx *ctx);
 
 #endif

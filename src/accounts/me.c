@@ -31,6 +31,7 @@
 #include "auth.h"
 #include "db.h"
 #include "http.h"
+#include "mgmt.h"
 #include "server.h"
 
 static const char V1_USER_SQL[] =
@@ -144,10 +145,9 @@ static void on_v1_org_row(PGresult *res, const char *error, void *arg)
     send_v1_identity(r, false, "organization", "organization", org);
 }
 
-static void on_v1_identity(struct http_request *r, const struct identity *who, bool via_cookie,
-                           void *arg)
+void me_v1_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
+    const struct identity *who = &ctx->who;
     if (who->kind == IDENTITY_ORG) {
         query_caller(r, V1_ORG_SQL, who->org_id, on_v1_org_row);
         return;
@@ -157,17 +157,12 @@ static void on_v1_identity(struct http_request *r, const struct identity *who, b
         auth_send_db_failure(r, NULL, "out of memory");
         return;
     }
-    *caller = (struct v1_caller){r, via_cookie};
+    *caller = (struct v1_caller){r, ctx->via_cookie};
     const char *params[] = {who->user_id};
     if (db_query(r->server->db, V1_USER_SQL, 1, params, on_v1_user_row, caller) != 0) {
         free(caller);
         auth_send_db_failure(r, NULL, "no database connection");
     }
-}
-
-void me_v1_get(struct http_request *r)
-{
-    auth_token_or_cookie(r, on_v1_identity, NULL);
 }
 
 /* ---- GET /me ---- */
@@ -185,18 +180,11 @@ static void on_root_row(PGresult *res, const char *error, void *arg)
     http_send_json(r, 200, body);
 }
 
-static void on_root_identity(struct http_request *r, const struct identity *who, bool via_cookie,
-                             void *arg)
+void me_root_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    (void)via_cookie;
+    const struct identity *who = &ctx->who;
     if (who->kind == IDENTITY_ORG)
         query_caller(r, ROOT_ORG_SQL, who->org_id, on_root_row);
     else
         query_caller(r, ROOT_USER_SQL, who->user_id, on_root_row);
-}
-
-void me_root_get(struct http_request *r)
-{
-    auth_token_or_cookie(r, on_root_identity, NULL);
 }

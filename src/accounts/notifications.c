@@ -14,7 +14,6 @@
  */
 #include "notifications.h"
 
-#include "account.h"
 #include "http.h"
 #include "mgmt.h"
 #include "pagination.h"
@@ -62,33 +61,24 @@ static const char READ_ALL_SQL[] =
     " SELECT 200 AS status, '{\"ok\": true}' AS body, NULL::text AS message"
     "   FROM (SELECT count(*) FROM n) AS done";
 
-static void list(struct http_request *r, const struct identity *who)
+void notifications_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, LIST_SQL, who->user_id, &page, 0, NULL, "notifications");
 }
 
-void notifications_list(struct http_request *r)
+void notifications_unread_count(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const struct account_op op = {AUTH_SCOPE_NOTIFICATIONS, false, false, list};
-    account_begin(r, &op);
-}
-
-static void count(struct http_request *r, const struct identity *who)
-{
+    const struct identity *who = &ctx->who;
     const char *params[] = {who->user_id};
     mgmt_query(r, COUNT_SQL, 1, params, mgmt_answer_cb, r);
 }
 
-void notifications_unread_count(struct http_request *r)
+void notifications_read_one(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const struct account_op op = {AUTH_SCOPE_NOTIFICATIONS, false, false, count};
-    account_begin(r, &op);
-}
-
-static void read_one(struct http_request *r, const struct identity *who)
-{
+    const struct identity *who = &ctx->who;
     const char *id = mgmt_param(r, "id");
     if (!validate_uuid_ok(id)) {
         http_send_error(r, 404, "no such notification");
@@ -98,20 +88,9 @@ static void read_one(struct http_request *r, const struct identity *who)
     mgmt_query(r, READ_ONE_SQL, 2, params, mgmt_answer_cb, r);
 }
 
-void notifications_read_one(struct http_request *r)
+void notifications_read_all(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const struct account_op op = {AUTH_SCOPE_NOTIFICATIONS, true, false, read_one};
-    account_begin(r, &op);
-}
-
-static void read_all(struct http_request *r, const struct identity *who)
-{
+    const struct identity *who = &ctx->who;
     const char *params[] = {who->user_id};
     mgmt_query(r, READ_ALL_SQL, 1, params, mgmt_answer_cb, r);
-}
-
-void notifications_read_all(struct http_request *r)
-{
-    static const struct account_op op = {AUTH_SCOPE_NOTIFICATIONS, true, false, read_all};
-    account_begin(r, &op);
 }

@@ -7,10 +7,11 @@
 #define ENSIGN_NOTIFICATIONS_H
 
 struct http_request;
+struct mgmt_ctx;
 
-void notifications_list(struct http_request *r);
-void notifications_unread_count(struct http_request *r);
-void notifications_read_one(struct http_request *r);
-void notifications_read_all(struct http_request *r);
+void notifications_list(struct http_request *r, const struct mgmt_ctx *ctx);
+void notifications_unread_count(struct http_request *r, const struct mgmt_ctx *ctx);
+void notifications_read_one(struct http_request *r, const struct mgmt_ctx *ctx);
+void notifications_read_all(struct http_request *r, const struct mgmt_ctx *ctx);
 
 #endif

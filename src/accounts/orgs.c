@@ -20,7 +20,6 @@
 
 #include <json-c/json.h>
 
-#include "account.h"
 #include "http.h"
 #include "audit_record.h"
 #include "mgmt.h"
@@ -82,8 +81,9 @@ static const char DELETED_SQL[] = PAGE_WITH_CURSOR(
 
 /* ---- GET /orgs ---- */
 
-static void list_orgs(struct http_request *r, const struct identity *who)
+void orgs_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     struct page_request page;
     if (!page_read(r, &page))
         return;
@@ -93,20 +93,13 @@ static void list_orgs(struct http_request *r, const struct identity *who)
         page_run(r, LIST_USER_SQL, who->user_id, &page, 0, NULL, "orgs");
 }
 
-void orgs_list(struct http_request *r)
-{
-    static const struct account_op op = {AUTH_SCOPE_ORGS, false, true, list_orgs};
-    account_begin(r, &op);
-}
-
 /* ---- POST /orgs ---- */
 
-static void create_org(struct http_request *r, const struct identity *who)
+void orgs_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     static const char *const allowed[] = {"$schema", "name", "slug", NULL};
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
     struct validate v;
     validate_init(&v);
     const char *name = NULL, *slug = NULL;
@@ -123,12 +116,6 @@ static void create_org(struct http_request *r, const struct identity *who)
         validate_free(&v);
     }
     json_object_put(body);
-}
-
-void orgs_create(struct http_request *r)
-{
-    static const struct account_op op = {AUTH_SCOPE_ORGS, true, false, create_org};
-    account_begin(r, &op);
 }
 
 /* ---- PATCH /orgs/{slug} ---- */

@@ -9,8 +9,8 @@
 struct http_request;
 struct mgmt_ctx;
 
-void orgs_list(struct http_request *r);
-void orgs_create(struct http_request *r);
+void orgs_list(struct http_request *r, const struct mgmt_ctx *ctx);
+void orgs_create(struct http_request *r, const struct mgmt_ctx *ctx);
 void orgs_rename(struct http_request *r, const struct mgmt_ctx *ctx);
 void orgs_leave(struct http_request *r, const struct mgmt_ctx *ctx);
 void orgs_deleted_projects(struct http_request *r, const struct mgmt_ctx *ctx);

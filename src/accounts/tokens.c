@@ -153,11 +153,10 @@ static bool read_fields(struct http_request *r, struct json_object *body, struct
     return true;
 }
 
-static void create_token(struct http_request *r, const struct identity *who)
+void tokens_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    const struct identity *who = &ctx->who;
+    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
     struct token_fields f = {0};
     if (!read_fields(r, body, &f) ||
         !account_may_grant(r, who, f.full, f.read_mask, f.write_mask)) {
@@ -192,31 +191,21 @@ static void create_token(struct http_request *r, const struct identity *who)
     json_object_put(body);
 }
 
-void tokens_create(struct http_request *r)
-{
-    static const struct account_op op = {AUTH_SCOPE_TOKENS, true, false, create_token};
-    account_begin(r, &op);
-}
-
 /* ---- list ---- */
 
-static void list_tokens(struct http_request *r, const struct identity *who)
+void tokens_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, LIST_SQL, who->user_id, &page, 0, NULL, "tokens");
 }
 
-void tokens_list(struct http_request *r)
-{
-    static const struct account_op op = {AUTH_SCOPE_TOKENS, false, false, list_tokens};
-    account_begin(r, &op);
-}
-
 /* ---- revoke ---- */
 
-static void revoke_token(struct http_request *r, const struct identity *who)
+void tokens_revoke(struct http_request *r, const struct mgmt_ctx *ctx)
 {
+    const struct identity *who = &ctx->who;
     const char *id = mgmt_param(r, "id");
     if (!validate_uuid_ok(id)) {
         http_send_error(r, 404, "no such token");
@@ -224,10 +213,4 @@ static void revoke_token(struct http_request *r, const struct identity *who)
     }
     const char *params[] = {who->user_id, id};
     mgmt_query(r, REVOKE_SQL, 2, params, mgmt_answer_cb, r);
-}
-
-void tokens_revoke(struct http_request *r)
-{
-    static const struct account_op op = {AUTH_SCOPE_TOKENS, true, false, revoke_token};
-    account_begin(r, &op);
 }

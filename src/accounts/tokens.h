@@ -6,9 +6,10 @@
 #define ENSIGN_TOKENS_H
 
 struct http_request;
+struct mgmt_ctx;
 
-void tokens_create(struct http_request *r);
-void tokens_list(struct http_request *r);
-void tokens_revoke(struct http_request *r);
+void tokens_create(struct http_request *r, const struct mgmt_ctx *ctx);
+void tokens_list(struct http_request *r, const struct mgmt_ctx *ctx);
+void tokens_revoke(struct http_request *r, const struct mgmt_ctx *ctx);
 
 #endif

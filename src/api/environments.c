@@ -13,11 +13,10 @@
  * (sets defaultServe to {"variant": K}), offVariantKey, defaultServe; not
  * both defaultVariantKey and defaultServe. Variant keys must exist on the
  * flag (422). The caller's checks and the flag context are one round trip
- * (flagctx_begin). Statuses in order: 404 flag, 404 environment, 409
- * archived, 422. The write is one statement that skips an unchanged row (so no
- * snapshot rebuild for a no-op) and records one revision ("Turned on in
- * Production") when something changed; the deferred trigger of sql/0001
- * moves the configuration generation at commit.
+ * (environments_configure_load, flagctx_dispatch). Statuses in order: 404 flag, 404 environment,
+ * 409 archived, 422. The write is one statement that skips an unchanged row (so no snapshot rebuild
+ * for a no-op) and records one revision ("Turned on in Production") when something changed; the
+ * deferred trigger of sql/0001 moves the configuration generation at commit.
  *
  * Called from the route table.
  */
@@ -171,31 +170,25 @@ static void send_configure(struct http_request *r, const struct configure *cf,
 }
 
 /*
- * The caller's checks and the flag context came in one row (flagctx_begin):
- * the body (400), then the context (404 flag, 404 environment), 409 when
- * the flag is archived, then the change.
+ * The dispatcher answered the caller's checks and the body (400, 422 not
+ * an object); ctx->row holds the flag context: the context (404 flag, 404
+ * environment), 409 when the flag is archived, then the change.
  */
-static void on_caller_and_context(struct http_request *r, const struct mgmt_ctx *ctx,
-                                  const PGresult *res, void *arg)
+void environments_configure(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
     struct flagctx fc;
-    if (flagctx_from_row(r, res, true, &fc)) {
-        struct configure cf = {.ctx = *ctx, .body = body};
+    if (flagctx_from_row(r, ctx->row, true, &fc)) {
+        struct configure cf = {.ctx = *ctx, .body = ctx->body};
         if (fc.archived)
             http_send_error(r, 409, "the flag is archived; restore it first");
         else
             send_configure(r, &cf, &fc);
         flagctx_release(&fc);
     }
-    json_object_put(body);
+    json_object_put(ctx->body);
 }
 
-void environments_configure(struct http_request *r)
+void environments_configure_load(struct http_request *r)
 {
-    flagctx_begin(r, MGMT_FLAGS_WRITE, mgmt_param(r, "key"), mgmt_param(r, "envKey"), NULL,
-                  on_caller_and_context, NULL);
+    flagctx_dispatch(r, mgmt_param(r, "key"), mgmt_param(r, "envKey"), NULL);
 }

@@ -2,8 +2,8 @@
  * flagctx.c - the context a flag write validates against (see flagctx.h).
  *
  * Owns the context statement, part of the caller's statement
- * (flagctx_begin, mgmt.h MGMT_AUTH_ORG_SQL: one round trip for the caller
- * and the context). Invariants: a struct flagctx lives on its user's
+ * (flagctx_dispatch, mgmt.h MGMT_AUTH_ORG_SQL: one round trip for the
+ * caller and the context). Invariants: a struct flagctx lives on its user's
  * stack, its data object freed by flagctx_release.
  *
  * Called by variants.c, rules.c and environments.c.
@@ -185,12 +185,11 @@ bool flagctx_from_row(struct http_request *r, const PGresult *res, bool want_env
     return context_of(r, res, MGMT_ROW_FIRST, want_env, fc);
 }
 
-void flagctx_begin(struct http_request *r, struct route_need need, const char *flag_key,
-                   const char *env_key, const struct flagctx_wanted *wanted, mgmt_row_cb cb,
-                   void *arg)
+void flagctx_dispatch(struct http_request *r, const char *flag_key, const char *env_key,
+                      const struct flagctx_wanted *wanted)
 {
     const char *extra[] = {flag_key, env_key ? env_key : "",
                            wanted ? json_object_to_json_string(wanted->segments) : "[]",
                            wanted ? json_object_to_json_string(wanted->entities) : "[]"};
-    mgmt_begin_row(r, need, AUTH_CONTEXT_SQL, 4, extra, cb, arg);
+    mgmt_dispatch_row(r, AUTH_CONTEXT_SQL, 4, extra);
 }

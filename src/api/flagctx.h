@@ -2,7 +2,7 @@
  * flagctx.h - what a write to one flag must know before it can validate:
  * the flag (id, type, archived), optionally one of its environments, its
  * variant keys (live and retired), and the segments and entity attributes
- * the request refers to. Part of the caller's own query (flagctx_begin:
+ * the request refers to. Part of the dispatcher's query (flagctx_dispatch:
  * one round trip for both), before the write statement.
  *
  * Writes validate in two passes: first the request's shape, collecting the
@@ -51,18 +51,17 @@ struct flagctx {
 typedef void (*flagctx_cb)(struct http_request *r, const struct flagctx *fc, void *arg);
 
 /*
- * mgmt_begin_row (mgmt.h) with the context of flag flag_key (and of
- * environment env_key when not NULL) in the same round trip as the
- * caller's checks. cb runs only after every check of mgmt_begin passed;
- * it then calls flagctx_from_row when it is ready for the context's
- * answers (after its own 400 for a bad body).
+ * A route row's load (router.h route_load): mgmt_dispatch_row (mgmt.h)
+ * with the context of flag flag_key (and of environment env_key when not
+ * NULL) in the same round trip as the row's checks. The row's operation
+ * runs only after every check passed, with the context in ctx->row; it
+ * calls flagctx_from_row when it is ready for the context's answers.
  */
-void flagctx_begin(struct http_request *r, struct route_need need, const char *flag_key,
-                   const char *env_key, const struct flagctx_wanted *wanted, mgmt_row_cb cb,
-                   void *arg);
+void flagctx_dispatch(struct http_request *r, const char *flag_key, const char *env_key,
+                      const struct flagctx_wanted *wanted);
 
 /*
- * The context in the row flagctx_begin's callback got; false after
+ * The context in ctx->row of an operation loaded by flagctx_dispatch; false after
  * answering r (404 flag not found, 404 environment not found when
  * want_env, 500). On true, flagctx_release(fc) when done.
  */

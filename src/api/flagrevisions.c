@@ -15,10 +15,11 @@
  * take the old flag's cursors.
  *
  * Two round trips: the access token, the organization and the flag's id
- * in one (404 when there is no such flag), then the page.
- * Authorization: as reading the flag (any role, scope flags:read).
+ * in one (the row's load, in the dispatcher's statement; 404 when there
+ * is no such flag), then the page. Authorization: the row's need (any
+ * role, scope flags:read).
  *
- * Called by the worker's dispatch from the route table (routes.c).
+ * Called by the dispatcher (mgmt_dispatch) from the route table (routes.c).
  */
 #include "flagrevisions.h"
 
@@ -31,7 +32,7 @@
 
 /* clang-format off */
 
-/* mgmt_begin_row's statement, $3 the flag key: the flag's id as the first
+/* The row's load statement (mgmt_dispatch_row), $3 the flag key: the flag's id as the first
  * extra column (NULL when the organization has no such flag). */
 static const char FLAG_SQL[] = MGMT_AUTH_ORG_SQL(
     ", fl.id::text",
@@ -54,10 +55,9 @@ static const char LIST_SQL[] =
 
 /* clang-format on */
 
-static void on_flag(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
-                    void *arg)
+void flags_revisions(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
+    const PGresult *res = ctx->row;
     if (PQgetisnull(res, 0, MGMT_ROW_FIRST)) {
         http_send_error(r, 404, "flag not found");
         return;
@@ -77,8 +77,8 @@ static void on_flag(struct http_request *r, const struct mgmt_ctx *ctx, const PG
     free(page);
 }
 
-void flags_revisions(struct http_request *r)
+void flags_revisions_load(struct http_request *r)
 {
     const char *extra[] = {mgmt_param(r, "key")};
-    mgmt_begin_row(r, MGMT_FLAGS_READ, FLAG_SQL, 1, extra, on_flag, NULL);
+    mgmt_dispatch_row(r, FLAG_SQL, 1, extra);
 }

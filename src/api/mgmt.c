@@ -17,8 +17,9 @@
  * whether or not the organization exists; a callback runs only after every
  * check passed; the context handed to it is plain data on the stack.
  *
- * Called by the route table (mgmt_dispatch) and by the handlers that
- * still ask for their own extra row (mgmt_begin_row: flagctx.c, flagrevisions.c).
+ * Called by the route table (mgmt_dispatch), by the loads of rows with an
+ * extra statement (mgmt_dispatch_row: flagctx.c, flagrevisions.c) and by
+ * the agent (mgmt_begin_org).
  */
 #include "mgmt.h"
 
@@ -174,12 +175,16 @@ static bool lookup_org(struct http_request *r, const struct identity *who, const
     return true;
 }
 
+/* Runs once the caller may do the operation, with the statement's row. */
+typedef void (*row_cb)(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
+                       void *arg);
+
 /* What the callback of a MGMT_AUTH_ORG_SQL statement needs. */
 struct auth_org_request {
     struct http_request *r;
     struct route_need need;
-    mgmt_cb cb;         /* mgmt_begin */
-    mgmt_row_cb row_cb; /* mgmt_begin_row */
+    mgmt_cb cb;    /* mgmt_begin */
+    row_cb row_cb; /* mgmt_begin_row */
     void *arg;
     bool via_cookie; /* the credential is the session cookie */
 };
@@ -263,7 +268,8 @@ static void on_identity_unknown_org(struct http_request *r, const struct identit
     send_org_not_found(r);
 }
 
-void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void *arg)
+/* Authenticates r, resolves {org} and checks need; then cb, or an answer. */
+static void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void *arg)
 {
     if (!validate_key_ok(org_param(r))) {
         /* No such slug can exist; still authenticate first (401 before 404). */
@@ -274,8 +280,9 @@ void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void
                         (struct auth_org_request){.r = r, .need = need, .cb = cb, .arg = arg});
 }
 
-void mgmt_begin_row(struct http_request *r, struct route_need need, const char *sql, int nextra,
-                    const char *const *extra, mgmt_row_cb cb, void *arg)
+/* mgmt_begin, also asking sql (MGMT_AUTH_ORG_SQL) with extra as $3... */
+static void mgmt_begin_row(struct http_request *r, struct route_need need, const char *sql,
+                           int nextra, const char *const *extra, row_cb cb, void *arg)
 {
     if (!validate_key_ok(org_param(r))) {
         auth_access_token(r, on_identity_unknown_org, NULL);
@@ -294,20 +301,81 @@ void mgmt_begin_org(struct http_request *r, const struct identity *who, const ch
 
 /* ---- the dispatcher ---- */
 
-/* mgmt_begin's callback for a row: the row's operation. */
-static void run_op(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+/* The row's operation, with the answer row of its load's statement (or NULL). */
+static void run_op_with(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
+                        void *arg)
 {
     (void)arg;
     const struct route *route = r->match.route;
     struct mgmt_ctx call = *ctx;
+    call.row = res;
     if (route->request_schema != NULL && (call.body = mgmt_body_object(r)) == NULL)
         return;
     route->op(r, &call);
 }
 
+/* mgmt_begin's callback for a row without a load. */
+static void run_op(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
+{
+    run_op_with(r, ctx, NULL, arg);
+}
+
+/* The caller of a row on no organization (or an internal one) is known: its
+ * checks, then the operation. */
+static void on_own_identity(struct http_request *r, const struct identity *who, void *arg)
+{
+    (void)arg;
+    struct route_need need = r->match.route->need;
+    if (who->kind == IDENTITY_ORG && need.caller == ROUTE_CALLER_ACCOUNT) {
+        http_send_error(r, 403, "an organization token has no account: use a personal token");
+        return;
+    }
+    if (who->kind == IDENTITY_ORG && need.caller == ROUTE_CALLER_INTERNAL) {
+        http_send_error(r, 403, "an internal operation acts for a user: use a personal token");
+        return;
+    }
+    if (need.caller != ROUTE_CALLER_INTERNAL && !auth_scope_allows(who, need.scope, need.write)) {
+        http_send_error(r, 403,
+                        need.write ? "the token's scopes do not allow this write"
+                                   : "the token's scopes do not allow this read");
+        return;
+    }
+    if (need.write &&
+        !ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
+        return;
+    struct mgmt_ctx ctx = {.who = *who};
+    snprintf(ctx.actor_user_id, sizeof ctx.actor_user_id, "%s", who->user_id);
+    run_op(r, &ctx, NULL);
+}
+
+/* The caller of an identity row is known (any credential, no scope). */
+static void on_either_identity(struct http_request *r, const struct identity *who, bool via_cookie,
+                               void *arg)
+{
+    struct mgmt_ctx ctx = {.who = *who, .via_cookie = via_cookie};
+    snprintf(ctx.actor_user_id, sizeof ctx.actor_user_id, "%s", who->user_id);
+    run_op(r, &ctx, arg);
+}
+
 void mgmt_dispatch(struct http_request *r)
 {
-    mgmt_begin(r, r->match.route->need, run_op, NULL);
+    const struct route *route = r->match.route;
+    if (route->need.caller == ROUTE_CALLER_IDENTITY)
+        auth_token_or_cookie(r, on_either_identity, NULL);
+    else if (route->need.caller == ROUTE_CALLER_INTERNAL)
+        auth_internal(r, on_own_identity, NULL);
+    else if (route->need.caller != ROUTE_CALLER_ORG)
+        auth_access_token(r, on_own_identity, NULL);
+    else if (route->load != NULL)
+        route->load(r);
+    else
+        mgmt_begin(r, route->need, run_op, NULL);
+}
+
+void mgmt_dispatch_row(struct http_request *r, const char *sql, int nextra,
+                       const char *const *extra)
+{
+    mgmt_begin_row(r, r->match.route->need, sql, nextra, extra, run_op_with, NULL);
 }
 
 int mgmt_query(struct http_request *r, const char *sql, int nparams, const char *const *params,

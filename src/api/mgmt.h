@@ -49,15 +49,38 @@ enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_
 /* What an operation needs: struct route_need (router.h), a minimum role
  * (enum mgmt_role), one enum auth_scope bit at read or write level.
  * Writes are also rate limited. MGMT_NEED(ROLE, SCOPE, write) is the
- * initializer the route table's rows use. */
+ * initializer the route table's rows use; it also names role and scope
+ * for /openapi.json from the same tokens. */
 #define MGMT_NEED(role, scope, is_write)                                                           \
     {                                                                                              \
-        MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write                                             \
+        MGMT_ROLE_##role, AUTH_SCOPE_##scope, is_write, #role, #scope, ROUTE_CALLER_ORG            \
     }
 
-/* The needs of handlers that still call mgmt_begin themselves. */
+/* The need of an operation on no organization: the caller's own account
+ * (ROUTE_CALLER_ACCOUNT: an organization token is refused, 403) or any
+ * token (ROUTE_CALLER_ANY), with one scope. No role. */
+#define MGMT_OWN(caller, scope, is_write)                                                          \
+    {                                                                                              \
+        MGMT_ROLE_VIEWER, AUTH_SCOPE_##scope, is_write, NULL, #scope, ROUTE_CALLER_##caller        \
+    }
+
+/* The need of an operation that answers who the caller is (/v1/me, /me):
+ * any credential, no scope; ctx->via_cookie tells which credential. */
+#define MGMT_IDENTITY                                                                              \
+    {                                                                                              \
+        MGMT_ROLE_VIEWER, 0, false, NULL, NULL, ROUTE_CALLER_IDENTITY                              \
+    }
+
+/* The need of an internal operation (the access token of a user, a deleted
+ * one's too, and the Ensign-Internal-Key header; no scope; always rate
+ * limited as a write). */
+#define MGMT_INTERNAL                                                                              \
+    {                                                                                              \
+        MGMT_ROLE_VIEWER, 0, true, NULL, NULL, ROUTE_CALLER_INTERNAL                               \
+    }
+
+/* The need of callers outside the route table (mgmt_begin_org: the agent). */
 #define MGMT_FLAGS_READ ((struct route_need)MGMT_NEED(VIEWER, FLAGS, false))
-#define MGMT_FLAGS_WRITE ((struct route_need)MGMT_NEED(MEMBER, FLAGS, true))
 
 #define MGMT_SLUG_BYTES 64  /* 63 characters of [a-z0-9-] + NUL */
 #define MGMT_NAME_BYTES 801 /* 200 characters of up to 4 UTF-8 bytes + NUL */
@@ -78,6 +101,11 @@ struct mgmt_ctx {
     struct json_object *body;               /* mgmt_dispatch: the parsed request body of a row
                                                with a request schema, the operation's to put;
                                                else NULL */
+    bool via_cookie;                        /* MGMT_IDENTITY rows: the credential was the
+                                               session cookie */
+    const PGresult *row;                    /* a row with load: the answer of its statement
+                                               (extras from MGMT_ROW_FIRST on), valid during
+                                               the call; else NULL */
 };
 
 /*
@@ -94,20 +122,30 @@ struct mgmt_ctx {
  * the row's handler.
  */
 void mgmt_dispatch(struct http_request *r);
+/*
+ * A row whose need is MGMT_OWN (no organization) goes: 401, 403 an
+ * organization token on an ACCOUNT row, 403 the scope, 429 (writes), then
+ * the body as above and the operation, with ctx->who and actor_user_id
+ * set and no organization (org_id "").
+ * A row whose need is MGMT_IDENTITY: 401 (auth.h auth_token_or_cookie),
+ * then the operation with ctx->who and ctx->via_cookie.
+ * A row whose need is MGMT_INTERNAL: 401 (auth.h auth_internal: a deleted
+ * user's token is taken), 403 the Ensign-Internal-Key, 403 an organization
+ * token, 429, then the body and the operation, as for MGMT_OWN.
+ */
+
+/*
+ * For a row's load (router.h route_load) only: the dispatcher's checks of
+ * the row, in the same one round trip also asking sql (a MGMT_AUTH_ORG_SQL
+ * statement) with its nextra (at most 8) parameters extra as $3...; the
+ * operation then gets the answer row in ctx->row. Same statuses, same
+ * order as mgmt_dispatch.
+ */
+void mgmt_dispatch_row(struct http_request *r, const char *sql, int nextra,
+                       const char *const *extra);
 
 /* Runs once the caller may do the operation; ctx is valid during the call. */
 typedef void (*mgmt_cb)(struct http_request *r, const struct mgmt_ctx *ctx, void *arg);
-
-/*
- * Authenticates r, resolves the {org} route parameter and checks need. On
- * success calls cb (from the event loop). Otherwise answers r itself (see
- * the statuses above) and never calls cb. arg is passed through unchanged;
- * it must be the same for every call from one call site (NULL, or static
- * data): it cannot be per-request memory, since a failed authentication
- * never calls back and could not free it. Keep per-request state in the
- * callback (allocate it there), reading what you need from r.
- */
-void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void *arg);
 
 /*
  * The organization org (an SQL text expression: slug, or id) with the
@@ -129,7 +167,7 @@ void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void
     "        OR (NOT (" is_org_token ") AND m.user_id IS NOT NULL))"
 
 /*
- * The statement mgmt_begin runs, with more: $1 the token digest, $2 the
+ * The statement the dispatcher runs, with more: $1 the token digest, $2 the
  * {org} slug or id, then the caller's own parameters from $3 on.
  * extra_columns (text starting with ", ", or "") come after the token
  * columns and the organization's (so from column MGMT_ROW_FIRST on);
@@ -145,19 +183,6 @@ void mgmt_begin(struct http_request *r, struct route_need need, mgmt_cb cb, void
 
 /* The first of a MGMT_AUTH_ORG_SQL statement's extra columns. */
 #define MGMT_ROW_FIRST (AUTH_TOKEN_NCOLUMNS + 4)
-
-/* Runs once the caller may do the operation, with the statement's row. */
-typedef void (*mgmt_row_cb)(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
-                            void *arg);
-
-/*
- * mgmt_begin, in the same one round trip also asking sql (a
- * MGMT_AUTH_ORG_SQL statement) with its nextra (at most 8) parameters
- * extra as $3...: cb gets the row (extras from MGMT_ROW_FIRST on). Same
- * statuses and the same rule for arg as mgmt_begin.
- */
-void mgmt_begin_row(struct http_request *r, struct route_need need, const char *sql, int nextra,
-                    const char *const *extra, mgmt_row_cb cb, void *arg);
 
 /*
  * mgmt_begin for an organization named in the request body rather than

@@ -7,13 +7,12 @@
  * Owns the rule statements and the rule body rules. A write takes two
  * round trips: a first validation pass that only collects the segment and
  * entity keys the conditions name (answering nothing), then ONE statement
- * for the caller (mgmt.c) and the flag context with those keys
- * (flagctx_begin); then, in the order of separate steps, the caller's
- * answers (401, 429, 404, 403), the body (400), the context (404 flag, 404
- * environment), 409 when the flag is archived, the real validation (422,
- * with paths such as "rules[3].conditions[0].operator"), then ONE
- * statement that locks the flag row, writes, and records the revision: a
- * replacement deletes and inserts the whole ordered set and is one
+ * for the caller (the dispatcher, mgmt.c) and the flag context with those
+ * keys (rules_load, the rows' load: flagctx_dispatch); then, in the order of separate steps, the
+ * caller's answers (401, 429, 404, 403), the body (400), the context (404 flag, 404 environment),
+ * 409 when the flag is archived, the real validation (422, with paths such as
+ * "rules[3].conditions[0].operator"), then ONE statement that locks the flag row, writes, and
+ * records the revision: a replacement deletes and inserts the whole ordered set and is one
  * revision.
  *
  * Limits (the rule schemas of doc/api.md): description 500, 50
@@ -353,23 +352,18 @@ static void write_with_context(struct http_request *r, enum rule_op op, const st
 }
 
 /*
- * The caller passed every check; the row holds the flag context. The body
- * is answered first (400, 422 not an object), then the context (404 flag,
- * 404 environment), then the write's own checks.
+ * The dispatcher answered the caller's checks and the body (400, 422 not
+ * an object); ctx->row holds the flag context: the context (404 flag, 404
+ * environment), then the write's own checks. The operation owns ctx->body.
  */
-static void on_caller_and_context(struct http_request *r, const struct mgmt_ctx *ctx,
-                                  const PGresult *res, void *arg)
+static void write_op(struct http_request *r, const struct mgmt_ctx *ctx, enum rule_op op)
 {
-    enum rule_op op = *(const enum rule_op *)arg;
-    struct json_object *body = NULL;
-    if (op != RULE_DELETE && (body = mgmt_body_object(r)) == NULL)
-        return;
     struct flagctx fc;
-    if (flagctx_from_row(r, res, true, &fc)) {
-        write_with_context(r, op, ctx, body, &fc);
+    if (flagctx_from_row(r, ctx->row, true, &fc)) {
+        write_with_context(r, op, ctx, ctx->body, &fc);
         flagctx_release(&fc);
     }
-    json_object_put(body);
+    json_object_put(ctx->body);
 }
 
 /*
@@ -398,45 +392,54 @@ static void collect_wanted(struct http_request *r, enum rule_op op, struct flagc
     json_object_put(body);
 }
 
-/* The callback arguments: one static entry per operation. */
-static const enum rule_op rule_ops[] = {RULE_CREATE, RULE_REPLACE, RULE_UPDATE, RULE_DELETE,
-                                        RULE_REORDER};
-
-/* The caller's checks and the flag context in one round trip, then the write. */
-static void begin_write(struct http_request *r, enum rule_op op)
+/* The rule operation of a route row's op. */
+static enum rule_op op_of(const struct route *route)
 {
+    if (route->op == rules_create)
+        return RULE_CREATE;
+    if (route->op == rules_replace)
+        return RULE_REPLACE;
+    if (route->op == rules_update)
+        return RULE_UPDATE;
+    if (route->op == rules_reorder)
+        return RULE_REORDER;
+    return RULE_DELETE;
+}
+
+void rules_load(struct http_request *r)
+{
+    enum rule_op op = op_of(r->match.route);
     struct flagctx_wanted wanted;
     flagctx_wanted_init(&wanted);
     if (op != RULE_DELETE)
         collect_wanted(r, op, &wanted);
-    flagctx_begin(r, MGMT_FLAGS_WRITE, mgmt_param(r, "key"), mgmt_param(r, "envKey"), &wanted,
-                  on_caller_and_context, (void *)&rule_ops[op]);
+    flagctx_dispatch(r, mgmt_param(r, "key"), mgmt_param(r, "envKey"), &wanted);
     flagctx_wanted_free(&wanted);
 }
 
-void rules_create(struct http_request *r)
+void rules_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, RULE_CREATE);
+    write_op(r, ctx, RULE_CREATE);
 }
 
-void rules_replace(struct http_request *r)
+void rules_replace(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, RULE_REPLACE);
+    write_op(r, ctx, RULE_REPLACE);
 }
 
-void rules_update(struct http_request *r)
+void rules_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, RULE_UPDATE);
+    write_op(r, ctx, RULE_UPDATE);
 }
 
-void rules_delete(struct http_request *r)
+void rules_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, RULE_DELETE);
+    write_op(r, ctx, RULE_DELETE);
 }
 
-void rules_reorder(struct http_request *r)
+void rules_reorder(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, RULE_REORDER);
+    write_op(r, ctx, RULE_REORDER);
 }
 
 /* ---- list ---- */

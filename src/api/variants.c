@@ -4,8 +4,8 @@
  * flag creation shares (key derivation, values per flag type).
  *
  * Owns the variant statements. A write first loads the flag context with
- * the caller's checks (flagctx_begin: type, archived, keys; one round
- * trip), validates in C, then runs one statement that re-checks the flag
+ * the dispatcher's checks (variants_load, flagctx_dispatch: type,
+ * archived, keys; one round trip), validates in C, then runs one statement that re-checks the flag
  * under a row lock, writes, and records the revision. Statuses, in
  * order: 404 flag, 409 archived, 422 a boolean flag's fixed variants
  * (doc/choices.md "Variants and keys"), 404 variant, 422 body; delete answers 409
@@ -369,29 +369,17 @@ static void on_delete_context(struct http_request *r, const struct flagctx *fc, 
     write_free(w);
 }
 
-/* A write: whether it has a body, and what runs with the context. */
-struct variant_op {
-    bool with_body;
-    flagctx_cb then; /* frees its arg, a struct variant_write */
-};
-
-static const struct variant_op create_op = {true, on_create_context};
-static const struct variant_op update_op = {true, on_update_context};
-static const struct variant_op delete_op = {false, on_delete_context};
-
 /*
- * The caller's checks and the flag context came in one row (flagctx_begin):
- * the body (400), then the context (404 flag), then the operation.
+ * The dispatcher answered the caller's checks and the body (400, 422 not
+ * an object); ctx->row holds the flag context: the context (404 flag),
+ * then the operation (then frees the struct variant_write, and with it
+ * ctx->body).
  */
-static void on_caller_and_context(struct http_request *r, const struct mgmt_ctx *ctx,
-                                  const PGresult *res, void *arg)
+static void write_op(struct http_request *r, const struct mgmt_ctx *ctx, flagctx_cb then)
 {
-    const struct variant_op *op = arg;
-    struct json_object *body = NULL;
-    if (op->with_body && (body = mgmt_body_object(r)) == NULL)
-        return;
+    struct json_object *body = ctx->body;
     struct flagctx fc;
-    if (!flagctx_from_row(r, res, false, &fc)) {
+    if (!flagctx_from_row(r, ctx->row, false, &fc)) {
         json_object_put(body);
         return;
     }
@@ -401,29 +389,30 @@ static void on_caller_and_context(struct http_request *r, const struct mgmt_ctx 
         http_send_error(r, 500, "out of memory");
     } else {
         w->ctx = *ctx;
+        w->ctx.body = NULL;
+        w->ctx.row = NULL;
         w->body = body;
-        op->then(r, &fc, w);
+        then(r, &fc, w);
     }
     flagctx_release(&fc);
 }
 
-static void begin_write(struct http_request *r, const struct variant_op *op)
+void variants_load(struct http_request *r)
 {
-    flagctx_begin(r, MGMT_FLAGS_WRITE, mgmt_param(r, "key"), NULL, NULL, on_caller_and_context,
-                  (void *)op);
+    flagctx_dispatch(r, mgmt_param(r, "key"), NULL, NULL);
 }
 
-void variants_create(struct http_request *r)
+void variants_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, &create_op);
+    write_op(r, ctx, on_create_context);
 }
 
-void variants_update(struct http_request *r)
+void variants_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, &update_op);
+    write_op(r, ctx, on_update_context);
 }
 
-void variants_delete(struct http_request *r)
+void variants_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    begin_write(r, &delete_op);
+    write_op(r, ctx, on_delete_context);
 }

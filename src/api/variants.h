@@ -12,10 +12,14 @@
 #include "validate.h"
 
 struct http_request;
+struct mgmt_ctx;
 
-void variants_create(struct http_request *r); /* POST /flags/{key}/variants */
-void variants_update(struct http_request *r); /* PATCH /flags/{key}/variants/{variantKey} */
-void variants_delete(struct http_request *r); /* DELETE /flags/{key}/variants/{variantKey} */
+/* The write rows' load (router.h route_load): the flag's context. */
+void variants_load(struct http_request *r);
+
+void variants_create(struct http_request *r, const struct mgmt_ctx *ctx); /* POST /variants */
+void variants_update(struct http_request *r, const struct mgmt_ctx *ctx); /* PATCH /variants/{k} */
+void variants_delete(struct http_request *r, const struct mgmt_ctx *ctx); /* DELETE /variants/{k} */
 
 /*
  * A key for a new variant: the label derived as doc/choices.md "Variants and keys"

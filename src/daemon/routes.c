@@ -56,10 +56,17 @@
 #define OP(method, pattern, op, summary, need, request, response, status)                          \
     {                                                                                              \
         METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
-            response, status, need, op                                                             \
+            response, status, need, op, NULL                                                       \
+    }
+/* A row whose operation asks an extra statement (load) in the dispatcher's
+ * round trip: the flag context of the flag's writes, for example. */
+#define OPX(method, pattern, op, load, summary, need, request, response, status)                   \
+    {                                                                                              \
+        METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
+            response, status, need, op, load                                                       \
     }
 /* The rest of a row whose handler does its own checks. */
-#define NO_OP {0}, NULL
+#define NO_OP {0}, NULL, NULL
 
 static const struct route route_table[] = {
     /* section: evaluation (/ofrep) */
@@ -82,8 +89,8 @@ static const struct route route_table[] = {
     {METHOD_GET, "/metrics", metrics_route_get,
      "Node counters in the Prometheus text format 0.0.4 (only on metrics_listen when set)",
      ROUTE_AUTH_NONE, NULL, NULL, 200, NO_OP},
-    {METHOD_GET, "/v1/me", me_v1_get, "Identity of the caller's access token",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, NO_OP},
+    {METHOD_GET, "/v1/me", mgmt_dispatch, "Identity of the caller's access token",
+     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, MGMT_IDENTITY, me_v1_get, NULL},
 
 /* section: flags, variants, environments, rules (/v1/orgs/{org}/...) */
 #define FLAG_PATH "/v1/orgs/{org}/flags/{key}"
@@ -104,43 +111,45 @@ static const struct route route_table[] = {
     OP(GET, FLAG_PATH "/usage", flags_usage,
        "Evaluation counts of a flag per environment, variant and day", NEED(VIEWER, FLAGS, false),
        NULL, flagschema_flag_usage, 200),
-    {METHOD_GET, FLAG_PATH "/revisions", flags_revisions,
-     "A flag's whole history, newest first, page by page (the detail shows the newest 20)",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, flagschema_revision_list, 200, NO_OP},
+    OPX(GET, FLAG_PATH "/revisions", flags_revisions, flags_revisions_load,
+        "A flag's whole history, newest first, page by page (the detail shows the newest 20)",
+        NEED(VIEWER, FLAGS, false), NULL, flagschema_revision_list, 200),
     OP(POST, FLAG_PATH "/archive", flags_archive,
        "Archive a flag (it keeps evaluating; no-op when archived)", NEED(MEMBER, FLAGS, true), NULL,
        flagschema_flag_answer, 200),
     OP(POST, FLAG_PATH "/restore", flags_restore, "Restore an archived flag (no-op when active)",
        NEED(MEMBER, FLAGS, true), NULL, flagschema_flag_answer, 200),
-    {METHOD_POST, FLAG_PATH "/variants", variants_create, "Add a variant to a multivariate flag",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, flagschema_variant_create, flagschema_variant_answer, 201, NO_OP},
-    {METHOD_PATCH, FLAG_PATH "/variants/{variantKey}", variants_update,
-     "Update a variant's value or label", ROUTE_AUTH_TOKEN_OR_COOKIE, flagschema_variant_update,
-     flagschema_variant_answer, 200, NO_OP},
-    {METHOD_DELETE, FLAG_PATH "/variants/{variantKey}", variants_delete,
-     "Delete a variant (409 while a default, off variant or rule serves it)",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, flagschema_ack, 200, NO_OP},
+    OPX(POST, FLAG_PATH "/variants", variants_create, variants_load,
+        "Add a variant to a multivariate flag", NEED(MEMBER, FLAGS, true),
+        flagschema_variant_create, flagschema_variant_answer, 201),
+    OPX(PATCH, FLAG_PATH "/variants/{variantKey}", variants_update, variants_load,
+        "Update a variant's value or label", NEED(MEMBER, FLAGS, true), flagschema_variant_update,
+        flagschema_variant_answer, 200),
+    OPX(DELETE, FLAG_PATH "/variants/{variantKey}", variants_delete, variants_load,
+        "Delete a variant (409 while a default, off variant or rule serves it)",
+        NEED(MEMBER, FLAGS, true), NULL, flagschema_ack, 200),
     OP(GET, "/v1/orgs/{org}/environments", environments_list,
        "List the organization's environments", NEED(VIEWER, FLAGS, false), NULL,
        flagschema_environment_list, 200),
-    {METHOD_PATCH, FLAG_PATH "/environments/{envKey}", environments_configure,
-     "Configure a flag in an environment: enabled, default serve, off variant",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, flagschema_configure, flagschema_ack, 200, NO_OP},
-    {METHOD_POST, RULES_PATH, rules_create, "Append a targeting rule", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_create, flagschema_rule_answer, 201, NO_OP},
+    OPX(PATCH, FLAG_PATH "/environments/{envKey}", environments_configure,
+        environments_configure_load,
+        "Configure a flag in an environment: enabled, default serve, off variant",
+        NEED(MEMBER, FLAGS, true), flagschema_configure, flagschema_ack, 200),
+    OPX(POST, RULES_PATH, rules_create, rules_load, "Append a targeting rule",
+        NEED(MEMBER, FLAGS, true), flagschema_rule_create, flagschema_rule_answer, 201),
     OP(GET, RULES_PATH, rules_list, "List the targeting rules in evaluation order",
        NEED(VIEWER, FLAGS, false), NULL, flagschema_rule_list, 200),
-    {METHOD_PUT, RULES_PATH, rules_replace,
-     "Replace the whole ordered rule set atomically (one revision)", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_replace, flagschema_rule_list, 200, NO_OP},
-    {METHOD_POST, RULES_PATH "/reorder", rules_reorder,
-     "Reorder the rules (every rule exactly once)", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_reorder, flagschema_ack, 200, NO_OP},
-    {METHOD_PATCH, RULES_PATH "/{ruleId}", rules_update,
-     "Update a rule's description, conditions, serve or priority", ROUTE_AUTH_TOKEN_OR_COOKIE,
-     flagschema_rule_update, flagschema_rule_answer, 200, NO_OP},
-    {METHOD_DELETE, RULES_PATH "/{ruleId}", rules_delete, "Delete a rule",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, flagschema_ack, 200, NO_OP},
+    OPX(PUT, RULES_PATH, rules_replace, rules_load,
+        "Replace the whole ordered rule set atomically (one revision)", NEED(MEMBER, FLAGS, true),
+        flagschema_rule_replace, flagschema_rule_list, 200),
+    OPX(POST, RULES_PATH "/reorder", rules_reorder, rules_load,
+        "Reorder the rules (every rule exactly once)", NEED(MEMBER, FLAGS, true),
+        flagschema_rule_reorder, flagschema_ack, 200),
+    OPX(PATCH, RULES_PATH "/{ruleId}", rules_update, rules_load,
+        "Update a rule's description, conditions, serve or priority", NEED(MEMBER, FLAGS, true),
+        flagschema_rule_update, flagschema_rule_answer, 200),
+    OPX(DELETE, RULES_PATH "/{ruleId}", rules_delete, rules_load, "Delete a rule",
+        NEED(MEMBER, FLAGS, true), NULL, flagschema_ack, 200),
 #undef RULES_PATH
 #undef FLAG_PATH
 
@@ -190,8 +199,8 @@ static const struct route route_table[] = {
     {METHOD_GET, "/docs/api", apidoc_get,
      "This API reference in Markdown (doc/api.md), generated from the route table", ROUTE_AUTH_NONE,
      NULL, NULL, 200, NO_OP},
-    {METHOD_GET, "/me", me_root_get, "The caller's account and organizations",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, NO_OP},
+    {METHOD_GET, "/me", mgmt_dispatch, "The caller's account and organizations",
+     ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 200, MGMT_IDENTITY, me_root_get, NULL},
 
     /* section: audit log (/orgs/{slug}/audit) */
     OP(GET, "/orgs/{slug}/audit", audit_list,
@@ -208,33 +217,40 @@ static const struct route route_table[] = {
        audit_config_schema, audit_config_schema, 200),
 
 /* section: the root API, accounts. A list answers GET and QUERY alike. */
-#define ACC(method, pattern, handler, summary, request, response)                                  \
-    {                                                                                              \
-        METHOD_##method, pattern, handler, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request, response, \
-            200, NO_OP                                                                             \
-    }
 /* Internal operations (Ensign-Internal-Key): never a browser's. */
-#define INTERNAL(method, pattern, handler, summary, request, response)                             \
+#define INTERNAL(method, pattern, op, summary, request, response)                                  \
     {                                                                                              \
-        METHOD_##method, pattern, handler, summary, ROUTE_AUTH_ACCESS_TOKEN, request, response,    \
-            200, NO_OP                                                                             \
+        METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_ACCESS_TOKEN, request,        \
+            response, 200, MGMT_INTERNAL, op, NULL                                                 \
     }
 #define ACC_OP(method, pattern, op, need, summary, request, response)                              \
     {                                                                                              \
         METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
-            response, 200, need, op                                                                \
+            response, 200, need, op, NULL                                                          \
     }
-#define ACC_LIST(pattern, handler, summary, response)                                              \
-    ACC(GET, pattern, handler, summary, NULL, response),                                           \
-        ACC(QUERY, pattern, handler, summary, NULL, response)
 /* (need is expanded once here: its braces may not pass through another macro) */
 #define ACC_OP_LIST(pattern, op, need, summary, response)                                          \
-    {METHOD_GET, pattern,  mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE,                     \
-     NULL,       response, 200,           need,    op},                                            \
+    {METHOD_GET, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, 200, \
+     need,       op,      NULL},                                                                   \
     {                                                                                              \
         METHOD_QUERY, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, \
-            200, need, op                                                                          \
+            200, need, op, NULL                                                                    \
     }
+/* An operation on no organization (the caller's own account, or any token):
+ * the dispatcher checks the caller and the row's MGMT_OWN need. */
+#define OWN(method, pattern, op, need, summary, request, response)                                 \
+    {                                                                                              \
+        METHOD_##method, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, request,     \
+            response, 200, need, op, NULL                                                          \
+    }
+#define OWN_LIST(pattern, op, need, summary, response)                                             \
+    {METHOD_GET, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, 200, \
+     need,       op,      NULL},                                                                   \
+    {                                                                                              \
+        METHOD_QUERY, pattern, mgmt_dispatch, summary, ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, response, \
+            200, need, op, NULL                                                                    \
+    }
+#define ACCOUNT(scope, write) MGMT_OWN(ACCOUNT, scope, write)
 #define PROJECT_PATH "/orgs/{slug}/projects/{project}"
     {METHOD_POST, "/v1/session", sessions_login,
      "Log in with email and password: sets the ensign_session cookie", ROUTE_AUTH_NONE,
@@ -244,30 +260,33 @@ static const struct route route_table[] = {
     {METHOD_PUT, "/v1/session/password", password_change_put,
      "Change the caller's password {current, new}; ends the user's other sessions",
      ROUTE_AUTH_TOKEN_OR_COOKIE, schema_acc_password_change, schema_acc_ack, 200, NO_OP},
-    ACC_LIST("/me/tokens", tokens_list, "List the caller's personal access tokens",
-             schema_acc_token_list),
-    ACC(POST, "/me/tokens", tokens_create,
+    OWN_LIST("/me/tokens", tokens_list, ACCOUNT(TOKENS, false),
+             "List the caller's personal access tokens", schema_acc_token_list),
+    OWN(POST, "/me/tokens", tokens_create, ACCOUNT(TOKENS, true),
         "Create a personal access token (full or scopes, expiry); the token is shown once",
         schema_acc_token_create, schema_acc_token_created),
-    ACC(DELETE, "/me/tokens/{id}", tokens_revoke, "Revoke a personal access token", NULL,
-        schema_acc_ack),
+    OWN(DELETE, "/me/tokens/{id}", tokens_revoke, ACCOUNT(TOKENS, true),
+        "Revoke a personal access token", NULL, schema_acc_ack),
     INTERNAL(PUT, "/me/deleted", internal_me_deleted,
              "Internal (Ensign-Internal-Key): set the caller's deleted mirror", schema_acc_deleted,
              schema_acc_ack),
     INTERNAL(PUT, "/me/profile", internal_me_profile,
              "Internal (Ensign-Internal-Key): update the caller's profile", schema_acc_profile,
              schema_acc_ack),
-    ACC_LIST("/notifications", notifications_list, "The caller's notifications, newest first",
-             schema_acc_notification_list),
-    ACC(GET, "/notifications/unread-count", notifications_unread_count,
-        "Count the caller's unread notifications", NULL, schema_acc_count),
-    ACC(POST, "/notifications/read-all", notifications_read_all, "Mark every notification read",
-        NULL, schema_acc_ack),
-    ACC(POST, "/notifications/{id}/read", notifications_read_one, "Mark a notification read", NULL,
-        schema_acc_ack),
-    ACC_LIST("/orgs", orgs_list, "The caller's organizations with their role", schema_acc_org_list),
-    ACC(POST, "/orgs", orgs_create, "Create an organization; the caller becomes its owner",
-        schema_acc_org_create, schema_acc_organization),
+    OWN_LIST("/notifications", notifications_list, ACCOUNT(NOTIFICATIONS, false),
+             "The caller's notifications, newest first", schema_acc_notification_list),
+    OWN(GET, "/notifications/unread-count", notifications_unread_count,
+        ACCOUNT(NOTIFICATIONS, false), "Count the caller's unread notifications", NULL,
+        schema_acc_count),
+    OWN(POST, "/notifications/read-all", notifications_read_all, ACCOUNT(NOTIFICATIONS, true),
+        "Mark every notification read", NULL, schema_acc_ack),
+    OWN(POST, "/notifications/{id}/read", notifications_read_one, ACCOUNT(NOTIFICATIONS, true),
+        "Mark a notification read", NULL, schema_acc_ack),
+    OWN_LIST("/orgs", orgs_list, MGMT_OWN(ANY, ORGS, false),
+             "The caller's organizations with their role", schema_acc_org_list),
+    OWN(POST, "/orgs", orgs_create, ACCOUNT(ORGS, true),
+        "Create an organization; the caller becomes its owner", schema_acc_org_create,
+        schema_acc_organization),
     ACC_OP(PATCH, "/orgs/{slug}", orgs_rename, NEED(OWNER, ORGS, true),
            "Rename an organization (owners)", schema_acc_org_rename, schema_acc_organization),
     ACC_OP(POST, "/orgs/{slug}/leave", orgs_leave, NEED(VIEWER, ORGS, true),
@@ -285,8 +304,8 @@ static const struct route route_table[] = {
            schema_acc_invite, schema_acc_invite_answer),
     ACC_OP(DELETE, "/orgs/{slug}/invitations/{id}", invitations_revoke, NEED(ADMIN, MEMBERS, true),
            "Revoke a pending invitation", NULL, schema_acc_ack),
-    ACC(GET, "/invitations/{token}", invitations_lookup, "Look up an invitation by its token", NULL,
-        schema_acc_invitation_lookup),
+    OWN(GET, "/invitations/{token}", invitations_lookup, ACCOUNT(ORGS, false),
+        "Look up an invitation by its token", NULL, schema_acc_invitation_lookup),
     INTERNAL(POST, "/invitations/{token}/accept", invitations_accept,
              "Internal (Ensign-Internal-Key): accept an invitation", NULL,
              schema_acc_invitation_accepted),

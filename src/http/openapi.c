@@ -4,7 +4,8 @@
  * Owns the shape of /openapi.json: info, one path item per pattern with an
  * operation per method, operationIds (lowercase method + the pattern's
  * words in camelCase, made unique with a number), path parameters,
- * security requirements by route->auth, request and success schemas from
+ * security requirements by route->auth, an operation's caller, role and
+ * scope (x-ensign-caller, x-ensign-role, x-ensign-scope), request and success schemas from
  * the table's JSON Schema texts, and a default response with the surface's
  * error body (Error for /v1, EvaluationError for /ofrep, Problem for the
  * rest), whose schemas, with the security schemes, live in components.
@@ -264,6 +265,34 @@ static bool add_request_body(struct json_object *op, const struct route *route)
     return true;
 }
 
+/* name in lower case, then suffix (NULL for none): "MEMBER" gives "member". */
+static struct json_object *lower_name(const char *name, const char *suffix)
+{
+    char out[64];
+    size_t len = 0;
+    for (; name[len] != '\0' && len + 1 < sizeof out; len++)
+        out[len] = (char)tolower((unsigned char)name[len]);
+    snprintf(out + len, sizeof out - len, "%s", suffix ? suffix : "");
+    return json_object_new_string(out);
+}
+
+/* What the dispatcher enforces beyond the credential: who the caller is
+ * (x-ensign-caller), an organization operation's role ("member") and the
+ * scope ("flags:write"). */
+static void add_need(struct json_object *op, const struct route *route)
+{
+    static const char *const callers[] = {"organization", "account", "any", "internal", "identity"};
+    if (route->op == NULL || (unsigned)route->need.caller >= sizeof callers / sizeof callers[0])
+        return;
+    add_string(op, "x-ensign-caller", callers[route->need.caller]);
+    if (route->need.role_name != NULL)
+        json_object_object_add(op, "x-ensign-role", lower_name(route->need.role_name, NULL));
+    if (route->need.scope_name != NULL)
+        json_object_object_add(
+            op, "x-ensign-scope",
+            lower_name(route->need.scope_name, route->need.write ? ":write" : ":read"));
+}
+
 static struct json_object *operation(const struct route *route, struct json_object *used_ids)
 {
     struct json_object *op = json_object_new_object();
@@ -274,6 +303,7 @@ static struct json_object *operation(const struct route *route, struct json_obje
     if (params != NULL)
         json_object_object_add(op, "parameters", params);
     json_object_object_add(op, "security", security_for(route->auth));
+    add_need(op, route);
     struct json_object *responses = responses_for(route);
     if (responses == NULL || !add_request_body(op, route)) {
         json_object_put(responses);

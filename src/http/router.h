@@ -30,6 +30,11 @@ typedef void (*route_handler)(struct http_request *r);
  * checked the row's need; ctx is valid during the call. */
 typedef void (*route_op)(struct http_request *r, const struct mgmt_ctx *ctx);
 
+/* An organization operation's extra statement: asks it, through
+ * api/mgmt.h mgmt_dispatch_row, in the dispatcher's one round trip (the
+ * caller, the organization and the operation's context together). */
+typedef void (*route_load)(struct http_request *r);
+
 /* Methods as a bit set, independent of libevent's numbering. */
 enum http_method {
     METHOD_GET = 1 << 0,
@@ -53,16 +58,29 @@ enum route_auth {
 };
 
 /*
- * What an organization operation needs, enforced by the dispatcher before
- * the operation runs: a minimum role (api/mgmt.h enum mgmt_role), one
- * token scope bit (db/auth.h enum auth_scope) at read or write level
- * (writes are also rate limited). Plain numbers here: the router only
- * carries them.
+ * What an operation needs, enforced by the dispatcher before the
+ * operation runs: who the caller is (an organization's member, a user
+ * acting on the own account, any token), for an organization a minimum role (api/mgmt.h enum
+ * mgmt_role), one token scope bit (db/auth.h enum auth_scope) at read or write level (writes are
+ * also rate limited). Plain numbers here: the router only carries them, with their names as the row
+ * spells them for the OpenAPI document (x-ensign-role, x-ensign-scope).
  */
+/* Who may call an operation (route_need.caller). */
+enum route_caller {
+    ROUTE_CALLER_ORG,      /* a member of the {org} or {slug} organization with the role */
+    ROUTE_CALLER_ACCOUNT,  /* a user (personal token or session): the caller's own account */
+    ROUTE_CALLER_ANY,      /* any access token, organization tokens too; no organization */
+    ROUTE_CALLER_INTERNAL, /* a user's token with the Ensign-Internal-Key; no scope */
+    ROUTE_CALLER_IDENTITY  /* any credential (token or session cookie); no scope: who it is */
+};
+
 struct route_need {
     int role;
     unsigned scope;
     bool write;
+    const char *role_name;  /* the role's name as the row spells it ("MEMBER") */
+    const char *scope_name; /* the scope's ("FLAGS"); /openapi.json shows both */
+    enum route_caller caller;
 };
 
 /*
@@ -81,6 +99,7 @@ struct route {
     int success_status;          /* 200 or 201; 0 means 200 */
     struct route_need need;      /* organization operations: what the caller needs */
     route_op op;                 /* organization operations: the operation, else NULL */
+    route_load load;             /* an operation with an extra statement, else NULL */
 };
 
 #define ROUTE_MAX_PARAMS 8

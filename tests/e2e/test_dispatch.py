@@ -132,6 +132,59 @@ class DispatchTest(OrgTestCase):
             if path.startswith("/ofrep/v1/evaluate"):
                 self.assertNotIn("sessionCookie", schemes(operation), path)
 
+    def test_openapi_names_each_operations_role_and_scope_and_they_hold(self):
+        """Every organization operation documents x-ensign-role and
+        x-ensign-scope; a viewer is refused (403) every one that needs more
+        than viewer, reads included, and a read needs a :read scope."""
+        roles = ("viewer", "member", "admin", "owner")
+        checked = 0
+        for method, path, operation in operations(self.document):
+            if not (path.startswith("/v1/orgs/{org}") or path.startswith("/orgs/{slug}")):
+                self.assertNotIn("x-ensign-role", operation, (method, path))
+                continue
+            role, scope = operation.get("x-ensign-role"), operation.get("x-ensign-scope", "")
+            self.assertIn(role, roles, (method, path))
+            name, _, level = scope.partition(":")
+            self.assertTrue(name, (method, path, scope))
+            self.assertEqual(level, "read" if method == "GET" else level, (method, path, scope))
+            self.assertIn(level, ("read", "write"), (method, path, scope))
+            if role != "viewer":
+                response = self.send(method, self.concrete(path), "viewer",
+                                     body={"bad": True} if method != "GET" else None)
+                self.assertEqual(response.status, 403, (method, path, response))
+                checked += 1
+        self.assertGreater(checked, 25)
+
+    def test_an_organization_token_is_refused_every_account_operation(self):
+        """Operations on the caller's own account (x-ensign-caller "account")
+        refuse an organization token (403, before the body); "any" ones take it."""
+        callers = {}
+        for method, path, operation in operations(self.document):
+            caller = operation.get("x-ensign-caller")
+            callers.setdefault(caller, 0)
+            callers[caller] += 1
+            if caller == "identity":
+                self.assertNotIn("x-ensign-scope", operation, (method, path))
+                response = self.send(method, path, "org")
+                self.assertEqual(response.status, 200, (method, path, response))
+            if caller == "internal":
+                self.assertNotIn("x-ensign-scope", operation, (method, path))
+                self.assertEqual(schemes(operation), {"accessToken"}, (method, path))
+            if caller not in ("account", "any"):
+                continue
+            self.assertNotIn("x-ensign-role", operation, (method, path))
+            response = self.send(method, self.concrete(path), "org",
+                                 body={"bad": True} if method != "GET" else None)
+            if caller == "account":
+                self.assertEqual(response.status, 403, (method, path, response))
+            else:
+                self.assertNotIn(response.status, (401, 403), (method, path, response))
+        self.assertGreaterEqual(callers.get("account", 0), 8, callers)
+        self.assertGreaterEqual(callers.get("any", 0), 1, callers)
+        self.assertEqual(callers.get("internal", 0), 4, callers)
+        self.assertEqual(callers.get("identity", 0), 2, callers)  # /v1/me, /me
+        self.assertGreater(callers.get("organization", 0), 40, callers)
+
     # ---- the session cookie ----
 
     def test_cookie_reads_v1_and_unprefixed(self):

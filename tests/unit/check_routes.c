@@ -7,8 +7,11 @@
  * the security the row's auth names and the row's request schema as its
  * requestBody (or none); a row with an operation (op) is dispatched by
  * mgmt_dispatch, takes the access token or the session cookie, and names
- * a role and one scope. Nothing here is copied from the table: the
- * expectations are derived from each row's fields.
+ * a role and one scope; every row under an organization ({org}, {slug})
+ * is such an operation, and a load only comes with one; an operation on
+ * no organization (the caller's own account, any token) is not under one;
+ * x-ensign-caller, x-ensign-role and x-ensign-scope are the row's need. Nothing here is copied from
+ * the table: the expectations are derived from each row's fields.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -97,18 +100,75 @@ static void check_request_body(const struct route *route, struct json_object *op
 /* A dispatched row: the dispatcher, token or cookie, a role and one scope. */
 static void check_dispatched(const struct route *route)
 {
+    bool in_org = strstr(route->pattern, "{org}") || strstr(route->pattern, "{slug}");
     if (route->op == NULL) {
         ck_assert_msg(route->handler != mgmt_dispatch, "%s: dispatcher without op", route->pattern);
+        ck_assert_msg(route->load == NULL, "%s: a load without op", route->pattern);
+        /* No organization route checks its caller for itself. */
+        ck_assert_msg(!in_org, "%s %s: an organization route that is not an operation",
+                      router_method_name(route->method), route->pattern);
         return;
     }
     ck_assert_msg(route->handler == mgmt_dispatch, "%s: op without the dispatcher", route->pattern);
-    ck_assert_int_eq(route->auth, ROUTE_AUTH_TOKEN_OR_COOKIE);
-    ck_assert_msg(strstr(route->pattern, "{org}") || strstr(route->pattern, "{slug}"),
-                  "%s: an organization operation without {org} or {slug}", route->pattern);
+    bool internal = route->need.caller == ROUTE_CALLER_INTERNAL;
+    /* An internal operation is never a browser's: the access token alone. */
+    ck_assert_int_eq(route->auth, internal ? ROUTE_AUTH_ACCESS_TOKEN : ROUTE_AUTH_TOKEN_OR_COOKIE);
+    ck_assert_msg(in_org == (route->need.caller == ROUTE_CALLER_ORG),
+                  "%s: an organization operation is one under {org} or {slug}", route->pattern);
+    ck_assert_msg(route->load == NULL || route->need.caller == ROUTE_CALLER_ORG,
+                  "%s: a load is an organization operation's", route->pattern);
     ck_assert(route->need.role >= MGMT_ROLE_VIEWER && route->need.role <= MGMT_ROLE_OWNER);
     unsigned scope = route->need.scope;
+    if (internal) {
+        ck_assert_msg(scope == 0 && route->need.write, "%s: internal: no scope, a write",
+                      route->pattern);
+        return;
+    }
+    if (route->need.caller == ROUTE_CALLER_IDENTITY) {
+        ck_assert_msg(scope == 0 && !route->need.write && route->method == METHOD_GET,
+                      "%s: identity: no scope, a read", route->pattern);
+        return;
+    }
     ck_assert_msg(scope != 0 && (scope & (scope - 1)) == 0 && (scope & ~AUTH_SCOPE_ALL) == 0,
                   "%s: need one scope bit", route->pattern);
+}
+
+/* An operation's x-ensign-caller, x-ensign-role and x-ensign-scope are its
+ * row's need (a role only in an organization); other rows have none. */
+static void check_need(const struct route *route, struct json_object *op)
+{
+    static const char *const callers[] = {"organization", "account", "any", "internal", "identity"};
+    struct json_object *caller = NULL, *role = NULL, *scope = NULL;
+    bool has_caller = json_object_object_get_ex(op, "x-ensign-caller", &caller);
+    bool has_role = json_object_object_get_ex(op, "x-ensign-role", &role);
+    bool has_scope = json_object_object_get_ex(op, "x-ensign-scope", &scope);
+    if (route->op == NULL) {
+        ck_assert_msg(!has_caller && !has_role && !has_scope, "%s: a need without an operation",
+                      route->pattern);
+        return;
+    }
+    bool internal = route->need.caller == ROUTE_CALLER_INTERNAL;
+    bool scopeless = internal || route->need.caller == ROUTE_CALLER_IDENTITY;
+    ck_assert_msg(has_caller && has_scope == !scopeless, "%s: x-ensign-caller or x-ensign-scope",
+                  route->pattern);
+    ck_assert_uint_lt(route->need.caller, 5);
+    ck_assert_str_eq(json_object_get_string(caller), callers[route->need.caller]);
+    ck_assert_msg(has_role == (route->need.caller == ROUTE_CALLER_ORG), "%s: x-ensign-role",
+                  route->pattern);
+    if (has_role)
+        ck_assert_str_eq(json_object_get_string(role),
+                         mgmt_role_name((enum mgmt_role)route->need.role));
+    if (scopeless)
+        return;
+    char name[64];
+    const char *text = json_object_get_string(scope);
+    const char *colon = strchr(text, ':');
+    ck_assert_msg(colon != NULL && (size_t)(colon - text) < sizeof name, "%s: scope %s",
+                  route->pattern, text);
+    snprintf(name, sizeof name, "%.*s", (int)(colon - text), text);
+    ck_assert_msg(auth_scope_from_name(name) == route->need.scope, "%s: scope %s is not the row's",
+                  route->pattern, text);
+    ck_assert_str_eq(colon + 1, route->need.write ? "write" : "read");
 }
 
 START_TEST(every_row_is_what_openapi_says)
@@ -129,6 +189,7 @@ START_TEST(every_row_is_what_openapi_says)
                       route->pattern);
         check_security(route, op);
         check_request_body(route, op);
+        check_need(route, op);
         checked++;
     }
     ck_assert_uint_gt(checked, 60);

@@ -25,8 +25,19 @@ static const struct route table[] = {
      healthz_schema,
      0,
      {0},
+     NULL,
      NULL},
-    {METHOD_HEAD, "/v1/healthz", NULL, "Health (head)", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
+    {METHOD_HEAD,
+     "/v1/healthz",
+     NULL,
+     "Health (head)",
+     ROUTE_AUTH_NONE,
+     NULL,
+     NULL,
+     0,
+     {0},
+     NULL,
+     NULL},
     {METHOD_GET,
      "/v1/orgs/{org}/flags/{key}",
      NULL,
@@ -36,6 +47,7 @@ static const struct route table[] = {
      NULL,
      0,
      {0},
+     NULL,
      NULL},
     {METHOD_PATCH,
      "/v1/orgs/{org}/flags/{key}",
@@ -46,6 +58,7 @@ static const struct route table[] = {
      NULL,
      0,
      {0},
+     NULL,
      NULL},
     {METHOD_POST,
      "/v1/orgs/{org}/flags",
@@ -56,6 +69,7 @@ static const struct route table[] = {
      flag_patch,
      201,
      {0},
+     NULL,
      NULL},
     {METHOD_POST,
      "/ofrep/v1/evaluate/flags/{key}",
@@ -66,6 +80,7 @@ static const struct route table[] = {
      NULL,
      0,
      {0},
+     NULL,
      NULL},
     {METHOD_OPTIONS,
      "/ofrep/v1/evaluate/flags/{key}",
@@ -76,13 +91,24 @@ static const struct route table[] = {
      NULL,
      204,
      {0},
+     NULL,
      NULL},
-    {METHOD_GET, "/me", NULL, "Who am I", ROUTE_AUTH_TOKEN_OR_COOKIE, NULL, NULL, 0, {0}, NULL},
-    {METHOD_GET, "/me", NULL, "Duplicate", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
-    {METHOD_DELETE, "/a-b", NULL, NULL, ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
-    {METHOD_DELETE, "/a/b", NULL, NULL, ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
-    {METHOD_DELETE, "/a.b", NULL, NULL, ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
-    {METHOD_GET, "/", NULL, "Root", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
+    {METHOD_GET,
+     "/me",
+     NULL,
+     "Who am I",
+     ROUTE_AUTH_TOKEN_OR_COOKIE,
+     NULL,
+     NULL,
+     0,
+     {0},
+     NULL,
+     NULL},
+    {METHOD_GET, "/me", NULL, "Duplicate", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
+    {METHOD_DELETE, "/a-b", NULL, NULL, ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
+    {METHOD_DELETE, "/a/b", NULL, NULL, ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
+    {METHOD_DELETE, "/a.b", NULL, NULL, ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
+    {METHOD_GET, "/", NULL, "Root", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
 };
 
 #define TABLE_LEN (sizeof table / sizeof table[0])
@@ -320,14 +346,14 @@ END_TEST
 START_TEST(broken_schema_gives_null)
 {
     static const struct route bad_request[] = {
-        {METHOD_GET, "/ok", NULL, "ok", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
-        {METHOD_POST, "/x", NULL, "x", ROUTE_AUTH_NONE, "{\"type\":", NULL, 0, {0}, NULL},
+        {METHOD_GET, "/ok", NULL, "ok", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
+        {METHOD_POST, "/x", NULL, "x", ROUTE_AUTH_NONE, "{\"type\":", NULL, 0, {0}, NULL, NULL},
     };
     static const struct route bad_response[] = {
-        {METHOD_POST, "/x", NULL, "x", ROUTE_AUTH_NONE, NULL, "[1]", 0, {0}, NULL},
+        {METHOD_POST, "/x", NULL, "x", ROUTE_AUTH_NONE, NULL, "[1]", 0, {0}, NULL, NULL},
     };
     static const struct route boolean_schema[] = {
-        {METHOD_POST, "/x", NULL, "x", ROUTE_AUTH_NONE, "true", NULL, 0, {0}, NULL},
+        {METHOD_POST, "/x", NULL, "x", ROUTE_AUTH_NONE, "true", NULL, 0, {0}, NULL, NULL},
     };
     ck_assert_ptr_null(openapi_document(bad_request, 2, "1"));
     ck_assert_ptr_null(openapi_document(bad_response, 1, "1"));

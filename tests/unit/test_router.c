@@ -10,7 +10,7 @@
 #include "suites.h"
 
 static const struct route table[] = {
-    {METHOD_GET, "/v1/healthz", NULL, "health", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
+    {METHOD_GET, "/v1/healthz", NULL, "health", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
     {METHOD_GET,
      "/v1/orgs/{org}/flags",
      NULL,
@@ -20,6 +20,7 @@ static const struct route table[] = {
      NULL,
      0,
      {0},
+     NULL,
      NULL},
     {METHOD_POST,
      "/v1/orgs/{org}/flags",
@@ -30,6 +31,7 @@ static const struct route table[] = {
      NULL,
      201,
      {0},
+     NULL,
      NULL},
     {METHOD_GET,
      "/v1/orgs/{org}/flags/{key}",
@@ -40,6 +42,7 @@ static const struct route table[] = {
      NULL,
      0,
      {0},
+     NULL,
      NULL},
     {METHOD_POST,
      "/ofrep/v1/evaluate/flags/{key}",
@@ -50,6 +53,7 @@ static const struct route table[] = {
      NULL,
      0,
      {0},
+     NULL,
      NULL},
     {METHOD_OPTIONS,
      "/ofrep/v1/evaluate/flags/{key}",
@@ -60,10 +64,11 @@ static const struct route table[] = {
      NULL,
      204,
      {0},
+     NULL,
      NULL},
-    {METHOD_DELETE, "/a/{x}", NULL, "delete a", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
-    {METHOD_PUT, "/a/b", NULL, "put a b", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
-    {METHOD_GET, "/", NULL, "root", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL},
+    {METHOD_DELETE, "/a/{x}", NULL, "delete a", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
+    {METHOD_PUT, "/a/b", NULL, "put a b", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
+    {METHOD_GET, "/", NULL, "root", ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL},
 };
 
 #define TABLE_LEN (sizeof table / sizeof table[0])
@@ -270,6 +275,7 @@ START_TEST(too_many_params_do_not_match)
          NULL,
          0,
          {0},
+         NULL,
          NULL},
         {METHOD_GET,
          "/{a}/{b}/{c}/{d}/{e}/{f}/{g}/{h}",
@@ -280,6 +286,7 @@ START_TEST(too_many_params_do_not_match)
          NULL,
          0,
          {0},
+         NULL,
          NULL},
     };
     ck_assert_int_eq(router_match(many, 2, METHOD_GET, "/1/2/3/4/5/6/7/8/9", &match),
