@@ -171,17 +171,41 @@ static void write_schema(FILE *out, const char *label, const char *text)
     json_object_put(schema);
 }
 
+/* The "Needs" line: who may call a dispatched row (its caller kind), with
+ * the role and scope mgmt_dispatch checks where the kind has them. */
+static void write_needs(FILE *out, const struct route_need *need)
+{
+    const char *access = need->write ? "write" : "read";
+    switch (need->caller) {
+    case ROUTE_CALLER_ORG:
+        fprintf(out, "- Needs: role `%s`, scope ", mgmt_role_name((enum mgmt_role)need->role));
+        write_scope(out, need->scope);
+        fprintf(out, " at `%s`\n", access);
+        return;
+    case ROUTE_CALLER_ACCOUNT:
+        fprintf(out, "- Needs: the caller's own account (not an organization token), scope ");
+        break;
+    case ROUTE_CALLER_ANY:
+        fprintf(out, "- Needs: any access token (organization tokens too), scope ");
+        break;
+    case ROUTE_CALLER_INTERNAL:
+        fputs("- Needs: a user's access token and the Ensign-Internal-Key header\n", out);
+        return;
+    case ROUTE_CALLER_IDENTITY:
+        fputs("- Needs: any credential; no scope\n", out);
+        return;
+    }
+    write_scope(out, need->scope);
+    fprintf(out, " at `%s`\n", access);
+}
+
 static void write_route(FILE *out, const struct route *route)
 {
     fprintf(out, "\n### %s %s\n\n%s.\n\n", router_method_name(route->method), route->pattern,
             route->summary);
     fprintf(out, "- Credential: %s\n", credential_text(route->auth));
-    if (route->op != NULL) {
-        fprintf(out, "- Needs: role `%s`, scope ",
-                mgmt_role_name((enum mgmt_role)route->need.role));
-        write_scope(out, route->need.scope);
-        fprintf(out, " at `%s`\n", route->need.write ? "write" : "read");
-    }
+    if (route->op != NULL)
+        write_needs(out, &route->need);
     fprintf(out, "- Success: %d\n", route->success_status != 0 ? route->success_status : 200);
     write_schema(out, "Request body", route->request_schema);
     write_schema(out, "Response body", route->response_schema);
