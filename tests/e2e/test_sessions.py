@@ -9,6 +9,7 @@ the worker's loop (the loop answers while logins run, a full pool answers
 Run by tests/e2e/run (each class has its own database and ensignd).
 """
 
+import contextlib
 import signal
 import socket
 import statistics
@@ -60,6 +61,27 @@ class SessionCase(AccountTestCase):
 
     def own_origin(self):
         return f"http://127.0.0.1:{self.server.port}"
+
+    @contextlib.contextmanager
+    def logins_running(self, email, clients=4):
+        """clients threads that log email in again and again until the block
+        ends; yields the list their answers' statuses are appended to."""
+        stop = threading.Event()
+        statuses = []
+
+        def keep_logging_in():
+            while not stop.is_set():
+                statuses.append(self.login(email).status)
+
+        threads = [threading.Thread(target=keep_logging_in) for _ in range(clients)]
+        for t in threads:
+            t.start()
+        try:
+            yield statuses
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
 
 
 class LoginSafetyTest(SessionCase):
@@ -190,26 +212,12 @@ class LoginPoolTest(SessionCase):
         one_login = statistics.median(
             self.timed(lambda: self.cookie_of(self.login("sam@example.com")))[0]
             for _ in range(3))
-        stop = threading.Event()
-        statuses = []
-
-        def keep_logging_in():
-            while not stop.is_set():
-                statuses.append(self.login("sam@example.com").status)
-
-        clients = [threading.Thread(target=keep_logging_in) for _ in range(4)]
-        for c in clients:
-            c.start()
-        try:
+        with self.logins_running("sam@example.com") as statuses:
             time.sleep(0.2)
             waits = []
             for _ in range(20):
                 waits.append(self.timed(lambda: self.server.get("/v1/healthz"))[0])
                 time.sleep(0.03)
-        finally:
-            stop.set()
-            for c in clients:
-                c.join()
         self.assertTrue(statuses and set(statuses) <= {200}, statuses)
         # scrypt on the loop would hold each probe for up to one check
         # (four clients keep it busy); off the loop they pass at once.
@@ -257,25 +265,11 @@ class LoginReloadTest(SessionCase):
     def test_reload_with_logins_in_flight(self):
         old = self.worker_pids()
         self.assertTrue(old, self.server.children())
-        statuses = []
-        stop = threading.Event()
-
-        def keep_logging_in():
-            while not stop.is_set():
-                statuses.append(self.login("sam@example.com").status)
-
-        clients = [threading.Thread(target=keep_logging_in) for _ in range(4)]
-        for c in clients:
-            c.start()
-        try:
+        with self.logins_running("sam@example.com") as statuses:
             time.sleep(0.3)
             self.server.signal(signal.SIGHUP)
             replaced = harness.wait_for(lambda: self.worker_pids() and not self.worker_pids() & old, 10.0)
             time.sleep(0.3)
-        finally:
-            stop.set()
-            for c in clients:
-                c.join()
         self.assertTrue(replaced, self.server.children())
         self.assertIn(200, statuses)
         self.assertTrue(set(statuses) <= {200, 503}, statuses)
