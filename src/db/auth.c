@@ -322,11 +322,9 @@ void auth_internal(struct http_request *r, auth_cb cb, void *arg)
 static bool own_origin(const struct http_request *r, char *out, size_t outlen)
 {
     const char *host = http_header(r, "Host");
-    const char *proto = http_header(r, "X-Forwarded-Proto");
     bool https =
         (r->server != NULL && r->server->cfg != NULL && r->server->cfg->session_cookie_secure) ||
-        (proto != NULL && strncasecmp(proto, "https", 5) == 0 &&
-         (proto[5] == '\0' || proto[5] == ',' || proto[5] == ' '));
+        http_forwarded_https(r);
     if (host == NULL || host[0] == '\0')
         return false;
     int n = snprintf(out, outlen, "%s://%s", https ? "https" : "http", host);

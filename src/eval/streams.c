@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -685,9 +684,7 @@ size_t streams_entry_json(struct http_request *r, const struct snapshot *s,
         w->cfg->stream_max_per_key == 0 || !id_usable(snapshot_string(s, env->id), env->id.len))
         return 0;
     const char *host = http_header(r, "Host");
-    const char *proto = http_header(r, "X-Forwarded-Proto");
-    bool https = proto != NULL && strncasecmp(proto, "https", 5) == 0 &&
-                 (proto[5] == '\0' || proto[5] == ',' || proto[5] == ' ');
+    bool https = http_forwarded_https(r);
     /* {"type":"sse","url":"[ORIGIN]/ofrep/v1/events/ENV?token=DIGEST",
      * "inactivityDelaySec":N}, pieces copied (every request writes one) */
     struct piece {

@@ -96,6 +96,13 @@ const char *http_header(const struct http_request *r, const char *name)
     return evhttp_find_header(evhttp_request_get_input_headers(r->req), name);
 }
 
+bool http_forwarded_https(const struct http_request *r)
+{
+    const char *proto = http_header(r, "X-Forwarded-Proto");
+    return proto != NULL && strncasecmp(proto, "https", 5) == 0 &&
+           (proto[5] == '\0' || proto[5] == ',' || proto[5] == ' ');
+}
+
 bool http_query_param(const struct http_request *r, const char *name, char *out, size_t outlen)
 {
     if (r->query == NULL)

@@ -55,6 +55,10 @@ const char *http_param(const struct http_request *r, const char *name);
 /* Request header value or NULL (case-insensitive name). */
 const char *http_header(const struct http_request *r, const char *name);
 
+/* Whether a proxy in front says the client spoke https
+ * (X-Forwarded-Proto: https, alone or first in a list). */
+bool http_forwarded_https(const struct http_request *r);
+
 /* Decoded value of query parameter name, copied into out; false if absent. */
 bool http_query_param(const struct http_request *r, const char *name, char *out, size_t outlen);
 
