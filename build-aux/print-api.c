@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "apidoc.h"
-#include "routes.h"
+#include "api/apidoc.h"
+#include "daemon/routes.h"
 
 int main(void)
 {

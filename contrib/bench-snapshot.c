@@ -8,7 +8,7 @@
  * times and the file size. Not a test: numbers depend on the machine.
  *
  * Build by hand from a configured build directory (after `make`):
- *   cc -std=c11 -O2 -D_GNU_SOURCE -I$SRC/src/base -I$SRC/src/eval \
+ *   cc -std=c11 -O2 -D_GNU_SOURCE -I$SRC/src -I. \
  *      $SRC/contrib/bench-snapshot.c \
  *      src/libensign_core.a $(pkg-config --cflags --libs json-c libpcre2-8) \
  *      -o bench-snapshot
@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "eval.h"
-#include "snapshot.h"
-#include "snapshot_build.h"
+#include "eval/eval.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_build.h"
 
 static double now_seconds(void)
 {

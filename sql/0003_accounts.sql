@@ -14,7 +14,7 @@
 -- - the second document's timestamps are RFC 3339 in UTC with microseconds,
 --   written by ensign_rfc3339() only.
 -- - each write function (ensign_acc_*) is one statement for its caller and
---   answers the house shape (status, body, message) of src/api/mgmt.h; the
+--   answers the house shape (status, body, message) of src/mgmt/mgmt.h; the
 --   notifications an event makes are written in the same transaction.
 -- - an organization always keeps an owner; a project collaborator is always
 --   a member of the project's organization (leaving or removal drops them).

@@ -126,7 +126,7 @@ CREATE FUNCTION ensign_audit_user_name(id uuid) RETURNS text
     AS $$ SELECT u.name FROM users u WHERE u.id = $1 $$;
 
 -- Records one event from a PL/pgSQL write function (sql/0003): actor is the
--- parameter audit_actor_init() builds (src/accounts/audit_record.h); org,
+-- parameter audit_actor_init() builds (src/mgmt/audit_record.h); org,
 -- when not NULL, overrides its org_id (an organization being created).
 CREATE FUNCTION ensign_audit_record(actor jsonb, org uuid, action text, summary text,
                                     location text)

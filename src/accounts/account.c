@@ -2,9 +2,9 @@
  * account.c - the grant check of the caller's own token creation (see
  * account.h).
  */
-#include "account.h"
+#include "accounts/account.h"
 
-#include "http.h"
+#include "http/http.h"
 
 bool account_may_grant(struct http_request *r, const struct identity *who, bool full,
                        unsigned read_mask, unsigned write_mask)

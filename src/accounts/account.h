@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "auth.h"
+#include "db/auth.h"
 
 struct http_request;
 

@@ -24,7 +24,7 @@
  *
  * Called by the worker's dispatch from the route table (routes.c).
  */
-#include "audit.h"
+#include "accounts/audit.h"
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -32,12 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit_record.h"
-#include "event_memory.h"
-#include "http.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "validate.h"
+#include "mgmt/audit_record.h"
+#include "http/event_memory.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 #define AUDIT_ACTIONS_MAX 20
 #define AUDIT_ACTION_MAX_CHARS 100

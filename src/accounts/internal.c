@@ -13,15 +13,15 @@
  *    to the organization (id or slug) with role (default member); 404 for
  *    no such organization; already a member is a no-op.
  */
-#include "internal.h"
+#include "accounts/internal.h"
 
 #include <json-c/json.h>
 #include <string.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "mgmt.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/validate.h"
 
 /* $1 user, $2 deleted. Deleting ends the user's sessions in the same
  * statement, so an undelete revives none of them (doc/choices.md "Internal

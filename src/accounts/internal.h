@@ -12,7 +12,7 @@
 #ifndef ENSIGN_INTERNAL_H
 #define ENSIGN_INTERNAL_H
 
-#include "auth.h"
+#include "db/auth.h"
 
 struct http_request;
 struct mgmt_ctx;

@@ -17,19 +17,19 @@
  * used, revoked or expired invitation is 404. The list (admins,
  * members:read) is paginated, q on the email.
  */
-#include "invitations.h"
+#include "accounts/invitations.h"
 
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "membership.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "token.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "accounts/membership.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "base/token.h"
+#include "mgmt/validate.h"
 
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT i.created_at, i.id, ensign_invitation_form(i) "

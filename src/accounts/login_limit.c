@@ -2,7 +2,7 @@
  * login_limit.c - the login budget per address and per account (see
  * login_limit.h).
  */
-#include "login_limit.h"
+#include "accounts/login_limit.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "http.h"
-#include "ratelimit.h"
+#include "http/http.h"
+#include "eval/ratelimit.h"
 
 #define ADDRESS_SPACE "ip "
 #define ACCOUNT_SPACE "account "

@@ -23,16 +23,16 @@
  * A user deleted, or an organization removed, between authentication and
  * the read answers 401 like an unknown token. Called from the route table.
  */
-#include "me.h"
+#include "accounts/me.h"
 
 #include <json-c/json.h>
 #include <stdlib.h>
 
-#include "auth.h"
-#include "db.h"
-#include "http.h"
-#include "mgmt.h"
-#include "server.h"
+#include "db/auth.h"
+#include "db/db.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "http/server.h"
 
 static const char V1_USER_SQL[] =
     "SELECT id, name, email, username FROM users WHERE id = $1 AND NOT deleted";

@@ -6,11 +6,11 @@
  * order of their statement's parameters; the statements and the role
  * vocabularies stay with their resources.
  */
-#include "membership.h"
+#include "accounts/membership.h"
 
-#include "http.h"
-#include "mgmt.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/validate.h"
 
 /* Queues w's statement with the subject and role (NULL: none). */
 static void run(struct http_request *r, const struct mgmt_ctx *ctx,

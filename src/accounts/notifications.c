@@ -12,12 +12,12 @@
  * the caller's own are ever visible. Scope notifications (read to list and
  * count, write to mark).
  */
-#include "notifications.h"
+#include "accounts/notifications.h"
 
-#include "http.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'infinity', 'ffffffff-ffff-ffff-ffff-ffffffffffff'") ", p AS (SELECT n.created_at, n.id, "

@@ -11,16 +11,16 @@
  * org.member_removed, org.role_changed) in the same transaction
  * (sql/0003 ensign_acc_member_*).
  */
-#include "org_members.h"
+#include "accounts/org_members.h"
 
 #include <json-c/json.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "membership.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "accounts/membership.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT m.created_at, m.user_id, ensign_member_form(u, "

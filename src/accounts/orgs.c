@@ -16,15 +16,15 @@
  *  - GET /orgs/{slug}/deleted-projects: soft-deleted projects, paginated,
  *    q on name and slug; any member (projects:read).
  */
-#include "orgs.h"
+#include "accounts/orgs.h"
 
 #include <json-c/json.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 #define NAME_MAX_CHARS 200
 

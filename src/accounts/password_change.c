@@ -20,23 +20,23 @@
  * One struct change carries them and is freed (wiped) by whichever step
  * answers.
  */
-#include "password_change.h"
+#include "accounts/password_change.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "http.h"
-#include "login_limit.h"
-#include "mgmt.h"
-#include "password.h"
-#include "password_pool.h"
-#include "server.h"
-#include "sessions.h"
-#include "token.h"
-#include "validate.h"
+#include "db/auth.h"
+#include "http/http.h"
+#include "accounts/login_limit.h"
+#include "mgmt/mgmt.h"
+#include "db/password.h"
+#include "db/password_pool.h"
+#include "http/server.h"
+#include "accounts/sessions.h"
+#include "base/token.h"
+#include "mgmt/validate.h"
 
 /* $1 user. */
 static const char USER_SQL[] =

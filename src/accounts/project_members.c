@@ -15,19 +15,19 @@
  * Cursors of these lists are bound to the organization and the {project}
  * text as given (slug or id).
  */
-#include "project_members.h"
+#include "accounts/project_members.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "membership.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "accounts/membership.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 /* $6 org id, $7 project ref; $2 is the cursor scope. */
 #define PROJECT_OF_REQUEST "(SELECT x.id FROM ensign_project_find($6::uuid, $7, false) x)"

@@ -19,16 +19,16 @@
  *  - restore: clears deleted_at; restoring an active project is a no-op.
  * Any member reads (projects:read); admins write (projects:write).
  */
-#include "projects.h"
+#include "accounts/projects.h"
 
 #include <json-c/json.h>
 #include <string.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 #define NAME_MAX_CHARS 200
 #define DESCRIPTION_MAX_CHARS 2000

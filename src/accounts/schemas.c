@@ -2,7 +2,7 @@
  * schemas.c - JSON Schema texts of the root API (see schemas.h).
  * Timestamps are RFC 3339 strings; nullable fields say so.
  */
-#include "schemas.h"
+#include "accounts/schemas.h"
 
 #define STR "{\"type\":\"string\"}"
 #define STR_OR_NULL "{\"type\":[\"string\",\"null\"]}"

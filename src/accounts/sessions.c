@@ -26,7 +26,7 @@
  * here; the answer is then dropped by http.c. The request stays valid
  * until answered.
  */
-#include "sessions.h"
+#include "accounts/sessions.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -34,16 +34,16 @@
 #include <string.h>
 #include <strings.h>
 
-#include "auth.h"
-#include "config.h"
-#include "http.h"
-#include "login_limit.h"
-#include "mgmt.h"
-#include "password.h"
-#include "password_pool.h"
-#include "server.h"
-#include "token.h"
-#include "validate.h"
+#include "db/auth.h"
+#include "base/config.h"
+#include "http/http.h"
+#include "accounts/login_limit.h"
+#include "mgmt/mgmt.h"
+#include "db/password.h"
+#include "db/password_pool.h"
+#include "http/server.h"
+#include "base/token.h"
+#include "mgmt/validate.h"
 
 #define SESSION_DAYS 14
 #define TEXT_OF(x) #x

@@ -16,7 +16,7 @@
  *    user's token, or an unknown id, is 404.
  * The tokens scope guards all three; an organization token gets 403.
  */
-#include "tokens.h"
+#include "accounts/tokens.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -24,12 +24,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "account.h"
-#include "http.h"
-#include "mgmt.h"
-#include "pagination.h"
-#include "token.h"
-#include "validate.h"
+#include "accounts/account.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
+#include "base/token.h"
+#include "mgmt/validate.h"
 
 #define NAME_MAX_CHARS 200
 #define EXPIRES_MAX_DAYS 36500

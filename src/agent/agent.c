@@ -24,7 +24,7 @@
  * Every request's state is one malloc'd struct freed on the one path that
  * answers.
  */
-#include "agent.h"
+#include "agent/agent.h"
 
 #include <event2/keyvalq_struct.h>
 #include <event2/http.h>
@@ -34,21 +34,21 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "agent_catalog.h"
-#include "agent_llm.h"
-#include "agent_parse.h"
-#include "agent_tools.h"
-#include "config.h"
-#include "eval.h"
-#include "hex.h"
-#include "json_flat.h"
-#include "http.h"
-#include "log.h"
-#include "mgmt.h"
-#include "ratelimit.h"
-#include "served_snapshot.h"
-#include "server.h"
-#include "validate.h"
+#include "agent/agent_catalog.h"
+#include "agent/agent_llm.h"
+#include "agent/agent_parse.h"
+#include "agent/agent_tools.h"
+#include "base/config.h"
+#include "eval/eval.h"
+#include "base/hex.h"
+#include "http/json_flat.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "mgmt/mgmt.h"
+#include "eval/ratelimit.h"
+#include "eval/served_snapshot.h"
+#include "http/server.h"
+#include "mgmt/validate.h"
 
 /*
  * $1 organization id, $2 AGENT_SERVED_DAYS. One row: the catalogue as

@@ -2,7 +2,7 @@
  * agent_catalog.c - the organization as the agent sees it (see
  * agent_catalog.h). Pure: no database, no I/O.
  */
-#include "agent_catalog.h"
+#include "agent/agent_catalog.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * once, with a response, with a request whose response code is 0, or with
  * NULL (connection refused, reset, timed out).
  */
-#include "agent_llm.h"
+#include "agent/agent_llm.h"
 
 #include <event2/buffer.h>
 #include <event2/dns.h>
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_tools.h"
+#include "agent/agent_tools.h"
 
 #define PROMPT_FLAGS_MAX 200
 

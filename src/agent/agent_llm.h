@@ -18,7 +18,7 @@
 
 #include <json-c/json.h>
 
-#include "agent_catalog.h"
+#include "agent/agent_catalog.h"
 
 #define AGENT_LLM_TIMEOUT_S 5
 #define AGENT_LLM_MAX_BODY (1024 * 1024)

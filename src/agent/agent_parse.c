@@ -14,7 +14,7 @@
  * slots that all exist in the catalogue (or, for creation, do not exist
  * yet); every path that proposes nothing says why in the reply.
  */
-#include "agent_parse.h"
+#include "agent/agent_parse.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "validate.h"
+#include "mgmt/validate.h"
 
 #define WORDS_MAX 2048
 

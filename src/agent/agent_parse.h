@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
-#include "agent_catalog.h"
+#include "agent/agent_catalog.h"
 
 struct agent_outcome {
     char *reply;                 /* malloc'd text */

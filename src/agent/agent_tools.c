@@ -2,13 +2,13 @@
  * agent_tools.c - the agent's tools as REST requests, and the checks a
  * proposal passes before it is shown (see agent_tools.h).
  */
-#include "agent_tools.h"
+#include "agent/agent_tools.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "router.h"
+#include "http/router.h"
 
 enum tool_shape {
     SHAPE_BODY,        /* input is the body */

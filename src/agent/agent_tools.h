@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
-#include "agent_catalog.h"
-#include "validate.h"
+#include "agent/agent_catalog.h"
+#include "mgmt/validate.h"
 
 #define AGENT_PATH_MAX 256
 

@@ -8,7 +8,7 @@
  * exactly what mgmt_dispatch enforces. Invariant: nothing here knows a
  * route by name; the table is the truth.
  */
-#include "apidoc.h"
+#include "api/apidoc.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,10 +16,10 @@
 #include <string.h>
 #include <json-c/json.h>
 
-#include "auth.h"
-#include "http.h"
-#include "mgmt.h"
-#include "server.h"
+#include "db/auth.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "http/server.h"
 
 static const char preamble[] =
     "# Ensign API reference\n"

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "router.h"
+#include "http/router.h"
 
 struct http_request;
 

@@ -27,14 +27,14 @@
  *
  * Called by the worker's dispatch from the route table (routes.c).
  */
-#include "entities.h"
+#include "api/entities.h"
 
 #include <string.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "mgmt.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/validate.h"
 
 #define LABEL_MAX_CHARS 200
 #define ATTRIBUTES_MAX 100

@@ -20,16 +20,16 @@
  *
  * Called from the route table.
  */
-#include "environments.h"
+#include "api/environments.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "flagctx.h"
-#include "http.h"
-#include "mgmt.h"
-#include "revisions.h"
-#include "validate.h"
+#include "api/flagctx.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "api/revisions.h"
+#include "mgmt/validate.h"
 
 /* clang-format off */
 

@@ -8,15 +8,15 @@
  *
  * Called by variants.c, rules.c and environments.c.
  */
-#include "flagctx.h"
+#include "api/flagctx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "http.h"
-#include "mgmt.h"
+#include "db/db.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
 
 /* clang-format off */
 

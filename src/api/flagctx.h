@@ -19,9 +19,9 @@
 #include <stdbool.h>
 #include <json-c/json.h>
 
-#include "auth.h"
-#include "mgmt.h"
-#include "validate.h"
+#include "db/auth.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/validate.h"
 
 struct http_request;
 

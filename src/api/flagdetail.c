@@ -25,12 +25,12 @@
  *
  * Called by flags.c (flags_get).
  */
-#include "flagdetail.h"
+#include "api/flagdetail.h"
 
 #include <stdbool.h>
 #include <string.h>
 
-#include "jsonout.h"
+#include "mgmt/jsonout.h"
 
 /* clang-format off */
 

@@ -19,7 +19,7 @@
  *
  * Called by flags.c (flags_list).
  */
-#include "flaglist.h"
+#include "api/flaglist.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonout.h"
+#include "mgmt/jsonout.h"
 
 /* clang-format off */
 

@@ -21,14 +21,14 @@
  *
  * Called by the dispatcher (mgmt_dispatch) from the route table (routes.c).
  */
-#include "flagrevisions.h"
+#include "api/flagrevisions.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "http.h"
-#include "mgmt.h"
-#include "pagination.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
 
 /* clang-format off */
 

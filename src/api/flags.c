@@ -25,19 +25,19 @@
  *
  * Called from the route table.
  */
-#include "flags.h"
+#include "api/flags.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "flagdetail.h"
-#include "flaglist.h"
-#include "http.h"
-#include "mgmt.h"
-#include "revisions.h"
-#include "validate.h"
-#include "variants.h"
+#include "api/flagdetail.h"
+#include "api/flaglist.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "api/revisions.h"
+#include "mgmt/validate.h"
+#include "api/variants.h"
 
 #define FLAG_NAME_MAX 200
 #define FLAG_DESCRIPTION_MAX 2000

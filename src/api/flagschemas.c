@@ -6,9 +6,9 @@
  * limits the handlers check), nothing more; shared
  * pieces are macros so a record has one schema. Used by routes.c only.
  */
-#include "flagschemas.h"
+#include "api/flagschemas.h"
 
-#include "cond_ops.h"
+#include "eval/cond_ops.h"
 
 /* clang-format off */
 

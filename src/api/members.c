@@ -9,10 +9,10 @@
  *
  * Called by the worker's dispatch from the route table (routes.c).
  */
-#include "members.h"
+#include "api/members.h"
 
-#include "http.h"
-#include "mgmt.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
 
 /* $1 org id. */
 static const char LIST_SQL[] =

@@ -22,7 +22,7 @@
 #ifndef ENSIGN_REVISIONS_H
 #define ENSIGN_REVISIONS_H
 
-#include "audit_record.h"
+#include "mgmt/audit_record.h"
 
 /*
  * The text of a statement for a WITH clause that records one revision per

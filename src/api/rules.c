@@ -25,7 +25,7 @@
  *
  * Called from the route table.
  */
-#include "rules.h"
+#include "api/rules.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -34,12 +34,12 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
-#include "flagctx.h"
-#include "http.h"
-#include "json_guard.h"
-#include "mgmt.h"
-#include "revisions.h"
-#include "validate.h"
+#include "api/flagctx.h"
+#include "http/http.h"
+#include "http/json_guard.h"
+#include "mgmt/mgmt.h"
+#include "api/revisions.h"
+#include "mgmt/validate.h"
 
 #define RULES_MAX 200
 #define RULE_DESCRIPTION_MAX 500

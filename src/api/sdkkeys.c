@@ -24,17 +24,17 @@
  *
  * Called by the worker's dispatch from the route table (routes.c).
  */
-#include "sdkkeys.h"
+#include "api/sdkkeys.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "mgmt.h"
-#include "token.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "mgmt/mgmt.h"
+#include "base/token.h"
+#include "mgmt/validate.h"
 
 #define NAME_MAX_CHARS 120
 

@@ -24,15 +24,15 @@
  *
  * Called by the worker's dispatch from the route table (routes.c).
  */
-#include "segments.h"
+#include "api/segments.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "audit_record.h"
-#include "mgmt.h"
-#include "validate.h"
+#include "http/http.h"
+#include "mgmt/audit_record.h"
+#include "mgmt/mgmt.h"
+#include "mgmt/validate.h"
 
 #define SEGMENT_CREATED_AT MGMT_SQL_ISO("s.created_at")
 #define SEGMENT_UPDATED_AT MGMT_SQL_ISO("s.updated_at")

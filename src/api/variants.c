@@ -21,16 +21,16 @@
  *
  * Called from the route table and by flags.c.
  */
-#include "variants.h"
+#include "api/variants.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "flagctx.h"
-#include "http.h"
-#include "mgmt.h"
-#include "revisions.h"
+#include "api/flagctx.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "api/revisions.h"
 
 #define VARIANT_LABEL_MAX 120
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
-#include "validate.h"
+#include "mgmt/validate.h"
 
 struct http_request;
 struct mgmt_ctx;

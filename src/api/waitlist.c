@@ -16,17 +16,17 @@
  *
  * Called by the worker's dispatch from the route table (routes.c).
  */
-#include "waitlist.h"
+#include "api/waitlist.h"
 
 #include <json-c/json.h>
 #include <string.h>
 
-#include "config.h"
-#include "http.h"
-#include "mgmt.h"
-#include "ratelimit.h"
-#include "server.h"
-#include "validate.h"
+#include "base/config.h"
+#include "http/http.h"
+#include "mgmt/mgmt.h"
+#include "eval/ratelimit.h"
+#include "http/server.h"
+#include "mgmt/validate.h"
 
 #define EMAIL_MAX_CHARS 320
 #define EMAIL_MIN_CHARS 3

@@ -3,13 +3,13 @@
  * auditchain.h). The text is built in one heap buffer sized first, then
  * hashed with token.c's SHA-256.
  */
-#include "auditchain.h"
+#include "base/auditchain.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "token.h"
+#include "base/token.h"
 
 #define CANONICAL_VERSION "ensign-audit-v1,"
 

@@ -16,7 +16,7 @@
  * tests/unit/test_config.c checks etc/ensign.conf and ensign.conf(5) against
  * the table.
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 enum key_index {
     KEY_LISTEN,

@@ -7,7 +7,7 @@
  * the counter was odd or moved. Every byte is an atomic, so the copy is
  * never a data race.
  */
-#include "health.h"
+#include "base/health.h"
 
 #include <string.h>
 #include <time.h>

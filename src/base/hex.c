@@ -1,7 +1,7 @@
 /*
  * hex.c - hexadecimal digits (see hex.h).
  */
-#include "hex.h"
+#include "base/hex.h"
 
 static const char hex_digits[] = "0123456789abcdef";
 

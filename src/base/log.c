@@ -13,7 +13,7 @@
  * other control characters '?'. When stderr is the journal
  * (JOURNAL_STREAM, see log.h) every line starts with its priority prefix.
  */
-#include "log.h"
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -5,7 +5,7 @@
  * (never hand-rolled). Plaintext secrets only pass through here on their
  * way to the caller once; nothing here logs or stores them.
  */
-#include "token.h"
+#include "base/token.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "hex.h"
+#include "base/hex.h"
 
 static const char base62_digits[] =
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

@@ -11,7 +11,7 @@
  * is what bounds the pool; submit and deliver both run on the loop's
  * thread, so it is exact there.
  */
-#include "work_pool.h"
+#include "base/work_pool.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -25,7 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 struct item_list {
     struct work_item *head, *tail;

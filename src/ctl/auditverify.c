@@ -2,14 +2,14 @@
  * auditverify.c - recomputing an organization's audit chain (see
  * auditverify.h). SQL is constant with $n parameters.
  */
-#include "auditverify.h"
+#include "ctl/auditverify.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "auditchain.h"
+#include "base/auditchain.h"
 
 /* $1 slug: the organization and its chain head (0 and the genesis hash
  * when it has no event yet). */

@@ -20,7 +20,7 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
-#include "dbsync.h"
+#include "db/dbsync.h"
 
 #define AUDITVERIFY_BATCH 1000
 

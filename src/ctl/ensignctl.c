@@ -22,13 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "auditverify.h"
+#include "ctl/auditverify.h"
 #include "build_config.h"
-#include "config.h"
-#include "dbsync.h"
-#include "migrate.h"
-#include "password.h"
-#include "token.h"
+#include "base/config.h"
+#include "db/dbsync.h"
+#include "db/migrate.h"
+#include "db/password.h"
+#include "base/token.h"
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 

@@ -2,7 +2,7 @@
  * bgloop.c - see bgloop.h. Blocking libpq is fine here: these processes
  * serve no requests, so waiting on PostgreSQL stalls nobody.
  */
-#include "bgloop.h"
+#include "daemon/bgloop.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "dbsync.h"
-#include "log.h"
+#include "db/dbsync.h"
+#include "base/log.h"
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000

@@ -20,13 +20,13 @@
 #include <unistd.h>
 
 #include "build_config.h"
-#include "config.h"
-#include "event_memory.h"
-#include "head_format.h"
-#include "libevent_replacements.h"
-#include "log.h"
-#include "master.h"
-#include "proctitle.h"
+#include "base/config.h"
+#include "http/event_memory.h"
+#include "http/head_format.h"
+#include "http/libevent_replacements.h"
+#include "base/log.h"
+#include "daemon/master.h"
+#include "daemon/proctitle.h"
 
 static void usage(FILE *out)
 {

@@ -19,7 +19,7 @@
  * batch is in the table (flusher.h). The shared memory lives as long as
  * this process maps it.
  */
-#include "flusher.h"
+#include "daemon/flusher.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -32,14 +32,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bgloop.h"
-#include "config.h"
-#include "dbsync.h"
-#include "log.h"
-#include "metrics.h"
-#include "proctitle.h"
-#include "shm.h"
-#include "usage.h"
+#include "daemon/bgloop.h"
+#include "base/config.h"
+#include "db/dbsync.h"
+#include "base/log.h"
+#include "http/metrics.h"
+#include "daemon/proctitle.h"
+#include "eval/shm.h"
+#include "eval/usage.h"
 
 static const char upsert_sql[] =
     "INSERT INTO usage_counters (flag_id, environment_id, variant_key, hour, count, last_seen_at)"

@@ -13,7 +13,7 @@
  * 40 ms per large answer on a keep-alive connection. Every answer is
  * written whole by one writev, so no small segments come of it.
  */
-#include "listener.h"
+#include "daemon/listener.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "base/config.h"
 
 #define LISTEN_BACKLOG 511
 

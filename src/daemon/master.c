@@ -38,7 +38,7 @@
  *    pipe, that is for every worker to have handed in its last batch and
  *    exited, before its final flush (flusher.h).
  */
-#include "master.h"
+#include "daemon/master.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,18 +55,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "accept_balance.h"
-#include "access_log.h"
-#include "config.h"
-#include "flusher.h"
-#include "heartbeat.h"
-#include "listener.h"
-#include "log.h"
-#include "proctitle.h"
-#include "refresher.h"
-#include "sdnotify.h"
-#include "shm.h"
-#include "worker.h"
+#include "http/accept_balance.h"
+#include "http/access_log.h"
+#include "base/config.h"
+#include "daemon/flusher.h"
+#include "eval/heartbeat.h"
+#include "daemon/listener.h"
+#include "base/log.h"
+#include "daemon/proctitle.h"
+#include "daemon/refresher.h"
+#include "daemon/sdnotify.h"
+#include "eval/shm.h"
+#include "daemon/worker.h"
 
 #define MAX_CHILDREN 256
 #define QUICK_DEATH_MS 1000

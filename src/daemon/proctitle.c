@@ -6,7 +6,7 @@
  * own the contiguous argv+environ bytes for the title. Also sets the
  * kernel thread name (prctl PR_SET_NAME, 15 characters) used by top.
  */
-#include "proctitle.h"
+#include "daemon/proctitle.h"
 
 #include <stdarg.h>
 #include <stdio.h>

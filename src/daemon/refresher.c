@@ -25,7 +25,7 @@
  * one; database fails from the first failed connection or generation read
  * and clears with the next generation read.
  */
-#include "refresher.h"
+#include "daemon/refresher.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -38,18 +38,18 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "bgloop.h"
-#include "config.h"
-#include "health.h"
-#include "log.h"
-#include "metrics.h"
-#include "proctitle.h"
-#include "served_snapshot.h"
-#include "shm.h"
-#include "snapshot.h"
-#include "snapshot_build.h"
-#include "snapshot_parts.h"
-#include "snapshot_source.h"
+#include "daemon/bgloop.h"
+#include "base/config.h"
+#include "base/health.h"
+#include "base/log.h"
+#include "http/metrics.h"
+#include "daemon/proctitle.h"
+#include "eval/served_snapshot.h"
+#include "eval/shm.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_build.h"
+#include "eval/snapshot_parts.h"
+#include "db/snapshot_source.h"
 
 struct refresher {
     const struct config *cfg;

@@ -3,48 +3,48 @@
  *
  * Sections are grouped by surface and resource; keep evaluation first.
  */
-#include "routes.h"
+#include "daemon/routes.h"
 
-#include "mgmt.h"
+#include "mgmt/mgmt.h"
 
-#include "apidoc.h"
-#include "me.h"
-#include "healthz_route.h"
-#include "meta.h"
-#include "metrics_route.h"
+#include "api/apidoc.h"
+#include "accounts/me.h"
+#include "eval/healthz_route.h"
+#include "http/meta.h"
+#include "eval/metrics_route.h"
 /* section includes: evaluation */
-#include "ofrep.h"
-#include "streams.h"
+#include "eval/ofrep.h"
+#include "eval/streams.h"
 /* section includes: flags */
-#include "environments.h"
-#include "flagrevisions.h"
-#include "flags.h"
-#include "flagschemas.h"
-#include "rules.h"
-#include "variants.h"
+#include "api/environments.h"
+#include "api/flagrevisions.h"
+#include "api/flags.h"
+#include "api/flagschemas.h"
+#include "api/rules.h"
+#include "api/variants.h"
 /* section includes: agent */
-#include "agent.h"
+#include "agent/agent.h"
 /* section includes: accounts, organizations, projects (the root API) */
-#include "internal.h"
-#include "invitations.h"
-#include "notifications.h"
-#include "org_members.h"
-#include "password_change.h"
-#include "orgs.h"
-#include "project_members.h"
-#include "projects.h"
-#include "schemas.h"
-#include "sessions.h"
-#include "tokens.h"
+#include "accounts/internal.h"
+#include "accounts/invitations.h"
+#include "accounts/notifications.h"
+#include "accounts/org_members.h"
+#include "accounts/password_change.h"
+#include "accounts/orgs.h"
+#include "accounts/project_members.h"
+#include "accounts/projects.h"
+#include "accounts/schemas.h"
+#include "accounts/sessions.h"
+#include "accounts/tokens.h"
 /* section includes: org resources */
-#include "entities.h"
-#include "members.h"
-#include "sdkkeys.h"
-#include "segments.h"
+#include "api/entities.h"
+#include "api/members.h"
+#include "api/sdkkeys.h"
+#include "api/segments.h"
 /* section includes: waitlist */
-#include "waitlist.h"
+#include "api/waitlist.h"
 /* section includes: audit log */
-#include "audit.h"
+#include "accounts/audit.h"
 
 /*
  * A row of an organization operation: the dispatcher (mgmt_dispatch)

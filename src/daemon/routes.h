@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "router.h"
+#include "http/router.h"
 
 const struct route *routes_table(size_t *count);
 

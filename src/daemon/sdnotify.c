@@ -4,7 +4,7 @@
  * The protocol is one AF_UNIX datagram of "KEY=VALUE" lines to the socket
  * named by $NOTIFY_SOCKET ('@' prefix: abstract namespace).
  */
-#include "sdnotify.h"
+#include "daemon/sdnotify.h"
 
 #include <stddef.h>
 #include <stdio.h>

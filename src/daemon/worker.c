@@ -36,7 +36,7 @@
  * replaced on SIGHUP leaves its last lines in the file it was given
  * (the one logrotate renamed) and its successor appends to the new one.
  */
-#include "worker.h"
+#include "daemon/worker.h"
 
 #include <event2/event.h>
 #include <event2/http.h>
@@ -50,29 +50,29 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "access_log.h"
-#include "answer.h"
-#include "apidoc.h"
-#include "config.h"
-#include "db.h"
-#include "early_write.h"
-#include "eval.h"
-#include "heartbeat.h"
-#include "http.h"
-#include "intake.h"
-#include "log.h"
-#include "metrics.h"
-#include "ofrep.h"
-#include "password_pool.h"
-#include "proctitle.h"
-#include "query_method.h"
-#include "routes.h"
-#include "shm.h"
-#include "served_snapshot.h"
-#include "server.h"
-#include "streams.h"
-#include "usage_batch.h"
-#include "work_pool.h"
+#include "http/access_log.h"
+#include "http/answer.h"
+#include "api/apidoc.h"
+#include "base/config.h"
+#include "db/db.h"
+#include "http/early_write.h"
+#include "eval/eval.h"
+#include "eval/heartbeat.h"
+#include "http/http.h"
+#include "http/intake.h"
+#include "base/log.h"
+#include "http/metrics.h"
+#include "eval/ofrep.h"
+#include "db/password_pool.h"
+#include "daemon/proctitle.h"
+#include "http/query_method.h"
+#include "daemon/routes.h"
+#include "eval/shm.h"
+#include "eval/served_snapshot.h"
+#include "http/server.h"
+#include "eval/streams.h"
+#include "eval/usage_batch.h"
+#include "base/work_pool.h"
 
 #define WORKER_MAX_SOCKETS 256
 #define DRAIN_POLL_MS 20

@@ -26,19 +26,19 @@
  * Called by management handlers through auth_access_token, and by the
  * management dispatcher (api/mgmt.c).
  */
-#include "auth.h"
+#include "db/auth.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "config.h"
-#include "db.h"
-#include "http.h"
-#include "log.h"
-#include "token.h"
-#include "server.h"
+#include "base/config.h"
+#include "db/db.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "base/token.h"
+#include "http/server.h"
 
 /*
  * $1: token digest. Rows: id, kind, user_id, org_id, scopes, full_access.

@@ -19,7 +19,7 @@
 #include <json-c/json.h>
 #include <libpq-fe.h>
 
-#include "token.h"
+#include "base/token.h"
 
 struct http_request;
 

@@ -45,7 +45,7 @@
  *
  * Called by worker.c (db_open/db_close) and by management handlers.
  */
-#include "db.h"
+#include "db/db.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +53,7 @@
 
 #include <event2/event.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define DB_BACKOFF_MIN_MS 100
 #define DB_BACKOFF_MAX_MS 5000

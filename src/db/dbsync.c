@@ -6,7 +6,7 @@
  * closed by the caller with PQfinish. Used by ensignctl and the background
  * processes, never by a worker (see dbsync.h).
  */
-#include "dbsync.h"
+#include "db/dbsync.h"
 
 #include <stdio.h>
 #include <string.h>

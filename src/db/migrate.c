@@ -7,12 +7,12 @@
  * (released before returning, or by the server when the session ends).
  * Called by `ensignctl migrate`.
  */
-#include "migrate.h"
+#include "db/migrate.h"
 
 #include <stdbool.h>
 #include <string.h>
 
-#include "dbsync.h"
+#include "db/dbsync.h"
 
 /* pg_advisory_lock key: the bytes of "ensign" read as a number. */
 static const char sql_lock[] = "SELECT pg_advisory_lock(111525057095534)";

@@ -8,7 +8,7 @@
  * Called by ensignctl (user create) and, on the helper threads of
  * password_pool.c, by the session routes. Thread-safe (no shared state).
  */
-#include "password.h"
+#include "db/password.h"
 
 #include <libscrypt.h>
 #include <string.h>

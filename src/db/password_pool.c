@@ -8,15 +8,15 @@
  * work pool, and freed (its password wiped) after its callback ran on the
  * loop.
  */
-#include "password_pool.h"
+#include "db/password_pool.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "password.h"
-#include "work_pool.h"
+#include "db/password.h"
+#include "base/work_pool.h"
 
 struct password_job {
     struct work_item item; /* first: the work pool hands back this pointer */

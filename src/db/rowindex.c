@@ -4,7 +4,7 @@
  * Each slot keeps the upper half of its value's hash, so a probe touches
  * the result's rows (scattered in memory) only when that half matches.
  */
-#include "rowindex.h"
+#include "db/rowindex.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@
  * by flag with hash indexes here (rowindex.h) and put in order per flag (a
  * flag has few of each).
  */
-#include "snapshot_source.h"
+#include "db/snapshot_source.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,10 +33,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "dbsync.h"
-#include "log.h"
-#include "rowindex.h"
-#include "snapshot_build.h"
+#include "db/dbsync.h"
+#include "base/log.h"
+#include "db/rowindex.h"
+#include "eval/snapshot_build.h"
 
 static const char generation_sql[] = "SELECT generation FROM config_generation WHERE id = 1";
 

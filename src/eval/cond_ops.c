@@ -1,7 +1,7 @@
 /*
  * cond_ops.c - the operator table of the rule language (see cond_ops.h).
  */
-#include "cond_ops.h"
+#include "eval/cond_ops.h"
 
 #include <string.h>
 

@@ -14,7 +14,7 @@
  * both made from it, so a new operator is one row here plus its meaning
  * in the evaluator.
  *
- * Read by: the management validator (src/api/validate.c), the request
+ * Read by: the management validator (src/mgmt/validate.c), the request
  * schemas (src/api/flagschemas.c, segments.c, through validate.h), the
  * snapshot compiler, the evaluator (src/eval/eval.c) and the agent.
  */
@@ -23,7 +23,7 @@
 
 #include <stdbool.h>
 
-#include "snapshot.h"
+#include "eval/snapshot.h"
 
 /* What the values of an operator must be. */
 enum cond_value_kind {

@@ -10,7 +10,7 @@
  * eval_scratch_new. The context is flat JSON (json_flat.h), read in place.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "eval.h"
+#include "eval/eval.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cond_ops.h"
-#include "hex.h"
-#include "isotime.h"
-#include "json_flat.h"
-#include "murmur3.h"
-#include "semver.h"
+#include "eval/cond_ops.h"
+#include "base/hex.h"
+#include "eval/isotime.h"
+#include "http/json_flat.h"
+#include "eval/murmur3.h"
+#include "eval/semver.h"
 
 /* PCRE2 limits: clients control the subject, so bound the work per match. */
 #define EVAL_REGEX_MATCH_LIMIT 100000u

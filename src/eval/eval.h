@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "snapshot.h"
+#include "eval/snapshot.h"
 
 struct json_flat; /* json_flat.h: the context as flat JSON */
 

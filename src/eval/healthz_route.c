@@ -8,18 +8,18 @@
  * because it reads the shared-memory region (shm.h), which the HTTP layer
  * below does not know.
  */
-#include "healthz_route.h"
+#include "eval/healthz_route.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "build_config.h"
-#include "config.h"
-#include "health.h"
-#include "http.h"
-#include "server.h"
-#include "shm.h"
+#include "base/config.h"
+#include "base/health.h"
+#include "http/http.h"
+#include "http/server.h"
+#include "eval/shm.h"
 
 const char healthz_schema[] =
     "{\"type\":\"object\",\"required\":[\"status\",\"version\",\"time\"],"

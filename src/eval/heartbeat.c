@@ -5,7 +5,7 @@
  * process at a time (the master before the fork, then the child) and read
  * by the master; no other memory is published through it.
  */
-#include "heartbeat.h"
+#include "eval/heartbeat.h"
 
 #include <stdatomic.h>
 #include <string.h>

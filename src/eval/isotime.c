@@ -5,7 +5,7 @@
  * from 1970-01-01 (era-based, so no loops over years and no overflow for
  * years 0 to 9999).
  */
-#include "isotime.h"
+#include "eval/isotime.h"
 
 #define US_PER_SECOND INT64_C(1000000)
 #define SECONDS_PER_DAY INT64_C(86400)

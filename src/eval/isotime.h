@@ -9,7 +9,7 @@
  * Pure functions, no allocation, no locale, no time zone database.
  *
  * Called by: the evaluator (src/eval/eval.c), the snapshot compiler, the
- * management validator (src/api/validate.c) and the tests.
+ * management validator (src/mgmt/validate.c) and the tests.
  */
 #ifndef ENSIGN_ISOTIME_H
 #define ENSIGN_ISOTIME_H

@@ -8,18 +8,18 @@
  * reads shared memory only; it never writes a counter but its own
  * request's, which http.c counts when the answer leaves.
  */
-#include "metrics_route.h"
+#include "eval/metrics_route.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "health.h"
-#include "http.h"
-#include "metrics.h"
-#include "server.h"
-#include "shm.h"
+#include "base/config.h"
+#include "base/health.h"
+#include "http/http.h"
+#include "http/metrics.h"
+#include "http/server.h"
+#include "eval/shm.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

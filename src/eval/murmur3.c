@@ -4,7 +4,7 @@
  * Invariant: bytes are consumed as little-endian 32-bit blocks whatever the
  * host, so the incremental and the whole-buffer forms agree for any split.
  */
-#include "murmur3.h"
+#include "eval/murmur3.h"
 
 #define MURMUR3_C1 0xcc9e2d51u
 #define MURMUR3_C2 0x1b873593u

@@ -13,7 +13,7 @@
  * Answers are written as JSON text directly: variant values are stored
  * pre-serialized in the snapshot.
  */
-#include "ofrep.h"
+#include "eval/ofrep.h"
 
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -23,22 +23,22 @@
 #include <strings.h>
 #include <time.h>
 
-#include "answer.h"
-#include "eval.h"
-#include "hex.h"
-#include "http.h"
-#include "json_guard.h"
-#include "json_quick.h"
-#include "metrics.h"
-#include "murmur3.h"
-#include "ratelimit.h"
-#include "shm.h"
-#include "served_snapshot.h"
-#include "snapshot.h"
-#include "streams.h"
-#include "token.h"
-#include "usage_batch.h"
-#include "server.h"
+#include "http/answer.h"
+#include "eval/eval.h"
+#include "base/hex.h"
+#include "http/http.h"
+#include "http/json_guard.h"
+#include "http/json_quick.h"
+#include "http/metrics.h"
+#include "eval/murmur3.h"
+#include "eval/ratelimit.h"
+#include "eval/shm.h"
+#include "eval/served_snapshot.h"
+#include "eval/snapshot.h"
+#include "eval/streams.h"
+#include "base/token.h"
+#include "eval/usage_batch.h"
+#include "http/server.h"
 
 #define KEY_MAX 63
 

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "eval.h"
+#include "eval/eval.h"
 
 struct http_request;
 struct json_tokener;

@@ -8,18 +8,18 @@
  * at most now + W. So remaining = (W - (tat' - now)) / T and the bucket is
  * full again at tat'.
  */
-#include "ratelimit.h"
+#include "eval/ratelimit.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "http.h"
-#include "metrics.h"
-#include "shm.h"
-#include "server.h"
+#include "base/config.h"
+#include "http/http.h"
+#include "http/metrics.h"
+#include "eval/shm.h"
+#include "http/server.h"
 
 #define NS_PER_S UINT64_C(1000000000)
 #define NS_PER_MINUTE (60 * NS_PER_S)

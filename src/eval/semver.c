@@ -1,7 +1,7 @@
 /*
  * semver.c - semantic-version parsing and precedence (see semver.h).
  */
-#include "semver.h"
+#include "eval/semver.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
  * points into the text it was parsed from.
  *
  * Called by: the evaluator (src/eval/eval.c), the snapshot compiler and
- * the management validator (src/api/validate.c), so a rule value is
+ * the management validator (src/mgmt/validate.c), so a rule value is
  * accepted exactly when it compiles; and the unit tests.
  */
 #ifndef ENSIGN_SEMVER_H

@@ -9,7 +9,7 @@
  * only after the new ones opened, and the usage batch is flushed before any
  * mapping it may name is closed or moved.
  */
-#include "served_snapshot.h"
+#include "eval/served_snapshot.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "shm.h"
-#include "snapshot.h"
-#include "usage_batch.h"
+#include "base/log.h"
+#include "eval/shm.h"
+#include "eval/snapshot.h"
+#include "eval/usage_batch.h"
 
 #define RETRY_MS 1000    /* after a part that failed to map */
 #define INDEX_ATTEMPTS 3 /* reads of an index that names removed parts */

@@ -7,18 +7,18 @@
  * function (the table below); the region never grows. The master does not
  * read the region after creating it.
  */
-#include "shm.h"
+#include "eval/shm.h"
 
 #include <string.h>
 #include <sys/mman.h>
 
-#include "accept_balance.h"
-#include "config.h"
-#include "heartbeat.h"
-#include "metrics.h"
-#include "ratelimit.h"
-#include "stream_slots.h"
-#include "usage.h"
+#include "http/accept_balance.h"
+#include "base/config.h"
+#include "eval/heartbeat.h"
+#include "http/metrics.h"
+#include "eval/ratelimit.h"
+#include "eval/stream_slots.h"
+#include "eval/usage.h"
 
 struct shm_user {
     const char *name;

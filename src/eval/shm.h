@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "health.h"
+#include "base/health.h"
 
 struct config;
 

@@ -8,7 +8,7 @@
  * mapping without further checks.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "snapshot.h"
+#include "eval/snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hex.h"
+#include "base/hex.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the snapshot format is little-endian native structs"

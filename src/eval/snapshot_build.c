@@ -18,7 +18,7 @@
  * contiguous, in the order they were added). A failed allocation sets a
  * sticky error: later calls return -1 and nothing is written.
  */
-#include "snapshot_build.h"
+#include "eval/snapshot_build.h"
 
 #include <json-c/json.h>
 #include <stdarg.h>
@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hex.h"
-#include "snapshot.h"
-#include "snapshot_builder.h"
+#include "base/hex.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_builder.h"
 
 /* ------------------------------------------------------------------ */
 /* The builder */

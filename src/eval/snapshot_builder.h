@@ -26,9 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "snapshot.h"
-#include "snapshot_build.h"
-#include "snapshot_containers.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_build.h"
+#include "eval/snapshot_containers.h"
 
 /* A flag row and its rules as added (linked in the order they came). */
 struct builder_flag {

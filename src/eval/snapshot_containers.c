@@ -2,13 +2,13 @@
  * snapshot_containers.c - big blocks, growable arrays, hash maps and
  * record tables of the snapshot builder (see snapshot_containers.h).
  */
-#include "snapshot_containers.h"
+#include "eval/snapshot_containers.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "snapshot.h"
+#include "eval/snapshot.h"
 
 /* Big blocks: mapped memory that grows with mremap (no copying, no second
  * round of page faults) and asks for transparent huge pages. A snapshot of

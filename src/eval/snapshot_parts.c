@@ -5,7 +5,7 @@
  * Invariant: no file that the last published index names is ever doomed,
  * and a doomed file outlives the publication that superseded it.
  */
-#include "snapshot_parts.h"
+#include "eval/snapshot_parts.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define PART_PREFIX "org-"
 #define PART_SUFFIX ".bin"

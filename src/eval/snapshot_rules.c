@@ -23,12 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cond_ops.h"
-#include "eval.h"
-#include "isotime.h"
-#include "semver.h"
-#include "snapshot.h"
-#include "snapshot_builder.h"
+#include "eval/cond_ops.h"
+#include "eval/eval.h"
+#include "eval/isotime.h"
+#include "eval/semver.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_builder.h"
 
 #define MAX_ROLLOUT_ITEMS 64
 #define MAX_ROLLOUT_WEIGHT 1000000

@@ -9,7 +9,7 @@
  * complete new one; on any failure the temporary file is removed and err
  * says why.
  */
-#include "snapshot_build.h"
+#include "eval/snapshot_build.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "snapshot.h"
-#include "snapshot_builder.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_builder.h"
 
 /* ------------------------------------------------------------------ */
 /* Final ordering */

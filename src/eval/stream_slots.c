@@ -8,15 +8,15 @@
  * The digest is written before the owner is published (release order), so
  * a reader that sees a pid sees that pid's digest.
  */
-#include "stream_slots.h"
+#include "eval/stream_slots.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
-#include "config.h"
-#include "shm.h"
+#include "base/config.h"
+#include "eval/shm.h"
 
 #define OWNER_EMPTY 0
 #define OWNER_FREED (-1)

@@ -11,7 +11,7 @@
  * ended until the client leaves (the connection's close callback), the
  * key is revoked, or the worker drains.
  */
-#include "streams.h"
+#include "eval/streams.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -30,17 +30,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "eval.h"
-#include "hex.h"
-#include "http.h"
-#include "log.h"
-#include "served_snapshot.h"
-#include "server.h"
-#include "shm.h"
-#include "snapshot.h"
-#include "stream_slots.h"
-#include "token.h"
+#include "base/config.h"
+#include "eval/eval.h"
+#include "base/hex.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "eval/served_snapshot.h"
+#include "http/server.h"
+#include "eval/shm.h"
+#include "eval/snapshot.h"
+#include "eval/stream_slots.h"
+#include "base/token.h"
 
 #define CHANNEL_BUCKETS 1024
 #define ENV_ID_MAX 64

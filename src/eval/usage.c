@@ -7,12 +7,12 @@
  * accessed relaxed and ordered by the tag (release on publish, acquire on
  * read), so a reader that sees a READY tag sees the whole key.
  */
-#include "usage.h"
+#include "eval/usage.h"
 
 #include <stdatomic.h>
 #include <string.h>
 
-#include "hex.h"
+#include "base/hex.h"
 
 #define KEY_WORDS 12 /* 2 flag id + 2 environment id + 8 variant */
 

@@ -5,14 +5,14 @@
  * organization's part) and flag index << 32 | variant index, plus one (0
  * marks an empty slot); flushed when half full.
  */
-#include "usage_batch.h"
+#include "eval/usage_batch.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot.h"
-#include "usage.h"
+#include "eval/snapshot.h"
+#include "eval/usage.h"
 
 #define BATCH_SLOTS 1024 /* a power of two */
 #define BATCH_MAX_USED (BATCH_SLOTS / 2)

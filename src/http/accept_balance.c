@@ -8,7 +8,7 @@
  * table instead of all ACCEPT_BALANCE_SLOTS entries. No allocation, no
  * lock.
  */
-#include "accept_balance.h"
+#include "http/accept_balance.h"
 
 #include <stdalign.h>
 #include <stdatomic.h>

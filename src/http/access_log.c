@@ -11,7 +11,7 @@
  * Write errors (a full disk) drop the buffered lines and say so on stderr
  * at most once a minute; the worker keeps serving.
  */
-#include "access_log.h"
+#include "http/access_log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define PATH_VALUE_MAX 512 /* as the log_event line had: at most 511 bytes of path */
 #define METHOD_MAX 16

@@ -12,13 +12,13 @@
  * ANSWER_POOL_MAX_IDLE idle ones: a burst of slow readers does not leave
  * the worker holding their memory.
  */
-#include "answer.h"
+#include "http/answer.h"
 
 #include <event2/buffer.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "server.h"
+#include "http/server.h"
 
 #define ANSWER_POOL_MAX_IDLE 64
 

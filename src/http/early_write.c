@@ -13,7 +13,7 @@
  * reference of ours, dropped by the flush; the flush event is active
  * exactly while count > 0.
  */
-#include "early_write.h"
+#include "http/early_write.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

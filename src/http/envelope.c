@@ -11,13 +11,13 @@
  * always JSON text. Called by http.c (answers) and openapi.c (reason
  * phrases).
  */
-#include "envelope.h"
+#include "http/envelope.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_guard.h"
+#include "http/json_guard.h"
 
 static const struct {
     int status;

@@ -19,7 +19,7 @@
  * Under AddressSanitizer an idle block's bytes are poisoned, so a use
  * after libevent freed it is still reported (until the block is reused).
  */
-#include "event_memory.h"
+#include "http/event_memory.h"
 
 #include <event2/event.h>
 #include <stdalign.h>

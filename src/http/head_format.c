@@ -26,8 +26,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
 #endif
-#include "head_format.h"
-#include "libevent_replacements.h"
+#include "http/head_format.h"
+#include "http/libevent_replacements.h"
 
 #include <dlfcn.h>
 #include <event2/buffer.h>

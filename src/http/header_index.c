@@ -19,7 +19,7 @@
  * checks it against libevent's definition. Listed in
  * libevent_replacements.c and proven in effect at start-up.
  */
-#include "header_index.h"
+#include "http/header_index.h"
 
 #include <event2/http.h>
 #include <sys/queue.h>
@@ -28,8 +28,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "query_method.h"
-#include "libevent_replacements.h"
+#include "http/query_method.h"
+#include "http/libevent_replacements.h"
 
 static const struct {
     const char *name;

@@ -42,7 +42,7 @@
  * instead of evhttp_send_reply. So an operation run on behalf of another
  * request (the agent's execute) cannot differ from the REST route.
  */
-#include "http.h"
+#include "http/http.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -60,17 +60,17 @@
 #include <string.h>
 #include <strings.h>
 
-#include "access_log.h"
-#include "answer.h"
-#include "libevent_replacements.h"
-#include "config.h"
-#include "early_write.h"
-#include "intake.h"
-#include "json_guard.h"
-#include "log.h"
-#include "metrics.h"
-#include "query_method.h"
-#include "server.h"
+#include "http/access_log.h"
+#include "http/answer.h"
+#include "http/libevent_replacements.h"
+#include "base/config.h"
+#include "http/early_write.h"
+#include "http/intake.h"
+#include "http/json_guard.h"
+#include "base/log.h"
+#include "http/metrics.h"
+#include "http/query_method.h"
+#include "http/server.h"
 
 /* The worker serving in this process; the interposed evhttp_send_error
  * needs its limits. Set by http_dispatch's caller via http_bind_server. */

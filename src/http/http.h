@@ -19,9 +19,9 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "envelope.h"
-#include "header_index.h"
-#include "router.h"
+#include "http/envelope.h"
+#include "http/header_index.h"
+#include "http/router.h"
 
 struct evhttp_request;
 struct http_server;

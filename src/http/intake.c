@@ -44,7 +44,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
 #endif
-#include "intake.h"
+#include "http/intake.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -63,10 +63,10 @@
 #include <sys/queue.h>
 #include <time.h>
 
-#include "accept_balance.h"
-#include "libevent_replacements.h"
-#include "log.h"
-#include "server.h"
+#include "http/accept_balance.h"
+#include "http/libevent_replacements.h"
+#include "base/log.h"
+#include "http/server.h"
 
 #define PARSE_ALL_DATA_READ 1
 #define PARSE_DATA_TOO_LONG (-3)

@@ -43,7 +43,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "envelope.h"
+#include "http/envelope.h"
 
 struct evhttp_request;
 struct evkeyvalq;

@@ -7,7 +7,7 @@
  * name order of a large object is sorted by a bottom-up merge sort over
  * offsets, with the second half of the reserved room as its buffer.
  */
-#include "json_flat.h"
+#include "http/json_flat.h"
 
 #include <json-c/json.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * Invariant: the scan never reads past text + len and never allocates; the
  * text need not be NUL-terminated.
  */
-#include "json_guard.h"
+#include "http/json_guard.h"
 
 #include <errno.h>
 #include <json-c/json.h>

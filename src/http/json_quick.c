@@ -8,12 +8,12 @@
  * and the caller lets json-c decide. Recursion is bounded by
  * JSON_QUICK_MAX_DEPTH.
  */
-#include "json_quick.h"
+#include "http/json_quick.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "json_guard.h"
+#include "http/json_guard.h"
 
 #define MAX_INT_DIGITS 18 /* 10^18 - 1 fits in int64 */
 

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "json_flat.h"
+#include "http/json_flat.h"
 
 #define JSON_QUICK_MAX_DEPTH 32
 

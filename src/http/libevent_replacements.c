@@ -99,7 +99,7 @@
  * event_set_mem_functions (event_memory.c), its log with
  * event_set_log_callback (intake.c).
  */
-#include "libevent_replacements.h"
+#include "http/libevent_replacements.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -5,16 +5,16 @@
  * Does not touch the database. The OpenAPI text is generated from the
  * worker's route table on first use and kept for the worker's lifetime.
  */
-#include "meta.h"
+#include "http/meta.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "build_config.h"
-#include "http.h"
-#include "openapi.h"
-#include "server.h"
+#include "http/http.h"
+#include "http/openapi.h"
+#include "http/server.h"
 
 void meta_openapi(struct http_request *r)
 {

@@ -7,14 +7,14 @@
  * a reload that adds workers still finds a block per slot; every label
  * value comes from a fixed table in this file; rendering only reads.
  */
-#include "metrics.h"
+#include "http/metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "envelope.h"
+#include "base/config.h"
+#include "http/envelope.h"
 
 /* Worker slots the configuration allows (config.c bounds "workers" to 64). */
 #define METRICS_WORKER_BLOCKS 64

@@ -12,14 +12,14 @@
  * Invariant: nothing here knows a route by name; the table is the truth.
  * Called by the /openapi.json handler.
  */
-#include "openapi.h"
+#include "http/openapi.h"
 
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "envelope.h"
+#include "http/envelope.h"
 
 #define OPERATION_ID_BYTES 256
 

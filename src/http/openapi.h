@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
-#include "router.h"
+#include "http/router.h"
 
 /*
  * Builds the document for routes[0..count) with info.version version. The

@@ -7,7 +7,7 @@
  * begins "QUERY " is rewritten; the rewrite keeps every other byte and
  * their order; the callback never runs for its own modifications.
  */
-#include "query_method.h"
+#include "http/query_method.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

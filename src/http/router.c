@@ -9,13 +9,13 @@
  * makes the route not match). Matching is pure: no allocation, no globals.
  * Called by http.c for every request; routes.c owns the table.
  */
-#include "router.h"
+#include "http/router.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "hex.h"
+#include "base/hex.h"
 
 /* Method bits in the order the Allow header lists them, with their names. */
 static const struct {

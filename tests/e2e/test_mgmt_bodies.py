@@ -1,6 +1,6 @@
 """test_mgmt_bodies.py - end-to-end tests of what the management speed work
 must not change: the flag list's timestamps are written in C
-from plain timestamptz (src/api/pgtime.c) and must equal ensign_iso()
+from plain timestamptz (src/mgmt/pgtime.c) and must equal ensign_iso()
 (zero milliseconds, truncated microseconds, a year past 9999, archived and
 usage timestamps); odd characters in names, descriptions and revision
 summaries are escaped as PostgreSQL escapes them; the detail shows the

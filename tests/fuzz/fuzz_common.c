@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "eval.h"
-#include "json_flat.h"
-#include "json_guard.h"
-#include "snapshot.h"
+#include "eval/eval.h"
+#include "http/json_flat.h"
+#include "http/json_guard.h"
+#include "eval/snapshot.h"
 #include "eval_spec.h"
 
 char *fuzz_text(const uint8_t *data, size_t size)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "fuzz_common.h"
 
 /* Every CONFIG_INT key's value lies within the key table's bounds. */

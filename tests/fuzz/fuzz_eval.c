@@ -21,11 +21,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "eval.h"
+#include "eval/eval.h"
 #include "fuzz_common.h"
-#include "isotime.h"
-#include "json_flat.h"
-#include "snapshot.h"
+#include "eval/isotime.h"
+#include "http/json_flat.h"
+#include "eval/snapshot.h"
 
 #define MAX_CASES 16
 #define DEFAULT_NOW_US INT64_C(1717243200000000) /* 2024-06-01T12:00:00Z */

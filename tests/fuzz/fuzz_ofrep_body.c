@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
+#include "eval/eval.h"
 #include "fuzz_common.h"
-#include "json_quick.h"
-#include "http.h"
-#include "ofrep.h"
-#include "snapshot.h"
+#include "http/json_quick.h"
+#include "http/http.h"
+#include "eval/ofrep.h"
+#include "eval/snapshot.h"
 
 #define NOW_US INT64_C(1717243200000000) /* 2024-06-01T12:00:00Z */
 

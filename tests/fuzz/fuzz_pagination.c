@@ -1,6 +1,6 @@
 /*
  * fuzz_pagination.c - libFuzzer target: the pagination request readers of
- * the root API's lists (src/accounts/pagination.c).
+ * the root API's lists (src/mgmt/pagination.c).
  *
  * The first byte picks the form: even, the rest is a GET query string
  * (page_parse_query); odd, the rest is a QUERY body, read as the server
@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "pagination.h"
-#include "validate.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 #define CURSOR_ALPHABET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."
 

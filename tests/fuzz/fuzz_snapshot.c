@@ -22,11 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "eval.h"
+#include "eval/eval.h"
 #include "fuzz_common.h"
-#include "hex.h"
-#include "json_flat.h"
-#include "snapshot.h"
+#include "base/hex.h"
+#include "http/json_flat.h"
+#include "eval/snapshot.h"
 
 #define NOW_US INT64_C(1717243200000000) /* 2024-06-01T12:00:00Z */
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_validate.c - libFuzzer target: management validation
- * (src/api/validate.c).
+ * (src/mgmt/validate.c).
  *
  * The input is a management request body, read as http.c reads one
  * (fuzz_json_guarded: json_guard, json-c, the duplicate check, and the
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "validate.h"
+#include "mgmt/validate.h"
 
 static bool segment_exists(void *arg, const char *key)
 {

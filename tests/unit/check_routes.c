@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mgmt.h"
-#include "openapi.h"
-#include "routes.h"
+#include "mgmt/mgmt.h"
+#include "http/openapi.h"
+#include "daemon/routes.h"
 
 /* The security requirement names of auth, in the order /openapi.json lists them. */
 static const char *const *schemes_of(enum route_auth auth)

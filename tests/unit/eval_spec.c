@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "snapshot_build.h"
+#include "eval/snapshot_build.h"
 
 struct json_object *eval_spec_member(struct json_object *obj, const char *name)
 {

@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "accept_balance.h"
+#include "http/accept_balance.h"
 #include "suites.h"
 
 #define ABSENT ACCEPT_BALANCE_ABSENT

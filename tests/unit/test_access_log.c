@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access_log.h"
-#include "log.h"
+#include "http/access_log.h"
+#include "base/log.h"
 #include "suites.h"
 
 static const struct timespec JAN_2 = {1767323045, 678000000}; /* 2026-01-02T03:04:05.678Z */

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_catalog.h"
-#include "agent_parse.h"
-#include "agent_tools.h"
-#include "router.h"
+#include "agent/agent_catalog.h"
+#include "agent/agent_parse.h"
+#include "agent/agent_tools.h"
+#include "http/router.h"
 #include "suites.h"
 
 static const char catalog_json[] =

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "answer.h"
-#include "header_index.h"
-#include "hex.h"
-#include "server.h"
+#include "http/answer.h"
+#include "http/header_index.h"
+#include "base/hex.h"
+#include "http/server.h"
 #include "suites.h"
 
 /* ---- hex_u64 ---- */

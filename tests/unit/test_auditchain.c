@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "auditchain.h"
+#include "base/auditchain.h"
 #include "suites.h"
 
 static struct auditchain_event sample(void)

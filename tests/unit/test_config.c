@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "suites.h"
 
 /* ---- helpers ---- */

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "early_write.h"
+#include "http/early_write.h"
 #include "suites.h"
 
 struct fixture {

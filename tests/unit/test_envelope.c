@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "envelope.h"
+#include "http/envelope.h"
 #include "suites.h"
 
 /* Asserts that obj has exactly the NULL-terminated list of keys. */

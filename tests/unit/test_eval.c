@@ -28,12 +28,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "eval.h"
+#include "eval/eval.h"
 #include "eval_spec.h"
-#include "isotime.h"
-#include "json_flat.h"
-#include "murmur3.h"
-#include "snapshot.h"
+#include "eval/isotime.h"
+#include "http/json_flat.h"
+#include "eval/murmur3.h"
+#include "eval/snapshot.h"
 #include "suites.h"
 
 #define DEFAULT_NOW "2024-06-01T12:00:00Z"

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "event_memory.h"
+#include "http/event_memory.h"
 #include "suites.h"
 
 START_TEST(blocks_are_aligned_and_hold_what_was_asked)

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "head_format.h"
+#include "http/head_format.h"
 #include "suites.h"
 
 typedef int (*date_fn)(char *, size_t, const struct tm *);

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "health.h"
+#include "base/health.h"
 #include "suites.h"
 
 static const struct health_limits limits = {.stale_ms = 5000, .database_ms = 60000};

@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "heartbeat.h"
+#include "eval/heartbeat.h"
 #include "suites.h"
 
 static struct heartbeat_table *new_table(void)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "server.h"
+#include "http/http.h"
+#include "http/server.h"
 #include "suites.h"
 
 struct captured {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "intake.h"
-#include "libevent_replacements.h"
+#include "http/intake.h"
+#include "http/libevent_replacements.h"
 #include "suites.h"
 
 START_TEST(field_names_are_tokens)

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "intake.h"
-#include "json_guard.h"
+#include "http/intake.h"
+#include "http/json_guard.h"
 #include "suites.h"
 
 static enum json_guard_verdict scan(const char *text, size_t max)

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_flat.h"
-#include "json_guard.h"
-#include "json_quick.h"
+#include "http/json_flat.h"
+#include "http/json_guard.h"
+#include "http/json_quick.h"
 #include "suites.h"
 
 static struct json_flat_doc quick_doc, json_c_doc;

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "suites.h"
 
 /* Logs through log_msg with stderr sent to a temporary file; returns what

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "login_limit.h"
+#include "accounts/login_limit.h"
 #include "suites.h"
 
 static const char *key_of(const char *address)

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "log.h"
-#include "metrics.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "http/metrics.h"
 #include "suites.h"
 
 static struct metrics_area *new_area(struct config *cfg)

@@ -8,9 +8,9 @@
  */
 #include <string.h>
 
-#include "isotime.h"
-#include "murmur3.h"
-#include "semver.h"
+#include "eval/isotime.h"
+#include "eval/murmur3.h"
+#include "eval/semver.h"
 #include "suites.h"
 
 START_TEST(murmur3_known_vectors)

@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "openapi.h"
+#include "http/openapi.h"
 #include "suites.h"
 
 static const char healthz_schema[] =

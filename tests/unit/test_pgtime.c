@@ -1,11 +1,11 @@
 /*
  * test_pgtime.c - PostgreSQL timestamptz text to the API's ISO 8601 form
- * (src/api/pgtime.c): the same text as ensign_iso() (to_char ... MS), and
+ * (src/mgmt/pgtime.c): the same text as ensign_iso() (to_char ... MS), and
  * refusal of every other shape.
  */
 #include <string.h>
 
-#include "pgtime.h"
+#include "mgmt/pgtime.h"
 #include "suites.h"
 
 static const char *iso(const char *text)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query_method.h"
+#include "http/query_method.h"
 #include "suites.h"
 
 /* The input buffer's text after adding each of chunks in turn. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ratelimit.h"
+#include "eval/ratelimit.h"
 #include "suites.h"
 
 #define S UINT64_C(1000000000)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "router.h"
+#include "http/router.h"
 #include "suites.h"
 
 static const struct route table[] = {

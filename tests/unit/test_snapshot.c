@@ -16,11 +16,11 @@
 
 #include <json-c/json.h>
 
-#include "cond_ops.h"
-#include "snapshot.h"
-#include "snapshot_build.h"
+#include "eval/cond_ops.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_build.h"
 #include "suites.h"
-#include "validate.h"
+#include "mgmt/validate.h"
 
 #define DIGEST_A "aa00000000000000000000000000000000000000000000000000000000000001"
 #define DIGEST_B "0b00000000000000000000000000000000000000000000000000000000000002"

@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "served_snapshot.h"
-#include "shm.h"
-#include "snapshot.h"
-#include "snapshot_build.h"
-#include "snapshot_parts.h"
+#include "eval/served_snapshot.h"
+#include "eval/shm.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_build.h"
+#include "eval/snapshot_parts.h"
 #include "suites.h"
 
 #define ORG1 "10000000-0000-0000-0000-000000000001"

@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "stream_slots.h"
+#include "base/config.h"
+#include "eval/stream_slots.h"
 #include "suites.h"
 
 #define SLOTS 1024

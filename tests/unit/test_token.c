@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "suites.h"
-#include "token.h"
+#include "base/token.h"
 
 START_TEST(base62_small_numbers)
 {

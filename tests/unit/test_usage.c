@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "snapshot.h"
-#include "snapshot_build.h"
+#include "eval/snapshot.h"
+#include "eval/snapshot_build.h"
 #include "suites.h"
-#include "usage.h"
-#include "usage_batch.h"
+#include "eval/usage.h"
+#include "eval/usage_batch.h"
 
 #define HOUR 3600
 #define NOW (INT64_C(1700000000))

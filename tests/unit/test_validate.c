@@ -1,5 +1,5 @@
 /*
- * test_validate.c - unit tests of the field rules (src/api/validate.c): every
+ * test_validate.c - unit tests of the field rules (src/mgmt/validate.c): every
  * rule at its boundary, condition and serve shapes with their error paths,
  * references through struct validate_refs, and the pure checks (UTF-8
  * length, key pattern, uuid, semver, timestamps, key derivation).
@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "isotime.h"
-#include "semver.h"
+#include "eval/isotime.h"
+#include "eval/semver.h"
 #include "suites.h"
-#include "validate.h"
+#include "mgmt/validate.h"
 
 /* ---- helpers ---- */
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "suites.h"
-#include "work_pool.h"
+#include "base/work_pool.h"
 
 struct job {
     struct work_item item; /* first */

@@ -36,10 +36,10 @@
 #include <json-c/json.h>
 #include <libpq-fe.h>
 
-#include "audit_record.h"
-#include "auth.h"
-#include "db.h"
-#include "router.h"
+#include "mgmt/audit_record.h"
+#include "db/auth.h"
+#include "db/db.h"
+#include "http/router.h"
 
 struct http_request;
 

@@ -9,7 +9,7 @@
  *
  * Called by jsonout.c.
  */
-#include "pgtime.h"
+#include "mgmt/pgtime.h"
 
 #include <stdbool.h>
 #include <string.h>

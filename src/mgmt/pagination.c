@@ -11,7 +11,7 @@
  * is sent here; the Link URL repeats the request path as received, so it is
  * relative and already percent-encoded.
  */
-#include "pagination.h"
+#include "mgmt/pagination.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -22,12 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "db.h"
-#include "event_memory.h"
-#include "http.h"
-#include "validate.h"
-#include "server.h"
+#include "db/auth.h"
+#include "db/db.h"
+#include "http/event_memory.h"
+#include "http/http.h"
+#include "mgmt/validate.h"
+#include "http/server.h"
 
 struct page_run {
     struct http_request *r;

@@ -7,13 +7,13 @@
  *
  * Called by flaglist.c and flagdetail.c.
  */
-#include "jsonout.h"
+#include "mgmt/jsonout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgtime.h"
+#include "mgmt/pgtime.h"
 
 bool jsonout_init(struct jsonout *pb, size_t cap)
 {

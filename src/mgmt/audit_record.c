@@ -2,12 +2,12 @@
  * audit_record.c - the actor parameter of audit-recording writes (see
  * audit_record.h). Pure formatting: no database access here.
  */
-#include "audit_record.h"
+#include "mgmt/audit_record.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
 
-#include "http.h"
+#include "http/http.h"
 
 /* Adds name: value, or null when value is NULL or empty. */
 static void add_text(struct json_object *o, const char *name, const char *value)

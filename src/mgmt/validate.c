@@ -13,7 +13,7 @@
  * Called by the management handlers (flags, variants, rules, environments,
  * segments, entities) and the agent.
  */
-#include "validate.h"
+#include "mgmt/validate.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,9 +23,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "cond_ops.h"
-#include "isotime.h"
-#include "semver.h"
+#include "eval/cond_ops.h"
+#include "eval/isotime.h"
+#include "eval/semver.h"
 
 /* ---- the collector ---- */
 

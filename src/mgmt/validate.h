@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "cond_ops.h" /* the condition operators: cond_ops[], COND_OPS_SCHEMA_ENUM */
+#include "eval/cond_ops.h" /* the condition operators: cond_ops[], COND_OPS_SCHEMA_ENUM */
 
 #define VALIDATE_PATH_MAX 256
 

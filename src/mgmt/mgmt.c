@@ -21,16 +21,16 @@
  * extra statement (mgmt_dispatch_row: flagctx.c, flagrevisions.c) and by
  * the agent (mgmt_begin_org).
  */
-#include "mgmt.h"
+#include "mgmt/mgmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "ratelimit.h"
-#include "validate.h"
-#include "server.h"
+#include "http/http.h"
+#include "eval/ratelimit.h"
+#include "mgmt/validate.h"
+#include "http/server.h"
 
 /*
  * $1 org slug (or id: the root API's org_id), $2 user id ("" for

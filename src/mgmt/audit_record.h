@@ -30,7 +30,7 @@
 
 #include <stddef.h>
 
-#include "auth.h"
+#include "db/auth.h"
 
 struct http_request;
 
