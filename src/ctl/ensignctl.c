@@ -588,10 +588,9 @@ static const struct option audit_options[] = {{"org", required_argument, NULL, O
                                               {"help", no_argument, NULL, OPT_HELP},
                                               {NULL, 0, NULL, 0}};
 
-static const struct option internal_key_options[] = {
-    {"name", required_argument, NULL, OPT_NAME},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0}};
+static const struct option internal_key_options[] = {{"name", required_argument, NULL, OPT_NAME},
+                                                     {"help", no_argument, NULL, OPT_HELP},
+                                                     {NULL, 0, NULL, 0}};
 
 static const struct option no_options[] = {{"help", no_argument, NULL, OPT_HELP},
                                            {NULL, 0, NULL, 0}};

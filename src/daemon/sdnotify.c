@@ -31,7 +31,8 @@ int sdnotify_send(const char *state)
     if (fd < 0)
         return -1;
     socklen_t addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
-    ssize_t sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&addr, addr_len);
+    ssize_t sent =
+        sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&addr, addr_len);
     close(fd);
     return sent < 0 ? -1 : 0;
 }

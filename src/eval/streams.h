@@ -51,7 +51,7 @@
 #define STREAMS_WATCH_MS 20
 #define STREAMS_RETRY_MS 1000
 #define STREAMS_INACTIVITY_DELAY_SEC 120
-#define STREAMS_ENTRY_MAX 768               /* an eventStreams entry, JSON */
+#define STREAMS_ENTRY_MAX 768 /* an eventStreams entry, JSON */
 
 struct http_request;
 struct http_server;

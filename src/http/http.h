@@ -36,12 +36,12 @@ struct http_request {
     const char *query; /* query string or NULL */
     struct route_match match;
     bool answered;
-    bool on_metrics_listener; /* arrived on metrics_listen's socket */
-    uint64_t started_us;      /* CLOCK_MONOTONIC at dispatch */
-    bool close_connection;    /* the answer carries Connection: close */
-    bool body_terminated;     /* http_body added its NUL (once) */
-    size_t body_len;          /* the body's length without that NUL */
-    size_t room;              /* bytes allocated after the struct (http.c) */
+    bool on_metrics_listener;    /* arrived on metrics_listen's socket */
+    uint64_t started_us;         /* CLOCK_MONOTONIC at dispatch */
+    bool close_connection;       /* the answer carries Connection: close */
+    bool body_terminated;        /* http_body added its NUL (once) */
+    size_t body_len;             /* the body's length without that NUL */
+    size_t room;                 /* bytes allocated after the struct (http.c) */
     struct header_index headers; /* the often-asked headers (http_header) */
     /* Internal requests only (NULL otherwise): where the answer goes
      * instead of a socket, and the request it runs on behalf of. */
