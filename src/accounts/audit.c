@@ -279,5 +279,6 @@ const char audit_list_schema[] =
     "path in the organization\"},"
     "\"created_at\":{\"type\":\"string\",\"format\":\"date-time\"}}}}}}";
 
-const char audit_config_schema[] = "{\"type\":\"object\",\"required\":[\"ip_disclosure\"],"
-                                   "\"properties\":{\"ip_disclosure\":{\"type\":\"boolean\"}}}";
+const char audit_config_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"ip_disclosure\"],"
+    "\"properties\":{\"$schema\":{\"type\":\"string\"},\"ip_disclosure\":{\"type\":\"boolean\"}}}";

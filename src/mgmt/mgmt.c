@@ -11,7 +11,9 @@
  * auth_credential_digest). mgmt_dispatch is the dispatcher of every
  * route row with an operation. mgmt_begin_org (organization named
  * in the body, caller already authenticated) looks up the organization
- * alone.
+ * alone. The body of a row with a request schema is checked against that
+ * schema (jsonschema.c) before its operation runs: the row's schema, the
+ * one /openapi.json shows, is what is enforced.
  *
  * Invariants: a caller outside the organization always gets the same 404
  * whether or not the organization exists; a callback runs only after every
@@ -29,6 +31,7 @@
 
 #include "http/http.h"
 #include "eval/ratelimit.h"
+#include "mgmt/jsonschema.h"
 #include "mgmt/validate.h"
 #include "http/server.h"
 
@@ -301,7 +304,32 @@ void mgmt_begin_org(struct http_request *r, const struct identity *who, const ch
 
 /* ---- the dispatcher ---- */
 
-/* The row's operation, with the answer row of its load's statement (or NULL). */
+/*
+ * The body of a row with a request schema: a JSON object the schema
+ * accepts (jsonschema.c), else NULL after the 422 naming every field the
+ * schema refuses. The caller owns the result.
+ */
+static struct json_object *checked_body(struct http_request *r, const char *schema_text)
+{
+    const struct json_object *schema = jsonschema_parsed(schema_text);
+    if (schema == NULL) {
+        http_send_error(r, 500, "the route's request schema does not parse");
+        return NULL;
+    }
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return NULL;
+    struct validate v;
+    validate_init(&v);
+    if (jsonschema_check(&v, schema, body))
+        return body;
+    json_object_put(body);
+    mgmt_send_invalid(r, &v);
+    return NULL;
+}
+
+/* The row's operation, with the answer row of its load's statement (or
+ * NULL), once its body passed the row's request schema. */
 static void run_op_with(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
                         void *arg)
 {
@@ -309,7 +337,8 @@ static void run_op_with(struct http_request *r, const struct mgmt_ctx *ctx, cons
     const struct route *route = r->match.route;
     struct mgmt_ctx call = *ctx;
     call.row = res;
-    if (route->request_schema != NULL && (call.body = mgmt_body_object(r)) == NULL)
+    if (route->request_schema != NULL &&
+        (call.body = checked_body(r, route->request_schema)) == NULL)
         return;
     route->op(r, &call);
 }

@@ -16,6 +16,7 @@ Suite *suite_snapshot_parts(void);
 Suite *suite_eval(void);
 Suite *suite_openapi(void);
 Suite *suite_validate(void);
+Suite *suite_jsonschema(void);
 Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
 Suite *suite_metrics(void);
