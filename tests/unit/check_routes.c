@@ -15,9 +15,8 @@
  *
  * Every dispatched row's request schema (the one /openapi.json shows) is
  * in the subset the dispatcher enforces (src/mgmt/jsonschema.h), refuses
- * an unknown member and a member of the wrong type, and accepts the
- * members it declares given the smallest value of their type; the e2e
- * tests/e2e/test_schema_rows.py sends such bodies through the dispatcher.
+ * an unknown member and a member of the wrong type; the e2e tests/e2e/test_dispatch.py sends the
+ * same bodies through the dispatcher.
  */
 #include <check.h>
 #include <stdlib.h>
