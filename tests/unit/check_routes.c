@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/cond_ops.h"
 #include "mgmt/jsonschema.h"
 #include "mgmt/mgmt.h"
 #include "http/openapi.h"
@@ -257,6 +258,46 @@ START_TEST(every_request_schema_is_enforced)
 }
 END_TEST
 
+/* The operator enum of every condition of schema (the array at
+ * conditions.items, its branches included), checked against cond_ops[]. */
+static size_t check_operator_enums(const struct json_object *schema)
+{
+    size_t found = 0;
+    if (json_object_is_type(schema, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(schema); i++)
+            found += check_operator_enums(json_object_array_get_idx(schema, i));
+        return found;
+    }
+    if (!json_object_is_type(schema, json_type_object))
+        return 0;
+    json_object_object_foreach((struct json_object *)schema, key, value)
+    {
+        struct json_object *list;
+        if (strcmp(key, "operator") == 0 && json_object_object_get_ex(value, "enum", &list)) {
+            ck_assert_uint_eq(json_object_array_length(list), SNAPSHOT_OP_COUNT);
+            for (int op = 0; op < SNAPSHOT_OP_COUNT; op++)
+                ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(list, op)),
+                                 cond_ops[op].name);
+            found++;
+        } else {
+            found += check_operator_enums(value);
+        }
+    }
+    return found;
+}
+
+/* The condition schemas' operators are the operator table's, in its order. */
+START_TEST(condition_operators_come_from_the_table)
+{
+    size_t count, found = 0;
+    const struct route *routes = routes_table(&count);
+    for (size_t i = 0; i < count; i++)
+        if (routes[i].request_schema != NULL && routes[i].op != NULL)
+            found += check_operator_enums(jsonschema_parsed(routes[i].request_schema));
+    ck_assert_uint_ge(found, 5); /* rules (create, update, replace) and segments (create, update) */
+}
+END_TEST
+
 START_TEST(every_row_is_what_openapi_says)
 {
     size_t count;
@@ -290,6 +331,7 @@ int main(void)
     TCase *tc = tcase_create("table");
     tcase_add_test(tc, every_row_is_what_openapi_says);
     tcase_add_test(tc, every_request_schema_is_enforced);
+    tcase_add_test(tc, condition_operators_come_from_the_table);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
