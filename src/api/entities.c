@@ -138,19 +138,12 @@ static void send_invalid(struct http_request *r, struct validate *v)
 
 /* ---- attributes ---- */
 
-/* The member name of obj, or NULL when absent or null. */
-static struct json_object *member_of(const struct json_object *obj, const char *name)
-{
-    struct json_object *value = NULL;
-    json_object_object_get_ex(obj, name, &value);
-    return value;
-}
-
 /* True when an earlier item of attributes has key. */
 static bool key_seen(struct json_object *attributes, size_t before, const char *key)
 {
     for (size_t i = 0; i < before; i++) {
-        struct json_object *other = member_of(json_object_array_get_idx(attributes, i), "key");
+        struct json_object *other =
+            mgmt_body_member(json_object_array_get_idx(attributes, i), "key");
         if (strcmp(json_object_get_string(other), key) == 0)
             return true;
     }
@@ -165,15 +158,15 @@ static bool key_seen(struct json_object *attributes, size_t before, const char *
  */
 static struct json_object *checked_attributes(struct validate *v, const struct json_object *body)
 {
-    struct json_object *attributes = member_of(body, "attributes");
+    struct json_object *attributes = mgmt_body_member(body, "attributes");
     if (attributes == NULL)
         return NULL;
     struct json_object *normalized = json_object_new_array();
     size_t n = json_object_array_length(attributes);
     for (size_t i = 0; i < n; i++) {
         struct json_object *item = json_object_array_get_idx(attributes, i);
-        const char *key = json_object_get_string(member_of(item, "key"));
-        struct json_object *type = member_of(item, "dataType");
+        const char *key = json_object_get_string(mgmt_body_member(item, "key"));
+        struct json_object *type = mgmt_body_member(item, "dataType");
         if (key_seen(attributes, i, key)) {
             size_t mark = validate_push_field(v, "attributes");
             validate_push_index(v, i);
@@ -185,7 +178,7 @@ static struct json_object *checked_attributes(struct validate *v, const struct j
         json_object_object_add(
             out, "dataType",
             json_object_new_string(type ? json_object_get_string(type) : "string"));
-        json_object_object_add(out, "labels", json_object_get(member_of(item, "labels")));
+        json_object_object_add(out, "labels", json_object_get(mgmt_body_member(item, "labels")));
         json_object_array_add(normalized, out);
     }
     if (!validate_ok(v)) {
@@ -207,8 +200,8 @@ void entities_create(struct http_request *r, const struct mgmt_ctx *ctx)
     struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
     struct validate v;
     validate_init(&v);
-    const char *key = json_object_get_string(member_of(body, "key"));
-    const char *label = json_object_get_string(member_of(body, "label"));
+    const char *key = json_object_get_string(mgmt_body_member(body, "key"));
+    const char *label = json_object_get_string(mgmt_body_member(body, "label"));
     struct json_object *attributes = checked_attributes(&v, body);
     if (!validate_ok(&v)) {
         send_invalid(r, &v);
@@ -228,7 +221,7 @@ void entities_update(struct http_request *r, const struct mgmt_ctx *ctx)
     struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
     struct validate v;
     validate_init(&v);
-    struct json_object *label_member = member_of(body, "label");
+    struct json_object *label_member = mgmt_body_member(body, "label");
     const char *label = label_member ? json_object_get_string(label_member) : NULL;
     struct json_object *attributes = checked_attributes(&v, body);
     const char *key = mgmt_param(r, "key");

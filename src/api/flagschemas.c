@@ -25,12 +25,12 @@
 #define S_SERVE                                                                                    \
     "{\"oneOf\":["                                                                                 \
     "{\"type\":\"object\",\"required\":[\"variant\"],\"additionalProperties\":false,"              \
-    "\"properties\":{\"variant\":{\"type\":\"string\",\"minLength\":1}}},"                          \
+    "\"properties\":{\"variant\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63}}},"         \
     "{\"type\":\"object\",\"required\":[\"rollout\"],\"additionalProperties\":false,"              \
     "\"properties\":{\"rollout\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,"               \
     "\"items\":{\"type\":\"object\",\"required\":[\"variant\",\"weight\"],"                        \
     "\"additionalProperties\":false,\"properties\":{"                                              \
-    "\"variant\":{\"type\":\"string\",\"minLength\":1},"                                            \
+    "\"variant\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"                           \
     "\"weight\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000000}}}},"                       \
     "\"bucketBy\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200}}}]}"
 
@@ -177,8 +177,11 @@ const char flagschema_environment_list[] = WRAP(
 const char flagschema_configure[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"enabled\":{\"type\":\"boolean\"},"
-    "\"defaultVariantKey\":{\"type\":\"string\",\"minLength\":1},"
-    "\"offVariantKey\":{\"type\":\"string\",\"minLength\":1},\"defaultServe\":" S_SERVE "}}";
+    "\"defaultVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"
+    "\"offVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"
+    "\"defaultServe\":" S_SERVE "},\"description\":\"The handler checks that the variants named"
+    " exist, that defaultVariantKey and defaultServe are not both given, and that a rollout's"
+    " weights are not all zero.\"}";
 
 const char flagschema_rule_create[] =
     "{\"type\":\"object\",\"required\":[\"serve\"],\"additionalProperties\":false,"

@@ -195,21 +195,12 @@ static void send_invalid(struct http_request *r, struct validate *v)
     http_send_validation_error(r, "validation failed", validate_take_errors(v));
 }
 
-/* The string member name of body (the row's schema checked it), or NULL
- * when absent or null. */
-static const char *member_text(const struct json_object *body, const char *name)
-{
-    struct json_object *value = NULL;
-    json_object_object_get_ex(body, name, &value);
-    return value != NULL ? json_object_get_string(value) : NULL;
-}
-
 static void write_created(struct segment_write *w)
 {
     struct validate v;
     validate_init(&v);
-    const char *key = member_text(w->body, "key"), *name = member_text(w->body, "name");
-    const char *description = member_text(w->body, "description");
+    const char *key = mgmt_body_text(w->body, "key"), *name = mgmt_body_text(w->body, "name");
+    const char *description = mgmt_body_text(w->body, "description");
     const char *conditions = checked_conditions(&v, w, "[]");
     if (!validate_ok(&v)) {
         send_invalid(w->r, &v);
@@ -224,8 +215,8 @@ static void write_updated(struct segment_write *w)
 {
     struct validate v;
     validate_init(&v);
-    const char *name = member_text(w->body, "name");
-    const char *description = member_text(w->body, "description");
+    const char *name = mgmt_body_text(w->body, "name");
+    const char *description = mgmt_body_text(w->body, "description");
     const char *set_description =
         json_object_object_get_ex(w->body, "description", NULL) ? "t" : "f";
     const char *conditions = checked_conditions(&v, w, NULL);

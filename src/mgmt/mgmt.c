@@ -553,3 +553,17 @@ struct json_object *mgmt_body_object(struct http_request *r)
     http_send_validation_error(r, "validation failed", validate_take_errors(&v));
     return NULL;
 }
+
+struct json_object *mgmt_body_member(const struct json_object *body, const char *name)
+{
+    struct json_object *value = NULL;
+    if (body == NULL || !json_object_object_get_ex(body, name, &value))
+        return NULL;
+    return value;
+}
+
+const char *mgmt_body_text(const struct json_object *body, const char *name)
+{
+    struct json_object *value = mgmt_body_member(body, name);
+    return json_object_is_type(value, json_type_string) ? json_object_get_string(value) : NULL;
+}

@@ -235,6 +235,14 @@ void mgmt_answer_cb(PGresult *res, const char *error, void *arg);
  */
 struct json_object *mgmt_body_object(struct http_request *r);
 
+/*
+ * Members of a body the row's request schema checked (so their types are
+ * known): the member name of body, or NULL when absent or JSON null; and
+ * the text of a string member, or NULL when absent or null.
+ */
+struct json_object *mgmt_body_member(const struct json_object *body, const char *name);
+const char *mgmt_body_text(const struct json_object *body, const char *name);
+
 struct validate;
 
 /* Answers 422 with v's errors (taken from v) and message "validation failed". */
