@@ -14,10 +14,10 @@
  * discriminator: "variant" or "rollout", "attribute" or "segment"), giving
  * validate.c's "must have variant or rollout" and "must have either
  * variant or rollout, not both"; without one, by the one branch declaring
- * a member the object has; other alternatives are tried in a scratch
- * collector. The only pattern is the key pattern (validate_key_ok), the
- * only formats uuid, date-time and email: jsonschema_supported refuses
- * any other, so a schema never promises a check that is not made.
+ * a member the object has; others by the one branch whose type admits the
+ * value; failing both, each is tried in a scratch collector. The only pattern is the key pattern
+ * (validate_key_ok), the only formats uuid, date-time and email: jsonschema_supported refuses any
+ * other, so a schema never promises a check that is not made.
  */
 #include "mgmt/jsonschema.h"
 
@@ -366,6 +366,24 @@ static void check_by_discriminator(struct validate *v, const struct json_object 
         check_value(v, chosen, value, name, depth + 1);
 }
 
+/* The one branch whose type keyword admits value (a conversation given as
+ * an array or as one message object), or NULL. */
+static const struct json_object *branch_of_type(const struct json_object *branches,
+                                                const struct json_object *value)
+{
+    const struct json_object *chosen = NULL;
+    for (size_t i = 0; i < json_object_array_length(branches); i++) {
+        struct json_object *branch = json_object_array_get_idx(branches, i);
+        struct json_object *types = keyword(branch, "type");
+        if (types == NULL || !type_ok(types, value))
+            continue;
+        if (chosen != NULL)
+            return NULL;
+        chosen = branch;
+    }
+    return chosen;
+}
+
 /* Whether value passes schema, checked in a scratch collector. */
 static bool passes(const struct json_object *schema, const struct json_object *value, int depth)
 {
@@ -383,6 +401,11 @@ static void check_alternatives(struct validate *v, const struct json_object *bra
 {
     if (discriminated(branches)) {
         check_by_discriminator(v, branches, value, name, depth);
+        return;
+    }
+    const struct json_object *typed = branch_of_type(branches, value);
+    if (typed != NULL) {
+        check_value(v, typed, value, name, depth + 1);
         return;
     }
     size_t passed = 0;

@@ -198,9 +198,24 @@ START_TEST(one_of_by_discriminator)
     assert_message("serve.bucketBy", "unknown field");
     ck_assert(!check(s, "{\"serve\":\"on\"}"));
     assert_message("serve", "must be an object");
+    /* an attribute condition without its attribute is still one */
+    const char *cond = OBJ("\"c\":{\"oneOf\":[{\"type\":\"object\",\"required\":[\"attribute\","
+                           "\"operator\"],\"properties\":{\"attribute\":{},\"operator\":{}}},"
+                           "{\"type\":\"object\",\"required\":[\"segment\"],\"properties\":"
+                           "{\"segment\":{}}}]}");
+    ck_assert(!check(cond, "{\"c\":{\"operator\":\"exists\"}}"));
+    assert_message("c.attribute", "is required");
+    /* a branch chosen by the value's type reports inside it */
+    const char *typed = OBJ("\"m\":{\"oneOf\":[{\"type\":\"array\",\"items\":{\"type\":"
+                            "\"string\",\"maxLength\":2}},{\"type\":\"string\",\"maxLength\":2}]}");
+    ck_assert(check(typed, "{\"m\":[\"ab\"]}"));
+    ck_assert(!check(typed, "{\"m\":[\"abc\"]}"));
+    assert_message("m[0]", "must be at most 2 characters");
     /* alternatives without a discriminator are tried one by one */
-    const char *any = OBJ("\"x\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}");
-    ck_assert(check(any, "{\"x\":3}"));
+    const char *any = OBJ("\"x\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"number\"},"
+                          "{\"type\":\"integer\"}]}");
+    ck_assert(check(any, "{\"x\":\"s\"}"));
+    ck_assert(!check(any, "{\"x\":3}")); /* a number and an integer: not exactly one */
     ck_assert(!check(any, "{\"x\":true}"));
     assert_message("x", "must match exactly one of the alternatives");
 }
