@@ -135,9 +135,9 @@ const char schema_acc_count[] = OBJECT("\"count\"", "\"count\":{\"type\":\"integ
 const char schema_acc_login[] =
     OBJECT("\"email\",\"password\"", "\"email\":" STR ",\"password\":" STR);
 const char schema_acc_session[] = OBJECT("\"user\"", "\"user\":" USER);
-const char schema_acc_password_change[] = OBJECT(
-    "\"current\",\"new\"", "\"current\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":1024},"
-                           "\"new\":{\"type\":\"string\",\"minLength\":8,\"maxLength\":1024}");
+const char schema_acc_password_change[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"current\",\"new\"],"
+    "\"properties\":{\"current\":" TEXT(1, 1024) ",\"new\":" TEXT(8, 1024) "}}";
 const char schema_acc_deleted[] = BODY("\"deleted\"", "\"deleted\":" BOOL);
 #define PROFILE_TEXT TEXT_OR_NULL(0, 2000)
 const char schema_acc_profile[] = BODY(
