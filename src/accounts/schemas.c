@@ -133,7 +133,8 @@ const char schema_acc_token_created[] =
 const char schema_acc_notification_list[] = LIST("notifications", NOTIFICATION);
 const char schema_acc_count[] = OBJECT("\"count\"", "\"count\":{\"type\":\"integer\"}");
 const char schema_acc_login[] =
-    OBJECT("\"email\",\"password\"", "\"email\":" STR ",\"password\":" STR);
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"email\",\"password\"],"
+    "\"properties\":{\"email\":" TEXT(1, 320) ",\"password\":" TEXT(1, 1024) "}}";
 const char schema_acc_session[] = OBJECT("\"user\"", "\"user\":" USER);
 const char schema_acc_password_change[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"current\",\"new\"],"

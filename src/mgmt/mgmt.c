@@ -304,12 +304,7 @@ void mgmt_begin_org(struct http_request *r, const struct identity *who, const ch
 
 /* ---- the dispatcher ---- */
 
-/*
- * The body of a row with a request schema: a JSON object the schema
- * accepts (jsonschema.c), else NULL after the 422 naming every field the
- * schema refuses. The caller owns the result.
- */
-static struct json_object *checked_body(struct http_request *r, const char *schema_text)
+struct json_object *mgmt_checked_body(struct http_request *r, const char *schema_text)
 {
     const struct json_object *schema = jsonschema_parsed(schema_text);
     if (schema == NULL) {
@@ -338,7 +333,7 @@ static void run_op_with(struct http_request *r, const struct mgmt_ctx *ctx, cons
     struct mgmt_ctx call = *ctx;
     call.row = res;
     if (route->request_schema != NULL &&
-        (call.body = checked_body(r, route->request_schema)) == NULL)
+        (call.body = mgmt_checked_body(r, route->request_schema)) == NULL)
         return;
     route->op(r, &call);
 }

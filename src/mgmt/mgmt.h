@@ -245,6 +245,15 @@ void mgmt_answer_cb(PGresult *res, const char *error, void *arg);
 struct json_object *mgmt_body_object(struct http_request *r);
 
 /*
+ * mgmt_body_object, then the body checked against the schema text (a
+ * route row's request schema; src/mgmt/jsonschema.h): the body (caller
+ * owns), or NULL after answering 400, 422 (every field the schema refuses)
+ * or 500 (a schema that does not parse). The dispatcher's check, also used
+ * by the rows that are not dispatched (the login, the waitlist).
+ */
+struct json_object *mgmt_checked_body(struct http_request *r, const char *schema_text);
+
+/*
  * Members of a body the row's request schema checked (so their types are
  * known): the member name of body, or NULL when absent or JSON null; and
  * the text of a string member, or NULL when absent or null.
