@@ -21,6 +21,11 @@
 #define BODY(required, properties)                                                                 \
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[" required "],"             \
     "\"properties\":{\"$schema\":{\"type\":\"string\"}," properties "}}"
+/* A BODY whose handler checks more (its description says what). */
+#define BODY_CHECKED(description, required, properties)                                            \
+    "{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"" description "\","     \
+    "\"required\":[" required "],\"properties\":{\"$schema\":{\"type\":\"string\"}," properties    \
+    "}}"
 #define TEXT(min, max) "{\"type\":\"string\",\"minLength\":" #min ",\"maxLength\":" #max "}"
 #define TEXT_OR_NULL(min, max)                                                                     \
     "{\"type\":[\"string\",\"null\"],\"minLength\":" #min ",\"maxLength\":" #max "}"
@@ -121,7 +126,9 @@ const char schema_acc_invitation_lookup[] =
 const char schema_acc_invitation_accepted[] =
     OBJECT("\"org_name\",\"org_slug\"", "\"org_name\":" STR ",\"org_slug\":" STR);
 const char schema_acc_token_list[] = LIST("tokens", TOKEN);
-const char schema_acc_token_create[] = BODY(
+const char schema_acc_token_create[] = BODY_CHECKED(
+    "The handler checks that full or a scope is given, that the scopes stay within"
+    " the user's role, and that expires_at lies ahead.",
     "\"name\"",
     "\"name\":" TEXT(1, 200) ",\"expires_at\":{\"type\":[\"string\",\"null\"],\"minLength\":1,"
                              "\"maxLength\":64,\"format\":\"date-time\"},"
