@@ -15,9 +15,10 @@
  * validate.c's "must have variant or rollout" and "must have either
  * variant or rollout, not both"; without one, by the one branch declaring
  * a member the object has; others by the one branch whose type admits the
- * value; failing both, each is tried in a scratch collector. The only pattern is the key pattern
- * (validate_key_ok), the only formats uuid, date-time and email: jsonschema_supported refuses any
- * other, so a schema never promises a check that is not made.
+ * value; failing both, each is tried in a scratch collector. The only
+ * pattern is the key pattern (validate_key_ok), the only formats uuid,
+ * date-time and email: jsonschema_supported refuses any other, so a schema
+ * never promises a check that is not made.
  */
 #include "mgmt/jsonschema.h"
 
