@@ -1,18 +1,21 @@
 /*
- * agent_parse.c - the built-in agent's intent parser (see agent_parse.h).
+ * agent_parse.c - the built-in agent's intent parser (see agent_parse.h):
+ * the engine that reads a sentence with the tables of agent_phrases.c.
  *
  * A message is cut into words (whitespace and commas separate; quotes,
  * brackets and trailing punctuation are stripped; case is kept for values
  * and folded for keywords). A JSON object in the text is cut out first and
- * kept as a possible evaluation context. The intent is chosen by keywords
- * in a fixed order (refusal, usage question, explain, archive/restore,
- * create segment, create flag, rollout, default serve, rule, enable/
- * disable); then each intent reads its slots: flag, environment, variant,
- * percentage, attribute and values.
+ * kept as a possible evaluation context. Multi-word phrases are folded,
+ * environment aliases and flags named by name resolved against the
+ * catalogue, the time of a change read ("at 09:00", "in 2 hours"); the
+ * intent is the first matching row of the intent table; then each intent
+ * reads its slots: flag, environments, variant, percentage, attribute and
+ * values, marking every word it read.
  *
- * Invariants: at most one action per answer; an action is only built from
- * slots that all exist in the catalogue (or, for creation, do not exist
- * yet); every path that proposes nothing says why in the reply.
+ * Invariants: an action is only built from slots that all exist in the
+ * catalogue (or, for creation, do not exist yet); a sentence that leaves a
+ * qualifier unread proposes nothing (settle); every path that proposes
+ * nothing says why in the reply.
  */
 #include "agent/agent_parse.h"
 
