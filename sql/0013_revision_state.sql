@@ -5,9 +5,10 @@
 -- "Revision state".
 --
 -- Invariants kept here:
--- - revisions.state is ensign_flag_state(flag_id) as it stood at the end
---   of the statement that inserted the revision (NULL for the revisions
---   written before this migration). It is set by a statement trigger
+-- - revisions.state is the flag's targeting (the trigger's query below)
+--   as it stood at the end of the statement that inserted the revision
+--   (NULL for the revisions written before this migration). It is set by
+--   a statement trigger
 --   AFTER INSERT on revisions: such a trigger runs once the whole
 --   statement is done (every data-modifying WITH clause included) and
 --   its queries see all the statement's changes, so a write records its
@@ -24,7 +25,15 @@
 --   configuration generation moves by the triggers of sql/0001 and 0007
 --   (NOTIFY at commit) as for any other write.
 
-ALTER TABLE revisions ADD COLUMN state jsonb NULL;
+ALTER TABLE revisions ADD COLUMN state json NULL;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_settings
+                WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
+        ALTER TABLE revisions ALTER COLUMN state SET COMPRESSION lz4;
+    END IF;
+END
+$$;
 
 -- The rules of a flag in one environment as a state lists them.
 CREATE FUNCTION ensign_rules_state(flag uuid, env uuid) RETURNS jsonb
@@ -37,32 +46,43 @@ CREATE FUNCTION ensign_rules_state(flag uuid, env uuid) RETURNS jsonb
       FROM rules r WHERE r.flag_id = flag AND r.environment_id = env
     $$;
 
--- The targeting of a flag: name, description, tags and per environment
--- (display order) enabled, default serve, off variant and rules.
-CREATE FUNCTION ensign_flag_state(flag uuid) RETURNS jsonb
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT jsonb_build_object(
-             'name', f.name, 'description', f.description, 'tags', to_jsonb(f.tags),
-             'environments', COALESCE((
-               SELECT jsonb_agg(jsonb_build_object(
-                        'key', e.key, 'enabled', fe.enabled,
-                        'defaultServe', fe.default_serve, 'offVariantKey', fe.off_variant_key,
-                        'rules', ensign_rules_state(fe.flag_id, fe.environment_id))
-                        ORDER BY e.sort_order, e.key)
-                 FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id
-                WHERE fe.flag_id = f.id), '[]'))
-      FROM flags f WHERE f.id = flag
-    $$;
-
+-- The state of each flag the statement wrote revisions of: name,
+-- description, tags and per environment (display order) enabled, default
+-- serve, off variant and rules (ensign_rules_state's form). One query,
+-- written out: a LANGUAGE sql function that is not inlined is planned
+-- again on every call, and that planning was most of the trigger's cost
+-- (PL/pgSQL keeps this plan, a generic one, for the session). json, not
+-- jsonb: building jsonb took twice as long (doc/choices.md, "Revision
+-- state").
 CREATE FUNCTION ensign_revision_states_record() RETURNS trigger
     LANGUAGE plpgsql
+    SET plan_cache_mode = force_generic_plan
     AS $$
 BEGIN
     UPDATE revisions r SET state = s.state
       FROM new_revisions nr
-      JOIN (SELECT fl.flag_id, ensign_flag_state(fl.flag_id) AS state
-              FROM (SELECT DISTINCT flag_id FROM new_revisions) AS fl) AS s
+      JOIN (SELECT f.id AS flag_id,
+                   json_build_object(
+                     'name', f.name, 'description', f.description, 'tags', to_json(f.tags),
+                     'environments', COALESCE((
+                       SELECT json_agg(json_build_object(
+                                'key', e.key, 'enabled', fe.enabled,
+                                'defaultServe', fe.default_serve,
+                                'offVariantKey', fe.off_variant_key,
+                                'rules', COALESCE((
+                                  SELECT json_agg(json_build_object(
+                                           'id', ru.id, 'priority', ru.priority,
+                                           'description', ru.description,
+                                           'conditions', ru.conditions, 'serve', ru.serve)
+                                           ORDER BY ru.priority, ru.created_at, ru.id)
+                                    FROM rules ru
+                                   WHERE ru.flag_id = fe.flag_id
+                                     AND ru.environment_id = fe.environment_id), '[]'))
+                                ORDER BY e.sort_order, e.key)
+                         FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id
+                        WHERE fe.flag_id = f.id), '[]')) AS state
+              FROM flags f
+             WHERE f.id IN (SELECT DISTINCT n.flag_id FROM new_revisions n)) AS s
         ON s.flag_id = nr.flag_id
      WHERE r.id = nr.id;
     RETURN NULL;
@@ -188,6 +208,7 @@ CREATE FUNCTION ensign_flag_restore_revision(flag uuid, revision text, actor_id 
 DECLARE
     f flags;
     old revisions;
+    st jsonb;
     missing text;
     changes text[] := '{}';
     item jsonb;
@@ -212,13 +233,14 @@ BEGIN
         RETURN ensign_fail(409, 'revision ' || old.id || ' has no recorded state'
                                 || ' (it was written before revisions recorded targeting)');
     END IF;
-    missing := (SELECT string_agg(k, ', ' ORDER BY k) FROM ensign_state_variant_keys(old.state) k
+    st := old.state::jsonb;
+    missing := (SELECT string_agg(k, ', ' ORDER BY k) FROM ensign_state_variant_keys(st) k
                  WHERE NOT EXISTS (SELECT 1 FROM variants v WHERE v.flag_id = flag AND v.key = k));
     IF missing IS NOT NULL THEN
         RETURN ensign_fail(409, 'the flag no longer has the variants this revision serves: '
                                 || missing || ' (variants are not recreated)');
     END IF;
-    missing := (SELECT string_agg(k, ', ' ORDER BY k) FROM ensign_state_segment_keys(old.state) k
+    missing := (SELECT string_agg(k, ', ' ORDER BY k) FROM ensign_state_segment_keys(st) k
                  WHERE NOT EXISTS (SELECT 1 FROM segments s WHERE s.org_id = f.org_id
                                       AND s.key = k));
     IF missing IS NOT NULL THEN
@@ -227,25 +249,25 @@ BEGIN
     END IF;
 
     UPDATE flags fl
-       SET name = old.state ->> 'name', description = old.state ->> 'description',
-           tags = ARRAY(SELECT jsonb_array_elements_text(old.state -> 'tags')), updated_at = now()
+       SET name = st ->> 'name', description = st ->> 'description',
+           tags = ARRAY(SELECT jsonb_array_elements_text(st -> 'tags')), updated_at = now()
      WHERE fl.id = flag
        AND (fl.name, fl.description, to_jsonb(fl.tags))
-           IS DISTINCT FROM (old.state ->> 'name', old.state ->> 'description', old.state -> 'tags');
+           IS DISTINCT FROM (st ->> 'name', st ->> 'description', st -> 'tags');
     IF FOUND THEN
         changes := array_remove(ARRAY[
-            CASE WHEN f.name IS DISTINCT FROM old.state ->> 'name'
-                 THEN 'name: ' || f.name || ' → ' || (old.state ->> 'name') END,
-            CASE WHEN f.description IS DISTINCT FROM old.state ->> 'description'
+            CASE WHEN f.name IS DISTINCT FROM st ->> 'name'
+                 THEN 'name: ' || f.name || ' → ' || (st ->> 'name') END,
+            CASE WHEN f.description IS DISTINCT FROM st ->> 'description'
                  THEN 'description: ' || COALESCE(f.description, 'null') || ' → '
-                      || COALESCE(old.state ->> 'description', 'null') END,
-            CASE WHEN to_jsonb(f.tags) IS DISTINCT FROM old.state -> 'tags'
+                      || COALESCE(st ->> 'description', 'null') END,
+            CASE WHEN to_jsonb(f.tags) IS DISTINCT FROM st -> 'tags'
                  THEN 'tags: ' || array_to_string(f.tags, ', ') || ' → '
-                      || array_to_string(ARRAY(SELECT jsonb_array_elements_text(old.state -> 'tags')), ', ')
+                      || array_to_string(ARRAY(SELECT jsonb_array_elements_text(st -> 'tags')), ', ')
                  END], NULL);
     END IF;
 
-    FOR item IN SELECT x.e FROM jsonb_array_elements(old.state -> 'environments') AS x(e) LOOP
+    FOR item IN SELECT x.e FROM jsonb_array_elements(st -> 'environments') AS x(e) LOOP
         SELECT fe0.* INTO fe FROM flag_environments fe0
           JOIN environments e ON e.id = fe0.environment_id
          WHERE fe0.flag_id = flag AND e.org_id = f.org_id AND e.key = item ->> 'key'
