@@ -331,6 +331,56 @@ class RevisionStateTest(LifecycleCase):
         self.assertEqual(states, "1|3|t")
 
 
+    def test_environment_created_later_keeps_its_targeting(self):
+        slug = "later-env"
+        self.flag(slug)
+        wanted = self.newest_revision(slug)["id"]
+        self.database.query("INSERT INTO environments (org_id, key, name, sort_order)"
+                            " SELECT id, 'staging', 'Staging', 3 FROM orgs WHERE slug = 'acme'")
+        try:
+            self.configure(slug, {"enabled": True, "defaultVariantKey": "off"}, env="staging")
+            self.configure(slug, {"enabled": True})
+            self.assertStatus(self.restore(slug, wanted), 200)
+            self.assertFalse(self.env_config(slug)["enabled"])  # restored
+            staging = self.env_config(slug, "staging")
+            self.assertTrue(staging["enabled"])  # not in the state: as it was
+            self.assertEqual(staging["defaultVariantKey"], "off")
+        finally:
+            self.database.query("DELETE FROM environments WHERE key = 'staging'")
+
+    # the pure SQL functions of sql/0013, called directly
+
+    def test_state_variant_and_segment_keys(self):
+        state = json.dumps({"environments": [
+            {"key": "p", "offVariantKey": "x", "enabled": True,
+             "defaultServe": {"rollout": [{"variant": "a", "weight": 1},
+                                          {"variant": "b", "weight": 1}]},
+             "rules": [{"serve": {"variant": "c"},
+                        "conditions": [{"segment": "s1"}, cond("country", "in", "NL")]},
+                       {"serve": {"variant": "a"}, "conditions": [{"segment": "s2",
+                                                                   "negate": True}]}]},
+            {"key": "q", "offVariantKey": None, "defaultServe": {}, "rules": []}]})
+        self.assertEqual(self.database.query(
+            "SELECT string_agg(k, ',' ORDER BY k)"
+            f" FROM ensign_state_variant_keys('{state}'::jsonb) k"), "a,b,c,x")
+        self.assertEqual(self.database.query(
+            "SELECT string_agg(k, ',' ORDER BY k)"
+            f" FROM ensign_state_segment_keys('{state}'::jsonb) k"), "s1,s2")
+        self.assertEqual(self.database.query(
+            "SELECT count(*) FROM ensign_state_variant_keys('{\"environments\": []}')"), "0")
+
+    def test_env_changes_lines(self):
+        old = '{"enabled": false, "defaultServe": {"variant": "a"}, "offVariantKey": null}'
+        new = '{"enabled": true, "defaultServe": {"variant": "a"}, "offVariantKey": "b"}'
+        self.assertEqual(self.database.query(
+            f"SELECT array_to_string(ensign_env_changes('production', '{old}', '{new}',"
+            " 'rules: 1 → 2'), '|')"),
+            "production enabled: false → true|production offVariantKey: null → b"
+            "|production rules: 1 → 2")
+        self.assertEqual(self.database.query(
+            f"SELECT cardinality(ensign_env_changes('production', '{old}', '{old}', NULL))"), "0")
+
+
 class CopyTest(LifecycleCase):
 
     def test_copy_brings_targeting_not_enabled(self):
