@@ -129,27 +129,48 @@ static bool asked_before(const char *const *keys, size_t i)
     return false;
 }
 
-static void put_flags(struct env_call *c, const char *const *keys, size_t nkeys)
+static int by_position(const void *a, const void *b)
 {
-    size_t count = 0;
-    const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
-    if (keys == NULL) {
-        for (size_t i = 0; i < count; i++)
-            put_result(c, &flags[i]);
-        return;
+    const struct snapshot_flag *x = *(const struct snapshot_flag *const *)a;
+    const struct snapshot_flag *y = *(const struct snapshot_flag *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The flags asked for, each once, in key order (the environment's flags
+ * are stored in key order), then the keys it does not have. */
+static bool put_asked(struct env_call *c, const char *const *keys, size_t nkeys)
+{
+    const struct snapshot_flag **found = calloc(nkeys + 1, sizeof *found);
+    if (found == NULL)
+        return false;
+    size_t n = 0;
+    for (size_t j = 0; j < nkeys; j++) {
+        const struct snapshot_flag *flag =
+            snapshot_flag_by_key(c->s, c->env, keys[j], strlen(keys[j]));
+        if (flag != NULL)
+            found[n++] = flag;
     }
-    for (size_t i = 0; i < count; i++) {
-        const char *key = snapshot_string(c->s, flags[i].key);
-        for (size_t j = 0; j < nkeys; j++)
-            if (strcmp(keys[j], key) == 0) {
-                put_result(c, &flags[i]);
-                break;
-            }
-    }
+    qsort(found, n, sizeof *found, by_position);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || found[i] != found[i - 1])
+            put_result(c, found[i]);
+    free(found);
     for (size_t j = 0; j < nkeys; j++)
         if (snapshot_flag_by_key(c->s, c->env, keys[j], strlen(keys[j])) == NULL &&
             !asked_before(keys, j))
             put_not_found(c, keys[j]);
+    return true;
+}
+
+static bool put_flags(struct env_call *c, const char *const *keys, size_t nkeys)
+{
+    if (keys != NULL)
+        return put_asked(c, keys, nkeys);
+    size_t count = 0;
+    const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
+    for (size_t i = 0; i < count; i++)
+        put_result(c, &flags[i]);
+    return true;
 }
 
 static void send_evaluation(struct env_call *c, const char *const *keys, size_t nkeys)
@@ -157,7 +178,8 @@ static void send_evaluation(struct env_call *c, const char *const *keys, size_t 
     http_answer_open(c->r->server, &c->t);
     c->first = true;
     http_answer_lit(&c->t, "{\"flags\":[");
-    put_flags(c, keys, nkeys);
+    if (!put_flags(c, keys, nkeys))
+        c->t.failed = true;
     http_answer_lit(&c->t, "],\"metadata\":{\"environment\":");
     http_answer_string(&c->t, snapshot_string(c->s, c->env->key), c->env->key.len);
     http_answer_lit(&c->t, "}}");
