@@ -222,6 +222,16 @@ class RevisionStateTest(LifecycleCase):
         self.assertStatus(self.restore(slug, restored["id"]), 200)
         self.assertEqual(len(self.revisions(slug)), count + 2)
         self.assertEqual(self.expected_state(slug), second_state)
+        # the second revision counted from the oldest (the first change, after
+        # flag.created): disabled everywhere again, with the new name and tags
+        first_id, first_state, first_served = history[0]
+        self.assertEqual(self.revisions(slug)[-2]["id"], first_id)
+        self.assertEqual(self.assertStatus(self.restore(slug, first_id), 200)["revision"]["state"],
+                         first_state)
+        self.wait_served()
+        for env in ENVIRONMENT_KEYS:
+            now = [self.served(env, p, {slug}) for p in probes]
+            self.assertEqual(now, first_served[env], env)
 
     def test_revisions_written_before_have_no_state(self):
         slug = "stateless"
