@@ -358,6 +358,25 @@ class RevisionStateTest(LifecycleCase):
         finally:
             self.database.query("DELETE FROM environments WHERE key = 'staging'")
 
+    def test_the_agents_restore_revision_runs_this_route(self):
+        slug = "agent-rollback"
+        self.flag(slug)
+        wanted = self.newest_revision(slug)["id"]
+        self.configure(slug, {"enabled": True})
+        auth = {"Authorization": f"Bearer {self.tokens['member']}"}
+        asked = self.server.request("POST", "/ai/messages", headers=auth, body={
+            "org_id": "acme",
+            "messages": [{"role": "user", "content": f"restore {slug} to revision {wanted}"}]})
+        self.assertEqual(asked.status, 200, asked)
+        action = asked.json["proposals"]["actions"][0]
+        self.assertEqual((action["tool"], action["input"]),
+                         ("restore_revision", {"flag": slug, "revision": wanted}))
+        done = self.server.request("POST", "/ai/actions/execute", headers=auth, body={
+            "org_id": "acme", "tool": action["tool"], "input": action["input"]})
+        self.assertEqual(done.status, 200, done)
+        self.assertEqual(done.json["result"]["revision"]["action"], "flag.revision_restored")
+        self.assertFalse(self.env_config(slug)["enabled"])
+
     # the pure SQL functions of sql/0013, called directly
 
     def test_state_variant_and_segment_keys(self):
