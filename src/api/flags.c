@@ -39,12 +39,6 @@
 #include "mgmt/validate.h"
 #include "api/variants.h"
 
-#define FLAG_NAME_MAX 200
-#define FLAG_DESCRIPTION_MAX 2000
-#define FLAG_TAGS_MAX 50
-#define FLAG_TAG_MAX 50
-#define FLAG_VARIANTS_MAX 64
-
 /* ---- statements ---- */
 
 /* clang-format off */
@@ -202,31 +196,17 @@ struct new_flag {
     struct json_object *variants; /* [{key, value, label}]; owned */
 };
 
-/* The type named by body.type (default boolean), or -1 after an error. */
-static int read_type(struct validate *v, const struct json_object *body)
-{
-    const char *name = NULL;
-    enum validate_found found = validate_string(v, body, "type", 1, 16, 0, &name);
-    if (found == VALIDATE_ABSENT)
-        return FLAG_TYPE_BOOLEAN;
-    int type = found == VALIDATE_SET ? validate_flag_type_from_name(name) : -1;
-    if (found == VALIDATE_SET && type < 0)
-        validate_error(v, "type", "must be one of boolean, string, number, json");
-    return type;
-}
-
+/* The body's members (the row's schema checked them); the variants are
+ * checked against the type (variants.c). */
 static void read_new_flag(struct validate *v, const struct json_object *body, struct new_flag *nf)
 {
-    static const char *const fields[] = {"slug", "description", "type", "variants", "tags", NULL};
-    validate_only_fields(v, body, fields);
-    validate_key(v, body, "slug", VALIDATE_REQUIRED, &nf->key);
-    validate_string(v, body, "description", 0, FLAG_DESCRIPTION_MAX, VALIDATE_NULLABLE,
-                    &nf->description);
-    validate_string_array(v, body, "tags", FLAG_TAGS_MAX, 1, FLAG_TAG_MAX, 0, &nf->tags);
-    int type = read_type(v, body);
-    nf->type = type < 0 ? FLAG_TYPE_BOOLEAN : (enum validate_flag_type)type;
-    if (type >= 0)
-        nf->variants = variants_for_new_flag(v, body, "variants", nf->type, FLAG_VARIANTS_MAX);
+    nf->key = mgmt_body_text(body, "slug");
+    nf->description = mgmt_body_text(body, "description");
+    nf->tags = mgmt_body_member(body, "tags");
+    const char *type = mgmt_body_text(body, "type");
+    nf->type =
+        type ? (enum validate_flag_type)validate_flag_type_from_name(type) : FLAG_TYPE_BOOLEAN;
+    nf->variants = variants_for_new_flag(v, body, "variants", nf->type);
 }
 
 /* The default serve and off variant of every environment (doc/choices.md
@@ -371,19 +351,11 @@ static void copy_if_present(struct json_object *patch, const struct json_object 
         json_object_object_add(patch, name, json_object_get(value));
 }
 
-/* The validated patch (only the given members), or NULL with errors in v. */
-static struct json_object *read_patch(struct validate *v, const struct json_object *body)
+/* The patch: the given members of the body (the row's schema checked them). */
+static struct json_object *read_patch(const struct json_object *body)
 {
     static const char *const fields[] = {"name",      "description", "maintainerUserId",
                                          "permanent", "tags",        NULL};
-    validate_only_fields(v, body, fields);
-    validate_string(v, body, "name", 1, FLAG_NAME_MAX, 0, NULL);
-    validate_string(v, body, "description", 0, FLAG_DESCRIPTION_MAX, VALIDATE_NULLABLE, NULL);
-    validate_uuid(v, body, "maintainerUserId", VALIDATE_NULLABLE, NULL);
-    validate_bool(v, body, "permanent", 0, NULL);
-    validate_string_array(v, body, "tags", FLAG_TAGS_MAX, 1, FLAG_TAG_MAX, 0, NULL);
-    if (!validate_ok(v))
-        return NULL;
     struct json_object *patch = json_object_new_object();
     for (const char *const *f = fields; *f; f++)
         copy_if_present(patch, body, *f);
@@ -392,20 +364,13 @@ static struct json_object *read_patch(struct validate *v, const struct json_obje
 
 void flags_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
-    struct validate v;
-    validate_init(&v);
-    struct json_object *patch = read_patch(&v, body);
-    if (patch) {
-        const char *params[] = {
-            ctx->org_id,        mgmt_param(r, "key"), json_object_to_json_string(patch),
-            ctx->actor_user_id, ctx->actor_name,      ctx->audit_actor};
-        mgmt_query(r, UPDATE_SQL, 6, params, on_flag_not_found, r);
-    } else {
-        mgmt_send_invalid(r, &v);
-    }
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    struct json_object *patch = read_patch(body);
+    const char *params[] = {
+        ctx->org_id,        mgmt_param(r, "key"), json_object_to_json_string(patch),
+        ctx->actor_user_id, ctx->actor_name,      ctx->audit_actor};
+    mgmt_query(r, UPDATE_SQL, 6, params, on_flag_not_found, r);
     json_object_put(patch);
-    validate_free(&v);
     json_object_put(body);
 }
 

@@ -273,9 +273,10 @@ static const struct route route_table[] = {
      schema_acc_login, schema_acc_session, 200, NO_OP},
     {METHOD_DELETE, "/v1/session", sessions_logout, "Log out: ends the cookie's session",
      ROUTE_AUTH_NONE, NULL, schema_acc_ack, 200, NO_OP},
-    {METHOD_PUT, "/v1/session/password", password_change_put,
+    {METHOD_PUT, "/v1/session/password", mgmt_dispatch,
      "Change the caller's password {current, new}; ends the user's other sessions",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, schema_acc_password_change, schema_acc_ack, 200, NO_OP},
+     ROUTE_AUTH_TOKEN_OR_COOKIE, schema_acc_password_change, schema_acc_ack, 200,
+     MGMT_IDENTITY_WRITE, password_change_put, NULL},
     OWN_LIST("/me/tokens", tokens_list, ACCOUNT(TOKENS, false),
              "List the caller's personal access tokens", schema_acc_token_list),
     OWN(POST, "/me/tokens", tokens_create, ACCOUNT(TOKENS, true),
@@ -368,14 +369,14 @@ static const struct route route_table[] = {
 #undef ACC
 
     /* section: agent (the root API) */
-    {METHOD_POST, "/ai/messages", agent_messages,
+    {METHOD_POST, "/ai/messages", mgmt_dispatch,
      "Send a conversation to the agent: a reply and proposed actions (nothing is written)",
      ROUTE_AUTH_TOKEN_OR_COOKIE, agent_messages_request_schema, agent_messages_response_schema, 200,
-     NO_OP},
-    {METHOD_POST, "/ai/actions/execute", agent_execute,
+     MGMT_OWN(ANY, FLAGS, false), agent_messages, NULL},
+    {METHOD_POST, "/ai/actions/execute", mgmt_dispatch,
      "Execute one confirmed agent action as the caller, through its REST operation",
      ROUTE_AUTH_TOKEN_OR_COOKIE, agent_execute_request_schema, agent_execute_response_schema, 200,
-     NO_OP},
+     MGMT_OWN(ANY, FLAGS, false), agent_execute, NULL},
 };
 
 const struct route *routes_table(size_t *count)

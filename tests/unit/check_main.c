@@ -19,6 +19,7 @@ int main(void)
     srunner_add_suite(runner, suite_eval());
     srunner_add_suite(runner, suite_openapi());
     srunner_add_suite(runner, suite_validate());
+    srunner_add_suite(runner, suite_jsonschema());
     srunner_add_suite(runner, suite_usage());
     srunner_add_suite(runner, suite_ratelimit());
     srunner_add_suite(runner, suite_metrics());

@@ -17,6 +17,7 @@ Suite *suite_env_evaluate(void);
 Suite *suite_eval(void);
 Suite *suite_openapi(void);
 Suite *suite_validate(void);
+Suite *suite_jsonschema(void);
 Suite *suite_usage(void);
 Suite *suite_ratelimit(void);
 Suite *suite_metrics(void);
