@@ -86,7 +86,8 @@ struct deliverer {
     int in_flight;
     struct transfer *live[MAX_IN_FLIGHT]; /* the transfers in flight, NULL slots free */
     long long next_poll_ms;
-    bool wanted; /* a NOTIFY arrived: claim at the next tick */
+    bool wanted;                /* a NOTIFY arrived: claim at the next tick */
+    long long stop_deadline_ms; /* once stopping: when to leave what is in flight */
 };
 
 /* One transfer; owned by the deliverer from claim to record. */
@@ -362,13 +363,31 @@ static void claim(struct deliverer *d)
 
 /* ---- the tick ---- */
 
+/* Once told to stop: no more claims; the transfers in flight finish (each
+ * within the 10 s timeout) and are recorded, for at most the stop's
+ * grace (shutdown_timeout_ms less a second, before the master's SIGKILL);
+ * what is still in flight then is left to its lease. */
+static void stop_when_drained(struct deliverer *d)
+{
+    long long now = bgloop_now_ms();
+    if (d->stop_deadline_ms == 0) {
+        int grace = d->cfg->shutdown_timeout_ms - 1000;
+        d->stop_deadline_ms = now + (grace > 0 ? grace : 0);
+        if (d->in_flight > 0)
+            log_info("webhook deliverer stopping: waiting for %d deliveries in flight",
+                     d->in_flight);
+    }
+    if (d->in_flight == 0 || now >= d->stop_deadline_ms)
+        event_base_loopbreak(d->base);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct deliverer *d = arg;
     if (bgloop_stopping()) {
-        event_base_loopbreak(d->base);
+        stop_when_drained(d);
         return;
     }
     if (bgloop_ensure_connected(&d->db) && bgloop_wait(&d->db, 0) > 0)
@@ -403,8 +422,9 @@ static int setup(struct deliverer *d)
 
 static void teardown(struct deliverer *d)
 {
-    /* Transfers still in flight are left unrecorded: their leases expire
-     * and another claim sends them (doc/choices.md "Webhooks"). */
+    /* Transfers still in flight past the stop's grace are left unrecorded:
+     * their leases expire and another claim sends them (doc/choices.md
+     * "Webhooks"). */
     for (int i = 0; i < MAX_IN_FLIGHT; i++)
         if (d->live[i] != NULL)
             transfer_free(d->live[i]);

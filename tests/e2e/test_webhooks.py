@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import http.server
 import json
+import os
 import signal
 import threading
 import time
@@ -357,6 +358,31 @@ class WebhookRetriesTest(WebhookCase):
         self.assertGreaterEqual(failed["durationMs"], 9500)
         self.assertIsNone(failed["responseCode"])
         self.wait_deliveries(hook["id"], lambda ds: ds[0]["status"] == "delivered", 20)
+        self.assertEqual(self.deliveries(hook["id"])[0]["attempts"], 2)
+
+    def test_a_crashed_deliverers_row_waits_for_its_lease(self):
+        hook = self.hook("/hang-crash", ["flag.created"])
+        self.make_flag("crash-flag")
+        # the receiver holds the first request: the deliverer dies meanwhile
+        self.assertTrue(harness.wait_for(lambda: self.receiver.received("/hang-crash"), 10))
+        old = self.server.child_with_title("ensignd: deliverer")
+        os.kill(old, signal.SIGKILL)
+        self.assertTrue(harness.wait_for(
+            lambda: self.server.child_with_title("ensignd: deliverer") not in (None, old), 10))
+        # the claim's lease (60 s) holds: the new deliverer does not send it
+        time.sleep(3)
+        self.assertEqual(len(self.receiver.received("/hang-crash")), 1)
+        delivery = self.deliveries(hook["id"])[0]
+        self.assertEqual((delivery["status"], delivery["attempts"]), ("pending", 1))
+        self.assertIsNotNone(delivery["nextAttemptAt"])  # the lease's end
+        # the lease ends (as 60 s would): claimed again, sent again, same id
+        self.database.query("UPDATE webhook_deliveries SET claimed_until = now()"
+                            f" WHERE webhook_id = '{hook['id']}'")
+        self.wait_deliveries(hook["id"], lambda ds: ds[0]["status"] == "delivered", 10)
+        sent = self.receiver.received("/hang-crash")
+        self.assertEqual(len(sent), 2)
+        self.assertEqual(sent[0][1]["Ensign-Delivery"], sent[1][1]["Ensign-Delivery"])
+        self.assertEqual(sent[0][2], sent[1][2])
         self.assertEqual(self.deliveries(hook["id"])[0]["attempts"], 2)
 
     def test_redirect_is_not_followed(self):
