@@ -504,8 +504,25 @@ class WebhookPrivateOffTest(WebhookCase):
                 errors = self.assertInvalid(self.call("POST", "/acme/webhooks", "admin", body={
                     "url": url, "events": ["*"]}), "url")
                 self.assertIn("webhook_allow_private", errors["url"][0])
-        hook_count = self.database.query("SELECT count(*) FROM webhooks")
+        hook_count = self.database.query(
+            "SELECT count(*) FROM webhooks WHERE url NOT LIKE 'http://127.0.0.1:9/%'")
         self.assertEqual(hook_count, "0")
+
+    def test_patch_to_a_loopback_url_is_refused(self):
+        # a webhook written while it was allowed (straight into the table);
+        # its pattern matches nothing this test does, so nothing is sent
+        hook_id = self.database.query(
+            "INSERT INTO webhooks (org_id, url, events, secret)"
+            " SELECT id, 'http://127.0.0.1:9/', '{segment.created}', 'svc_whk_x'"
+            " FROM orgs WHERE slug = 'acme' RETURNING id")
+        path = f"/acme/webhooks/{hook_id}"
+        self.assertInvalid(self.call("PATCH", path, "admin",
+                                     body={"url": "http://[::1]:9/"}), "url")
+        # a change that leaves the url alone is not judged again
+        hook = self.assertStatus(self.call("PATCH", path, "admin",
+                                           body={"description": "kept"}), 200)["webhook"]
+        self.assertEqual((hook["url"], hook["description"]), ("http://127.0.0.1:9/", "kept"))
+        self.assertAck(self.call("DELETE", path, "admin"))
 
     def test_unresolvable_name_is_refused(self):
         self.assertInvalid(self.call("POST", "/acme/webhooks", "admin", body={
