@@ -5,8 +5,10 @@ by the change's own transaction, and the deliverer: two nodes on one
 database deliver each of 100 changes exactly once with a valid signature
 and the flag's state before and after; a receiver failing three times then
 succeeding; a hanging receiver (the 10 s timeout, then a retry); a redirect
-that is not followed; and webhook_allow_private off refusing loopback URLs
-at creation and at delivery.
+that is not followed; a killed deliverer's claim held until its lease ends;
+https verified (a self-signed receiver gets nothing); and
+webhook_allow_private off refusing loopback URLs at creation and at
+delivery.
 
 The receiver is a Python HTTP server on 127.0.0.1 only: no test here sends
 anything to another address. Run by tests/e2e/run (each class has its own
@@ -18,7 +20,11 @@ import hmac
 import http.server
 import json
 import os
+import shutil
 import signal
+import ssl
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -33,13 +39,26 @@ DELIVERY_FIELDS = {"id", "eventId", "action", "status", "responseCode", "duratio
 BODY_FIELDS = {"id", "action", "org", "actor", "at", "location", "summary", "before", "after"}
 
 
+def self_signed_context(directory):
+    """A server TLS context with a certificate for 127.0.0.1 that no CA
+    signed (made with the openssl command)."""
+    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=60)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context
+
+
 class Receiver:
     """An HTTP server on 127.0.0.1 that records every request. Paths:
     /ok answers 204; /flaky answers 500 to its first three requests, then
     200; /hang holds its first request past the deliverer's timeout, then
     answers 200; /redirect answers 302 to /ok."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
+        self.tls = tls
         self.lock = threading.Lock()
         self.requests = []
         self.counts = {}
@@ -80,12 +99,15 @@ class Receiver:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     def url(self, path):
-        return f"http://127.0.0.1:{self.port}{path}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}{path}"
 
     def received(self, prefix):
         with self.lock:
@@ -416,6 +438,40 @@ class WebhookRetriesTest(WebhookCase):
         self.assertEqual(kinds, "adele@example.com,alice@example.com")
         self.assertEqual(self.database.query(
             "SELECT count(*) FROM audit_events WHERE action = 'webhook.deactivated'"), "1")
+
+
+class WebhookTlsTest(WebhookCase):
+    """https is verified against the system's CA store: a receiver on
+    127.0.0.1 with a self-signed certificate is never sent a body."""
+
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        cls.tls_dir = tempfile.mkdtemp(prefix="ensign-e2e-tls.")
+        cls.tls_receiver = Receiver(self_signed_context(cls.tls_dir))
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.tls_receiver.close()
+            shutil.rmtree(cls.tls_dir, ignore_errors=True)
+
+    def test_an_unverified_certificate_is_a_failure(self):
+        url = self.tls_receiver.url("/ok/tls")
+        self.assertTrue(url.startswith("https://127.0.0.1:"))
+        hook = self.assertStatus(self.call("POST", "/acme/webhooks", "admin", body={
+            "url": url, "events": ["flag.created"]}), 201)["webhook"]
+        self.make_flag("tls-flag")
+        self.wait_deliveries(hook["id"], lambda ds: ds and ds[0]["lastError"] is not None, 15)
+        delivery = self.deliveries(hook["id"])[0]
+        self.assertEqual(delivery["status"], "pending")
+        self.assertIsNone(delivery["responseCode"])
+        self.assertIn("certificate", delivery["lastError"].lower(), delivery)
+        self.assertEqual(self.tls_receiver.received("/"), [])
+        self.assertStatus(self.call("PATCH", f"/acme/webhooks/{hook['id']}", "admin",
+                                    body={"active": False}), 200)
 
 
 class WebhookTwoNodesTest(WebhookCase):
