@@ -29,6 +29,10 @@
  * else (a status, a timeout, a refused or failed connection) is a failure
  * retried with backoff (sql/0017_webhooks.sql).
  *
+ * Once an hour (and at start) it deletes the delivered and failed
+ * deliveries last changed more than 30 days ago, so the table stays
+ * bounded by a month of events; pending ones are never deleted.
+ *
  * Blocking libpq is fine here (bgloop.h): this process serves no requests;
  * a slow statement only delays the transfers in flight.
  */
@@ -55,6 +59,7 @@
 
 #define TICK_MS 100
 #define POLL_MS 1000
+#define PRUNE_MS 3600000LL /* how often finished deliveries past their keep are deleted */
 #define MAX_IN_FLIGHT 32
 #define LEASE_S 60
 #define REQUEST_TIMEOUT_MS 10000L
@@ -73,6 +78,10 @@ static const char CLAIM_SQL[] =
     " SELECT c.id, c.claim_id, c.action, c.body, w.url, w.secret"
     "   FROM c JOIN webhooks w ON w.id = c.webhook_id";
 
+/* Finished deliveries are kept 30 days (doc/choices.md "Webhooks"). */
+static const char PRUNE_SQL[] = "DELETE FROM webhook_deliveries WHERE status <> 'pending'"
+                                " AND updated_at < now() - interval '30 days'";
+
 /* $1 id, $2 claim, $3 delivered, $4 code, $5 ms, $6 error, $7 retry base. */
 static const char RECORD_SQL[] = "SELECT ensign_webhook_record($1, $2, $3, $4, $5, $6, $7)";
 
@@ -86,6 +95,7 @@ struct deliverer {
     int in_flight;
     struct transfer *live[MAX_IN_FLIGHT]; /* the transfers in flight, NULL slots free */
     long long next_poll_ms;
+    long long next_prune_ms;    /* 0: at the first tick */
     bool wanted;                /* a NOTIFY arrived: claim at the next tick */
     long long stop_deadline_ms; /* once stopping: when to leave what is in flight */
 };
@@ -397,6 +407,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         d->wanted = false;
         d->next_poll_ms = now + POLL_MS;
         claim(d);
+    }
+    if (now >= d->next_prune_ms && bgloop_ensure_connected(&d->db)) {
+        struct dbsync_error err;
+        d->next_prune_ms = now + PRUNE_MS;
+        if (dbsync_command(d->db.conn, PRUNE_SQL, 0, NULL, &err) != 0)
+            log_warn("webhook deliveries not pruned: %s", err.message);
     }
 }
 

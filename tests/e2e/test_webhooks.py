@@ -169,6 +169,31 @@ class WebhookCase(OrgTestCase):
 
 class WebhookRoutesTest(WebhookCase):
 
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        # an inactive webhook (never sent to) with deliveries of another month
+        cls.old_hook = cls.database.query(
+            "INSERT INTO webhooks (org_id, url, events, secret, active)"
+            " SELECT id, 'http://127.0.0.1:9/old', '{flag.created}', 'svc_whk_x', false"
+            " FROM orgs WHERE slug = 'acme' RETURNING id")
+        cls.database.query(
+            "INSERT INTO webhook_deliveries (webhook_id, event_id, action, body, status,"
+            " updated_at) SELECT '" + cls.old_hook + "', gen_random_uuid(), 'flag.created',"
+            " '{}', s, now() - d * interval '1 day'"
+            " FROM (VALUES ('delivered', 31), ('failed', 31), ('failed', 29),"
+            " ('pending', 40)) AS v(s, d)")
+
+    def test_finished_deliveries_are_kept_thirty_days(self):
+        def kept():
+            rows = self.database.query(
+                "SELECT string_agg(status, ',' ORDER BY status) FROM webhook_deliveries"
+                f" WHERE webhook_id = '{self.old_hook}'")
+            return rows if rows == "failed,pending" else None
+        self.assertIsNotNone(harness.wait_for(kept, 10, interval=0.2), self.database.query(
+            "SELECT string_agg(status, ',') FROM webhook_deliveries"
+            f" WHERE webhook_id = '{self.old_hook}'"))
+
     def test_create_shows_the_secret_once(self):
         hook = self.hook("/ok/shown-once", ["flag.*", "segment.created"], description="chat")
         self.assertEqual(set(hook), HOOK_FIELDS | {"secret"})
