@@ -73,7 +73,8 @@ static const char preamble[] =
     "\n"
     "Organization roles, each including the one before: `viewer` reads;\n"
     "`member` also writes flags, variants, rules, segments and entities; `admin`\n"
-    "also manages SDK keys, members, invitations, projects and audit settings;\n"
+    "also manages SDK keys, members, invitations, projects, audit settings and\n"
+    "webhooks (scope `audit`: a webhook carries the audit log out);\n"
     "`owner` also renames the organization and manages owners. An organization\n"
     "always keeps an owner (demoting or removing the last one, or the last one\n"
     "leaving, is a 409).\n"
@@ -95,7 +96,23 @@ static const char preamble[] =
     "Every `/ofrep` answer carries `Vary: Origin`; the `Access-Control-*` headers\n"
     "come only when the request carries `Origin`, and\n"
     "`Access-Control-Allow-Origin` follows `cors_allow_origins` (ensign.conf(5)).\n"
-    "`OPTIONS` on `/ofrep` (a preflight) needs no credential.\n";
+    "`OPTIONS` on `/ofrep` (a preflight) needs no credential.\n"
+    "\n"
+    "## Webhook deliveries\n"
+    "\n"
+    "Each audit event matching an active webhook's `events` is POSTed to its\n"
+    "`url` with `Content-Type: application/json` and the body `{id, action, org,\n"
+    "actor, at, location, summary, before, after}` (`id` the audit event's id,\n"
+    "`org` the organization's slug, `actor` `{userId, tokenId, name}`;\n"
+    "`before`/`after` the flag's whole state around the change for an event on a\n"
+    "flag, else null). Headers: `Ensign-Event` (the action), `Ensign-Delivery`\n"
+    "(the delivery's id: the same on every retry, so dedupe on it) and\n"
+    "`Ensign-Signature: t=UNIX,v1=HEX`, HEX the lowercase hex HMAC-SHA256 of\n"
+    "`t + \".\" + body` keyed with the webhook's secret. A 2xx within 10 s is\n"
+    "delivered; anything else, a redirect included (never followed), is retried\n"
+    "with exponential backoff and jitter for 24 hours, then `failed`. A\n"
+    "delivery is sent at least once: only a node crashing between the request\n"
+    "and its record sends it twice.\n";
 
 struct surface {
     const char *title;

@@ -63,6 +63,8 @@ enum key_index {
     KEY_MAX_CONNECTIONS_PER_WORKER,
     KEY_SESSION_COOKIE_SECURE,
     KEY_HEALTHZ_DATABASE_TIMEOUT_MS,
+    KEY_WEBHOOK_ALLOW_PRIVATE,
+    KEY_WEBHOOK_RETRY_BASE_MS,
     KEY_COUNT
 };
 
@@ -170,6 +172,15 @@ static const struct config_key keys[KEY_COUNT] = {
                                          "After this many milliseconds without reaching the "
                                          "database, /v1/healthz answers 503; 0 disables the "
                                          "check."},
+    [KEY_WEBHOOK_ALLOW_PRIVATE] = {"webhook_allow_private", CONFIG_BOOL, "off", 0, 0, true,
+                                   "on lets webhooks reach loopback, private, link-local, "
+                                   "unique-local, CGNAT and unspecified addresses (tests, "
+                                   "closed networks); off refuses them at creation and at "
+                                   "every delivery."},
+    [KEY_WEBHOOK_RETRY_BASE_MS] = {"webhook_retry_base_ms", CONFIG_INT, "30000", 10, 3600000, true,
+                                   "First retry delay of a failed webhook delivery; each "
+                                   "further retry waits twice as long (with jitter, at most an "
+                                   "hour) until the delivery is 24 hours old."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -218,6 +229,8 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
     [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_BOOL),
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
+    [KEY_WEBHOOK_ALLOW_PRIVATE] = SLOT(webhook_allow_private, SLOT_BOOL),
+    [KEY_WEBHOOK_RETRY_BASE_MS] = SLOT(webhook_retry_base_ms, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

@@ -93,6 +93,8 @@ struct config {
     int max_connections_per_worker;
     bool session_cookie_secure;      /* the session cookie carries Secure */
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
+    bool webhook_allow_private;      /* webhooks may reach private and loopback addresses */
+    int webhook_retry_base_ms;       /* first retry delay of a failed webhook delivery */
 };
 
 /* The key table, in documentation order. */

@@ -44,6 +44,9 @@
 #include "api/members.h"
 #include "api/sdkkeys.h"
 #include "api/segments.h"
+/* section includes: webhooks */
+#include "api/webhook_deliveries.h"
+#include "api/webhooks.h"
 /* section includes: waitlist */
 #include "api/waitlist.h"
 /* section includes: audit log */
@@ -200,6 +203,29 @@ static const struct route route_table[] = {
        NEED(ADMIN, FLAGS, false), NULL, sdkkeys_list_schema, 200),
     OP(POST, "/v1/orgs/{org}/sdk-keys/{id}/revoke", sdkkeys_revoke, "Revoke an SDK key",
        NEED(ADMIN, FLAGS, true), NULL, segments_ack_schema, 200),
+
+/* section: webhooks (/v1/orgs/{org}/webhooks; doc/choices.md "Webhooks") */
+#define HOOK_PATH "/v1/orgs/{org}/webhooks/{id}"
+    OP(POST, "/v1/orgs/{org}/webhooks", webhooks_create,
+       "Create a webhook for audit action patterns (the signing secret is shown once)",
+       NEED(ADMIN, AUDIT, true), webhooks_create_schema, webhooks_created_schema, 201),
+    OP(GET, "/v1/orgs/{org}/webhooks", webhooks_list, "List the webhooks (never their secrets)",
+       NEED(ADMIN, AUDIT, false), NULL, webhooks_list_schema, 200),
+    OP(GET, HOOK_PATH, webhooks_get, "Read a webhook", NEED(ADMIN, AUDIT, false), NULL,
+       webhooks_one_schema, 200),
+    OP(PATCH, HOOK_PATH, webhooks_update,
+       "Update a webhook's url, events, description or active (reactivating resets its failures)",
+       NEED(ADMIN, AUDIT, true), webhooks_update_schema, webhooks_one_schema, 200),
+    OP(DELETE, HOOK_PATH, webhooks_delete, "Delete a webhook and its deliveries",
+       NEED(ADMIN, AUDIT, true), NULL, webhooks_ack_schema, 200),
+    OP(GET, HOOK_PATH "/deliveries", webhook_deliveries_list,
+       "A webhook's deliveries, newest first (?limit=, 1 to 200, default 50)",
+       NEED(ADMIN, AUDIT, false), NULL, webhook_deliveries_list_schema, 200),
+    OP(POST, HOOK_PATH "/deliveries/{deliveryId}/redeliver", webhook_deliveries_redeliver,
+       "Send a delivery's event again as a new delivery (409 while the webhook is inactive)",
+       NEED(ADMIN, AUDIT, true), NULL, webhook_deliveries_one_schema, 201),
+#undef HOOK_PATH
+
     OP(GET, "/v1/orgs/{org}/members", members_v1_list,
        "List the organization's members with their roles", NEED(VIEWER, MEMBERS, false), NULL,
        members_v1_list_schema, 200),

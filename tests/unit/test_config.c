@@ -196,6 +196,8 @@ START_TEST(test_table_order_and_flags)
         {"max_connections_per_worker", "10000", true},
         {"session_cookie_secure", "off", true},
         {"healthz_database_timeout_ms", "60000", true},
+        {"webhook_allow_private", "off", true},
+        {"webhook_retry_base_ms", "30000", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -440,7 +442,7 @@ START_TEST(test_bool_defaults_are_on_or_off)
                           strcmp(keys[i].default_value, "off") == 0,
                       "%s defaults to %s", keys[i].name, keys[i].default_value);
     }
-    ck_assert_uint_eq(bools, 2);
+    ck_assert_uint_eq(bools, 3);
 }
 END_TEST
 
@@ -480,6 +482,8 @@ static const char *const changed_values[] = {
     "max_connections_per_worker = 16",
     "session_cookie_secure = on",
     "healthz_database_timeout_ms = 0",
+    "webhook_allow_private = on",
+    "webhook_retry_base_ms = 10",
 };
 
 static char *changed_file_text(void)
