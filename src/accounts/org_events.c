@@ -339,10 +339,13 @@ static void on_fetched(PGresult *res, const char *error, void *arg)
 {
     struct org_channel *ch = arg;
     ch->fetching = false;
-    if (db_result_ok(res))
+    if (db_result_ok(res)) {
+        log_debug("org events: read %d rows of organization %s for %zu streams", PQntuples(res),
+                  ch->org_id, ch->count);
         deliver(ch, res);
-    else
+    } else {
         log_warn("org events: reading the audit log failed: %s", error ? error : "no result");
+    }
     if (ch->count == 0) {
         free_channel_if_idle(ch);
         return;

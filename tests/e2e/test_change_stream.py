@@ -257,6 +257,35 @@ class ChangeStreamTest(ChangeStreamCase):
         self.assertEqual(self.audit_events(stream), [])
 
 
+class ChangeStreamFanOutTest(ChangeStreamCase):
+    """Many streams of one organization cost one read per worker per
+    wake-up, not one per stream (counted from the debug line of each read)."""
+    settings = {"log_level": "debug"}
+    STREAMS = 200
+
+    def reads(self):
+        return self.server.stderr().count("org events: read ")
+
+    def test_one_read_per_worker_for_many_streams(self):
+        streams = [self.open_stream() for _ in range(self.STREAMS)]
+        for stream in streams:
+            self.connected(stream)
+        time.sleep(0.5)  # the connect reads are done
+        before = self.reads()
+        started = time.monotonic()
+        self.make_segment("fan-out")
+        for stream in streams:
+            self.assertTrue(stream.wait(lambda s: self.audit_events(s), LIVE_BOUND_S),
+                            stream.text)
+        delay = time.monotonic() - started
+        time.sleep(0.3)
+        reads = self.reads() - before
+        print(f"\n  change stream: {self.STREAMS} streams on {self.workers} workers got the event"
+              f" {delay * 1000:.0f} ms after the write was sent; {reads} reads of the log")
+        self.assertGreaterEqual(reads, 1)
+        self.assertLessEqual(reads, 2 * self.workers)
+
+
 class ChangeStreamCookieTest(ChangeStreamCase):
 
     def login(self, email):
