@@ -2,7 +2,8 @@
  * org_events.c - the organization change stream of one worker (see
  * org_events.h).
  *
- * The hub keeps a list of channels, one per organization with streams on
+ * The hub keeps its channels in a hash table by organization id, one per
+ * organization with streams on
  * this worker; a channel keeps its streams. A stream knows its credential
  * (the access token's or session's id, to be re-checked), its position
  * (the last seq it was sent, or none yet) and whether its Last-Event-ID
@@ -35,6 +36,7 @@
 #define RETRY_TEXT "retry: 1000\n\n"
 #define RETRY_AFTER_S "5"
 #define EVENT_HEAD_MAX 96
+#define CHANNEL_BUCKETS 256
 #define RESET_REASON                                                                               \
     "more than " TEXT_OF(ORG_EVENTS_REPLAY_MAX) " events missed, or an unknown last event id: "    \
                                                 "reload"
@@ -47,7 +49,8 @@
  * event past GREATEST($2, head - REPLAY_MAX) up to the head, in order (one
  * row with a NULL seq when there is none): the head's seq, the event's
  * seq, its data (JSON text), and on every row the credentials that may
- * still read the organization's audit log (JSON array): an organization
+ * still read the organization's audit log (a JSON object keyed by their
+ * ids): an organization
  * token of the organization, a personal token of a member with scope
  * audit (or full access), a live session of a member; none revoked,
  * expired or of a deleted user. One statement, so one snapshot: the
@@ -56,7 +59,7 @@
 static const char FETCH_SQL[] =
     "WITH h AS (SELECT COALESCE((SELECT seq FROM audit_chain_heads WHERE org_id = $1::uuid), 0)"
     "           AS seq),"
-    " allowed AS (SELECT COALESCE(json_agg(c.id), '[]'::json)::text AS ids FROM ("
+    " allowed AS (SELECT COALESCE(json_object_agg(c.id, true), '{}'::json)::text AS ids FROM ("
     "   SELECT t.id FROM access_tokens t"
     "     LEFT JOIN users u ON u.id = t.user_id"
     "     LEFT JOIN org_members m ON m.org_id = $1::uuid AND m.user_id = t.user_id"
@@ -114,7 +117,8 @@ struct org_channel {
 
 struct org_events {
     struct http_server *w;
-    struct org_channel *channels;
+    struct org_channel *channels[CHANNEL_BUCKETS]; /* by org id hash */
+    size_t nchannels;
     bool listening; /* LISTEN sent in the current session */
     struct event *wake;
     struct event *sweep;
@@ -122,9 +126,18 @@ struct org_events {
 
 /* ---- channels ---- */
 
+/* FNV-1a of the organization id, to a bucket. */
+static size_t bucket_of(const char *org_id)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)org_id; *p != '\0'; p++)
+        h = (h ^ *p) * 16777619u;
+    return h % CHANNEL_BUCKETS;
+}
+
 static struct org_channel *find_channel(struct org_events *hub, const char *org_id)
 {
-    for (struct org_channel *ch = hub->channels; ch != NULL; ch = ch->next)
+    for (struct org_channel *ch = hub->channels[bucket_of(org_id)]; ch != NULL; ch = ch->next)
         if (strcmp(ch->org_id, org_id) == 0)
             return ch;
     return NULL;
@@ -137,8 +150,10 @@ static struct org_channel *new_channel(struct org_events *hub, const char *org_i
         return NULL;
     ch->hub = hub;
     snprintf(ch->org_id, sizeof ch->org_id, "%s", org_id);
-    ch->next = hub->channels;
-    hub->channels = ch;
+    size_t b = bucket_of(org_id);
+    ch->next = hub->channels[b];
+    hub->channels[b] = ch;
+    hub->nchannels++;
     return ch;
 }
 
@@ -147,10 +162,11 @@ static void free_channel_if_idle(struct org_channel *ch)
 {
     if (ch->count > 0 || ch->fetching)
         return;
-    struct org_channel **link = &ch->hub->channels;
+    struct org_channel **link = &ch->hub->channels[bucket_of(ch->org_id)];
     while (*link != ch)
         link = &(*link)->next;
     *link = ch->next;
+    ch->hub->nchannels--;
     free(ch);
 }
 
@@ -280,13 +296,12 @@ static enum update bring_up_to_date(struct org_stream *st, const struct framed *
     return sent ? UPDATED : TOO_FAR_BEHIND;
 }
 
+/* ids: the JSON object whose keys are the credentials still allowed (a
+ * hashed lookup, however many streams). */
 static bool allowed(struct json_object *ids, const char *credential)
 {
-    size_t n = json_object_is_type(ids, json_type_array) ? json_object_array_length(ids) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(json_object_get_string(json_object_array_get_idx(ids, i)), credential) == 0)
-            return true;
-    return false;
+    return json_object_is_type(ids, json_type_object) &&
+           json_object_object_get_ex(ids, credential, NULL);
 }
 
 /* True when the read covers what st missed: a stream that joined while
@@ -414,19 +429,17 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct org_events *hub = arg;
-    struct org_channel *ch = hub->channels;
-    while (ch != NULL) {
-        struct org_channel *next = ch->next;
-        if (ch->marked && !ch->fetching)
-            fetch(ch);
-        ch = next;
-    }
+    for (size_t b = 0; b < CHANNEL_BUCKETS; b++)
+        for (struct org_channel *ch = hub->channels[b]; ch != NULL; ch = ch->next)
+            if (ch->marked && !ch->fetching)
+                fetch(ch); /* frees nothing: ch stays */
 }
 
 static void mark_all(struct org_events *hub)
 {
-    for (struct org_channel *ch = hub->channels; ch != NULL; ch = ch->next)
-        ch->marked = true;
+    for (size_t b = 0; b < CHANNEL_BUCKETS; b++)
+        for (struct org_channel *ch = hub->channels[b]; ch != NULL; ch = ch->next)
+            ch->marked = true;
     event_active(hub->wake, EV_TIMEOUT, 0);
 }
 
@@ -460,7 +473,7 @@ static void on_notify(const char *channel, const char *payload, void *arg)
     struct org_events *hub = arg;
     if (channel == NULL) { /* a new session: LISTEN again, read everything */
         hub->listening = false;
-        if (hub->channels != NULL) {
+        if (hub->nchannels > 0) {
             listen_once(hub);
             mark_all(hub);
         }
@@ -499,16 +512,17 @@ void org_events_free(struct org_events *hub)
 {
     if (hub == NULL)
         return;
-    while (hub->channels != NULL) { /* streams already ended with the tap hub */
-        struct org_channel *ch = hub->channels;
-        hub->channels = ch->next;
-        while (ch->streams != NULL) {
-            struct org_stream *st = ch->streams;
-            ch->streams = st->next;
-            free(st);
+    for (size_t b = 0; b < CHANNEL_BUCKETS; b++)
+        while (hub->channels[b] != NULL) { /* streams already ended with the tap hub */
+            struct org_channel *ch = hub->channels[b];
+            hub->channels[b] = ch->next;
+            while (ch->streams != NULL) {
+                struct org_stream *st = ch->streams;
+                ch->streams = st->next;
+                free(st);
+            }
+            free(ch);
         }
-        free(ch);
-    }
     if (hub->wake != NULL)
         event_free(hub->wake);
     if (hub->sweep != NULL)
