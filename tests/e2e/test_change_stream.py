@@ -20,6 +20,7 @@ Run by tests/e2e/run.
 
 import json
 import os
+import signal
 import time
 
 import harness
@@ -255,6 +256,57 @@ class ChangeStreamTest(ChangeStreamCase):
         self.assertTrue(stream.wait(lambda s: s.ended or s.closed, 5), stream.text)
         # Its removal was not sent to it (it may no longer read the log).
         self.assertEqual(self.audit_events(stream), [])
+
+
+class ChangeStreamLifeTest(ChangeStreamCase):
+    """Streams across a reload and a lost database session."""
+
+    def retry_until_ready(self, attempt):
+        """attempt() until it is not a 503 (a worker reconnecting), at most 10 s."""
+        deadline = time.monotonic() + 10
+        while True:
+            result = attempt()
+            if result.status != 503 or time.monotonic() > deadline:
+                self.assertIn(result.status, (200, 201), getattr(result, "text", result))
+                return result
+            if hasattr(result, "close"):
+                result.close()
+            time.sleep(0.1)
+
+    def test_sighup_ends_streams_cleanly_and_they_catch_up(self):
+        stream = self.open_stream()
+        position = self.connected(stream)
+        self.server.signal(signal.SIGHUP)
+        self.assertTrue(stream.wait(lambda s: s.ended and s.closed, 5), stream.text)
+        self.retry_until_ready(lambda: self.call("POST", "/acme/segments", "member",
+                                                 {"key": "during-reload", "name": "Reload"}))
+        # The new workers may still be connecting to the database (503).
+        again = self.retry_until_ready(lambda: Stream(
+            self.server.port, "/v1/orgs/acme/events",
+            {"Authorization": f"Bearer {self.tokens['viewer']}",
+             "Last-Event-ID": str(position)}))
+        self.addCleanup(again.close)
+        self.assertTrue(again.wait(lambda s: self.audit_events(s), 5), again.text)
+        self.assertEqual([e["data"]["location"] for e in self.audit_events(again)],
+                         ["segments/during-reload"])
+
+    def test_a_lost_database_session_listens_again(self):
+        streams = [self.open_stream() for _ in range(4)]  # on both workers, most likely
+        for stream in streams:
+            self.connected(stream)
+        # End every session of ensignd (the workers' LISTENs with them): a
+        # new session must LISTEN again, or no notification would wake the
+        # streams before the 30 s sweep.
+        self.database.query(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "   AND backend_type = 'client backend'")
+        self.retry_until_ready(lambda: self.call("POST", "/acme/segments", "member",
+                                                 {"key": "after-reconnect", "name": "Again"}))
+        for stream in streams:
+            self.assertTrue(stream.wait(lambda s: self.audit_events(s), 10), stream.text)
+            self.assertEqual(self.audit_events(stream)[0]["data"]["location"],
+                             "segments/after-reconnect")
 
 
 class ChangeStreamFanOutTest(ChangeStreamCase):
