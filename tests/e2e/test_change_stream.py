@@ -9,8 +9,11 @@ exactly what a client missed with Last-Event-ID (10 changes; 1,000 is the
 most, 1,001 gets one "reset"), no secret (a token and an SDK key created
 while streaming) and no flag value in the data, the heartbeat comment,
 refusals (401, 404 for another organization, 403 for a token without
-scope audit), the session cookie, the end of a removed member's stream,
-and the caps (503 with Retry-After). Verify: ok, then broken after a row
+scope audit), the session cookie (and the end of its stream after a
+logout), the end of a removed member's stream, the caps (503 with
+Retry-After), 200 streams of one organization served by one read per
+worker (counted from the debug log), a clean end on SIGHUP with catch-up,
+and a lost database session (the workers LISTEN again). Verify: ok, then broken after a row
 of the test database is edited (brokenAt names it), a deleted tail,
 admin only (viewer and member 403, another organization 404).
 
