@@ -233,8 +233,10 @@ static uint64_t row_u64(const PGresult *res, int row, int col)
     return strtoull(PQgetvalue(res, row, col), NULL, 10);
 }
 
-/* Frames the events of res; returns how many (0 when there are none or
- * memory ran out: the streams then wait for the next read). */
+/* Frames the events of res into *out; returns how many rows hold an
+ * event. *out is NULL when there are none, or when memory ran out (the
+ * count is returned all the same: streams that need them wait for the
+ * next read). */
 static size_t frame_events(const PGresult *res, struct framed **out)
 {
     int rows = PQntuples(res);
@@ -243,7 +245,7 @@ static size_t frame_events(const PGresult *res, struct framed **out)
         return 0;
     struct framed *f = calloc((size_t)rows, sizeof *f);
     if (f == NULL)
-        return 0;
+        return (size_t)rows;
     for (int row = 0; row < rows; row++) {
         const char *data = PQgetvalue(res, row, COL_DATA);
         size_t size = strlen(data) + EVENT_HEAD_MAX;
@@ -253,7 +255,7 @@ static size_t frame_events(const PGresult *res, struct framed **out)
             for (int i = 0; i < row; i++)
                 free(f[i].text);
             free(f);
-            return 0;
+            return (size_t)rows;
         }
         int len = snprintf(f[row].text, size, "id: %" PRIu64 "\ndata: %s\n\n", f[row].seq, data);
         f[row].len = len > 0 ? (size_t)len : 0;
@@ -264,6 +266,8 @@ static size_t frame_events(const PGresult *res, struct framed **out)
 
 static void free_framed(struct framed *f, size_t n)
 {
+    if (f == NULL)
+        return;
     for (size_t i = 0; i < n; i++)
         free(f[i].text);
     free(f);
@@ -272,7 +276,9 @@ static void free_framed(struct framed *f, size_t n)
 enum update { UPDATED, NOT_AT_HAND, TOO_FAR_BEHIND };
 
 /* Brings st to head: connected, reset, or the events it has not seen.
- * NOT_AT_HAND (st unchanged) when the events are not (memory);
+ * NOT_AT_HAND (st unchanged) when the events could not be framed
+ * (memory); events that are not there at all (deleted from the log) are
+ * skipped, so a tampered log never makes a stream wait forever;
  * TOO_FAR_BEHIND when the client does not read what it was sent. */
 static enum update bring_up_to_date(struct org_stream *st, const struct framed *f, size_t n,
                                     uint64_t head)
@@ -284,7 +290,7 @@ static enum update bring_up_to_date(struct org_stream *st, const struct framed *
                head - st->position > ORG_EVENTS_REPLAY_MAX) {
         sent = send_reset(st, head);
     } else if (st->position < head) {
-        if (n == 0)
+        if (f == NULL && n > 0)
             return NOT_AT_HAND;
         for (size_t i = 0; i < n && sent; i++)
             if (f[i].seq > st->position)
@@ -333,8 +339,7 @@ static void deliver(struct org_channel *ch, const PGresult *res)
             switch (bring_up_to_date(st, f, n, head)) {
             case UPDATED:
                 break;
-            case NOT_AT_HAND:
-                ch->marked = true;
+            case NOT_AT_HAND: /* the next notification or sweep reads again */
                 break;
             case TOO_FAR_BEHIND:
                 end_stream(st); /* it reconnects with Last-Event-ID and catches up */

@@ -261,6 +261,25 @@ class ChangeStreamTest(ChangeStreamCase):
         self.assertEqual(self.audit_events(stream), [])
 
 
+class ChangeStreamTamperedLogTest(ChangeStreamCase):
+    """Events deleted from the log (tampering) are skipped, never waited for."""
+    settings = {"log_level": "debug"}
+
+    def test_deleted_events_are_skipped_without_reading_again_and_again(self):
+        position = self.head()
+        self.add_events(3)
+        self.database.query("DELETE FROM audit_events WHERE action = 'test.bulk'")
+        stream = self.open_stream(headers={"Last-Event-ID": str(position)})
+        before = self.server.stderr().count("org events: read ")
+        time.sleep(1.0)
+        reads = self.server.stderr().count("org events: read ") - before
+        self.assertLessEqual(reads, 2, "the stream keeps reading the log")
+        self.assertEqual(stream.events(), [])
+        self.make_segment("after-tamper")
+        self.assertTrue(stream.wait(lambda s: self.audit_events(s), 5), stream.text)
+        self.assertEqual(int(self.audit_events(stream)[0]["id"]), position + 4)
+
+
 class ChangeStreamLifeTest(ChangeStreamCase):
     """Streams across a reload and a lost database session."""
 
