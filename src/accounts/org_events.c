@@ -37,6 +37,10 @@
 #define RETRY_AFTER_S "5"
 #define EVENT_HEAD_MAX 96
 #define CHANNEL_BUCKETS 256
+/* Reads in flight per worker: a sweep or a new session marks every
+ * channel, and the management requests queued on the same connection must
+ * not wait behind a thousand reads (nor overflow its queue). */
+#define READS_IN_FLIGHT_MAX 4
 #define RESET_REASON                                                                               \
     "more than " TEXT_OF(ORG_EVENTS_REPLAY_MAX) " events missed, or an unknown last event id: "    \
                                                 "reload"
@@ -120,6 +124,8 @@ struct org_events {
     struct org_channel *channels[CHANNEL_BUCKETS]; /* by org id hash */
     size_t nchannels;
     bool listening; /* LISTEN sent in the current session */
+    unsigned reads; /* reads in flight (at most READS_IN_FLIGHT_MAX) */
+    bool deferred;  /* a marked channel waits for a read to finish */
     struct event *wake;
     struct event *sweep;
 };
@@ -358,7 +364,13 @@ static void fetch(struct org_channel *ch);
 static void on_fetched(PGresult *res, const char *error, void *arg)
 {
     struct org_channel *ch = arg;
+    struct org_events *hub = ch->hub;
     ch->fetching = false;
+    hub->reads--;
+    if (hub->deferred) {
+        hub->deferred = false;
+        event_active(hub->wake, EV_TIMEOUT, 0);
+    }
     if (db_result_ok(res)) {
         log_debug("org events: read %d rows of organization %s for %zu streams", PQntuples(res),
                   ch->org_id, ch->count);
@@ -413,9 +425,13 @@ static char *credentials_literal(const struct org_channel *ch)
 
 static void fetch(struct org_channel *ch)
 {
-    ch->marked = false;
     if (ch->fetching)
+        return; /* stays marked: read again when this read is in */
+    if (ch->hub->reads >= READS_IN_FLIGHT_MAX) {
+        ch->hub->deferred = true;
         return;
+    }
+    ch->marked = false;
     char least[24];
     bool has_least = least_position(ch, least);
     ch->from_head = !has_least;
@@ -424,8 +440,10 @@ static void fetch(struct org_channel *ch)
     if (ids == NULL)
         return;
     const char *params[] = {ch->org_id, has_least ? least : NULL, ids};
-    if (db_query(ch->hub->w->db, FETCH_SQL, 3, params, on_fetched, ch) == 0)
+    if (db_query(ch->hub->w->db, FETCH_SQL, 3, params, on_fetched, ch) == 0) {
         ch->fetching = true;
+        ch->hub->reads++;
+    }
     free(ids);
 }
 

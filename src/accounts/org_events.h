@@ -34,9 +34,9 @@
  * sent while the connection was down are lost, the events are not).
  *
  * Invariants: one query per organization with streams per wake-up, never
- * one per stream; a stream only ever moves forward in seq; at most one
- * query in flight per channel (a notification meanwhile marks it for one
- * more read).
+ * one per stream, and at most a few in flight per worker (org_events.c); a stream only ever moves
+ * forward in seq; at most one query in flight per channel (a notification meanwhile marks it for
+ * one more read).
  *
  * Called by the route table (org_events_open) and the worker (hub life:
  * org_events_new after the db and the stream hub, org_events_free after

@@ -12,7 +12,8 @@ refusals (401, 404 for another organization, 403 for a token without
 scope audit), the session cookie (and the end of its stream after a
 logout), the end of a removed member's stream, the caps (503 with
 Retry-After), 200 streams of one organization served by one read per
-worker (counted from the debug log), a clean end on SIGHUP with catch-up,
+worker (counted from the debug log), ten organizations touched by one
+statement on a worker that runs four reads at once, a clean end on SIGHUP with catch-up,
 and a lost database session (the workers LISTEN again). Verify: ok, then broken after a row
 of the test database is edited (brokenAt names it), a deleted tail,
 admin only (viewer and member 403, another organization 404).
@@ -358,6 +359,30 @@ class ChangeStreamFanOutTest(ChangeStreamCase):
               f" {delay * 1000:.0f} ms after the write was sent; {reads} reads of the log")
         self.assertGreaterEqual(reads, 1)
         self.assertLessEqual(reads, 2 * self.workers)
+
+
+class ChangeStreamManyOrganizationsTest(ChangeStreamCase):
+    """More organizations with streams on one worker than reads it runs at
+    once (4): the marked ones wait their turn, none is forgotten."""
+    workers = 1
+    ORGS = 10
+
+    def test_one_statement_touching_ten_organizations(self):
+        slugs = [f"many-{i}" for i in range(self.ORGS)]
+        for slug in slugs:
+            harness.ensignctl(self.server.config_path, "org", "create", "--name", slug, "--slug",
+                              slug, "--owner", "alice@example.com")
+        streams = {slug: self.open_stream(token="owner", org=slug) for slug in slugs}
+        for stream in streams.values():
+            self.connected(stream)
+        self.database.query(
+            "INSERT INTO audit_events (org_id, actor_name, action, summary, location)"
+            " SELECT o.id, 'bulk', 'test.bulk', 'Touched ' || o.slug, 'bulk/' || o.slug"
+            "   FROM orgs o WHERE o.slug LIKE 'many-%'")
+        for slug, stream in streams.items():
+            self.assertTrue(stream.wait(lambda s: self.audit_events(s), 5), (slug, stream.text))
+            self.assertEqual([e["data"]["location"] for e in self.audit_events(stream)],
+                             [f"bulk/{slug}"])
 
 
 class ChangeStreamCookieTest(ChangeStreamCase):
