@@ -693,11 +693,6 @@ void db_listen(struct db *db, db_notify_cb cb, void *arg)
     db->listen_arg = arg;
 }
 
-bool db_ready(const struct db *db)
-{
-    return db != NULL && db->state == DB_READY;
-}
-
 void db_count_errors(struct db *db, _Atomic uint64_t *counter)
 {
     if (db != NULL)

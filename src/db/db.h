@@ -68,9 +68,6 @@ int db_query(struct db *db, const char *sql, int nparams, const char *const *val
 typedef void (*db_notify_cb)(const char *channel, const char *payload, void *arg);
 void db_listen(struct db *db, db_notify_cb cb, void *arg);
 
-/* True when a session is ready (queries are being sent). */
-bool db_ready(const struct db *db);
-
 /* A SQLSTATE of a failed result, or "" (e.g. "23505" unique violation). */
 const char *db_sqlstate(const PGresult *res);
 
