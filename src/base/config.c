@@ -149,10 +149,11 @@ static const struct config_key keys[KEY_COUNT] = {
                            "An OpenAI-compatible chat-completions endpoint for the agent; "
                            "empty uses the built-in one."},
     [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000, true,
-                                   "Open change-notification streams allowed per worker."},
+                                   "Open change streams allowed per worker (OFREP and "
+                                   "organization streams together)."},
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
-                                "Open change-notification streams allowed per SDK key on each "
-                                "node."},
+                                "Open change streams allowed per SDK key, access token or "
+                                "session on each node."},
     [KEY_ACCESS_LOG] = {"access_log", CONFIG_ACCESSLOG, "management", 0, 0, true,
                         "Which requests get an access line (method, path without query, "
                         "status, duration, bytes): off, management (all but evaluations "

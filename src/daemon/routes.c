@@ -51,6 +51,8 @@
 #include "api/waitlist.h"
 /* section includes: audit log */
 #include "accounts/audit.h"
+#include "accounts/audit_verify.h"
+#include "accounts/org_events.h"
 
 /*
  * A row of an organization operation: the dispatcher (mgmt_dispatch)
@@ -230,6 +232,12 @@ static const struct route route_table[] = {
        "List the organization's members with their roles", NEED(VIEWER, MEMBERS, false), NULL,
        members_v1_list_schema, 200),
 
+    /* section: the organization change stream (doc/choices.md "The organization change stream") */
+    OP(GET, "/v1/orgs/{org}/events", org_events_open,
+       "The organization's audit events as they happen (text/event-stream; Last-Event-ID replays "
+       "up to 1,000)",
+       NEED(VIEWER, AUDIT, false), NULL, org_events_schema, 200),
+
     /* section: waitlist */
     {METHOD_POST, "/v1/waitlist", waitlist_submit,
      "Join the waitlist (no credential; rate limited per client address)", ROUTE_AUTH_NONE,
@@ -257,6 +265,9 @@ static const struct route route_table[] = {
     OP(PUT, "/orgs/{slug}/audit/config", audit_config_put,
        "Turn the disclosure of actor IP addresses on or off (admin)", NEED(ADMIN, AUDIT, true),
        audit_config_schema, audit_config_schema, 200),
+    OP(GET, "/orgs/{slug}/audit/verify", audit_verify,
+       "Check the organization's audit hash chain as ensignctl audit verify does (admin)",
+       NEED(ADMIN, AUDIT, false), NULL, audit_verify_schema, 200),
 
 /* section: the root API, accounts. A list answers GET and QUERY alike. */
 /* Internal operations (Ensign-Internal-Key): never a browser's. */
