@@ -456,8 +456,10 @@ void webhooks_delete(struct http_request *r, const struct mgmt_ctx *ctx)
     "loopback, private, link-local, unique-local and CGNAT hosts are 422 unless "                  \
     "webhook_allow_private is on.\"},"                                                             \
     "\"events\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":20,\"uniqueItems\":true,"          \
-    "\"items\":{\"type\":\"string\",\"pattern\":\"^(\\\\*|[a-z0-9_]+\\\\.(\\\\*|[a-z0-9_]+))$\"}," \
-    "\"description\":\"Audit action patterns: *, flag.*, segment.created.\"},"                     \
+    "\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":100},"                           \
+    "\"description\":\"Audit action patterns: *, RESOURCE.* or RESOURCE.ACTION (lowercase "        \
+    "letters, digits and underscores), e.g. flag.*, segment.created; the handler checks "          \
+    "the form.\"},"                                                                                \
     "\"description\":{\"type\":[\"string\",\"null\"],\"maxLength\":500}"
 
 const char webhooks_create_schema[] =

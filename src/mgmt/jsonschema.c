@@ -220,6 +220,21 @@ static void check_array(struct validate *v, const struct json_object *schema,
         validate_error(v, NULL, "must have at most %zu items", (size_t)json_object_get_int64(max));
         return;
     }
+    struct json_object *unique = keyword(schema, "uniqueItems");
+    if (unique != NULL && json_object_get_boolean(unique)) {
+        /* bounded: a schema with uniqueItems has maxItems <= UNIQUE_ITEMS_MAX */
+        for (size_t i = 1; i < n; i++) {
+            for (size_t j = 0; j < i; j++) {
+                if (json_object_equal(json_object_array_get_idx(array, i),
+                                      json_object_array_get_idx(array, j))) {
+                    size_t mark = validate_push_index(v, i);
+                    validate_error(v, NULL, "repeats item %zu", j);
+                    validate_pop(v, mark);
+                    return;
+                }
+            }
+        }
+    }
     struct json_object *items = keyword(schema, "items");
     for (size_t i = 0; items != NULL && i < n; i++) {
         size_t mark = validate_push_index(v, i);
@@ -534,6 +549,8 @@ static bool keyword_supported(const char *name, const struct json_object *value,
 {
     static const char *const annotations[] = {"default", "description", "title", "examples", NULL};
     static const char *const counts[] = {"minLength", "maxLength", "minItems", "maxItems", NULL};
+    if (strcmp(name, "uniqueItems") == 0)
+        return true; /* its bound: unique_items_bounded */
     for (const char *const *a = annotations; *a; a++)
         if (strcmp(*a, name) == 0)
             return true;
@@ -577,10 +594,26 @@ static bool keyword_supported(const char *name, const struct json_object *value,
     return false;
 }
 
+/* uniqueItems compares every pair: only with a maxItems that bounds it. */
+#define UNIQUE_ITEMS_MAX 1000
+
+static bool unique_items_bounded(const struct json_object *schema)
+{
+    struct json_object *unique = keyword(schema, "uniqueItems"), *max = keyword(schema, "maxItems");
+    if (unique == NULL)
+        return true;
+    return json_object_is_type(unique, json_type_boolean) && max != NULL &&
+           json_object_get_int64(max) <= UNIQUE_ITEMS_MAX;
+}
+
 static bool supported_at(const struct json_object *schema, const char **bad, int depth)
 {
     if (depth > JSONSCHEMA_DEPTH_MAX || !json_object_is_type(schema, json_type_object)) {
         *bad = depth > JSONSCHEMA_DEPTH_MAX ? "(depth)" : "(a schema that is not an object)";
+        return false;
+    }
+    if (!unique_items_bounded(schema)) {
+        *bad = "uniqueItems";
         return false;
     }
     json_object_object_foreach((struct json_object *)schema, name, value)

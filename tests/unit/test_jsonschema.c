@@ -175,6 +175,12 @@ START_TEST(arrays_items_and_paths)
     ck_assert(!check(nested, "{\"rules\":[{},{\"serve\":{\"variant\":1,\"x\":2}}]}"));
     assert_message("rules[1].serve.variant", "must be a string");
     assert_message("rules[1].serve.x", "unknown field");
+    const char *unique = OBJ("\"e\":{\"type\":\"array\",\"maxItems\":5,\"uniqueItems\":true}");
+    ck_assert(check(unique, "{\"e\":[\"a\",\"b\",1,{\"x\":1}]}"));
+    ck_assert(!check(unique, "{\"e\":[\"a\",\"b\",\"a\"]}"));
+    assert_message("e[2]", "repeats item 0");
+    ck_assert(!check(unique, "{\"e\":[{\"x\":[1,2]},{\"x\":[1,2]}]}"));
+    assert_message("e[1]", "repeats item 0");
 }
 END_TEST
 
@@ -268,6 +274,12 @@ START_TEST(the_subset_is_checked)
     ck_assert_str_eq(bad, "const");
     check(OBJ("\"k\":{\"type\":\"integer-ish\"}"), "{}");
     ck_assert(!jsonschema_supported(schema, &bad));
+    /* uniqueItems compares pairs: only under a maxItems of at most 1000 */
+    check(OBJ("\"k\":{\"type\":\"array\",\"uniqueItems\":true}"), "{}");
+    ck_assert(!jsonschema_supported(schema, &bad));
+    ck_assert_str_eq(bad, "uniqueItems");
+    check(OBJ("\"k\":{\"type\":\"array\",\"maxItems\":1000,\"uniqueItems\":true}"), "{}");
+    ck_assert(jsonschema_supported(schema, &bad));
 }
 END_TEST
 
