@@ -505,6 +505,30 @@ static void on_llm_answer(void *arg, struct json_object *message, struct json_ob
     conversation_free(cv);
 }
 
+/* Asks the configured model (the URL's fragment names the model when
+ * agent_llm_model is empty), or answers with the built-in agent when the
+ * request cannot start. */
+static void ask_model(struct conversation *cv, const char *url)
+{
+    const struct config *cfg = cv->r->server->cfg;
+    char bare[2048];
+    size_t len = strcspn(url, "#");
+    snprintf(bare, sizeof bare, "%.*s", (int)len, url);
+    const char *model = cfg->agent_llm_model[0] ? cfg->agent_llm_model
+                        : url[len] == '#'       ? url + len + 1
+                                                : "";
+    struct agent_llm_endpoint endpoint = {
+        .url = bare, .model = model, .key_file = cfg->agent_llm_key_file};
+    const char *why = NULL;
+    if (agent_llm_ask(cv->r->server->base, &endpoint, cv->messages, &cv->catalog, on_llm_answer, cv,
+                      &why) != 0) {
+        log_warn("agent: cannot start a request to the language model at %s (%s); the built-in "
+                 "agent answers",
+                 bare, why ? why : "unknown");
+        answer_builtin(cv);
+    }
+}
+
 static void on_catalog(PGresult *res, const char *error, void *arg)
 {
     struct conversation *cv = arg;
@@ -523,13 +547,7 @@ static void on_catalog(PGresult *res, const char *error, void *arg)
         answer_builtin(cv);
         return;
     }
-    if (agent_llm_ask(cv->r->server->base, url, cv->messages, &cv->catalog, on_llm_answer, cv) !=
-        0) {
-        log_warn("agent: cannot start a request to the language model at %s (only http:// URLs "
-                 "are supported); the built-in agent answers",
-                 url);
-        answer_builtin(cv);
-    }
+    ask_model(cv, url);
 }
 
 static void on_messages_org(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)

@@ -56,6 +56,8 @@ enum key_index {
     KEY_REQUEST_TIMEOUT_MS,
     KEY_METRICS_LISTEN,
     KEY_AGENT_LLM_URL,
+    KEY_AGENT_LLM_MODEL,
+    KEY_AGENT_LLM_KEY_FILE,
     KEY_STREAM_MAX_PER_WORKER,
     KEY_STREAM_MAX_PER_KEY,
     KEY_ACCESS_LOG,
@@ -148,6 +150,12 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = {"agent_llm_url", CONFIG_STRING, "", 0, 0, true,
                            "An OpenAI-compatible chat-completions endpoint for the agent; "
                            "empty uses the built-in one."},
+    [KEY_AGENT_LLM_MODEL] = {"agent_llm_model", CONFIG_STRING, "", 0, 0, true,
+                             "The model named in the agent's chat-completions requests; empty "
+                             "takes agent_llm_url's fragment, else \"default\"."},
+    [KEY_AGENT_LLM_KEY_FILE] = {"agent_llm_key_file", CONFIG_STRING, "", 0, 0, true,
+                                "A file whose first line is the API key the agent sends to "
+                                "agent_llm_url as a Bearer token; empty sends none."},
     [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000, true,
                                    "Open change streams allowed per worker (OFREP and "
                                    "organization streams together)."},
@@ -223,6 +231,8 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_REQUEST_TIMEOUT_MS] = SLOT(request_timeout_ms, SLOT_INT),
     [KEY_METRICS_LISTEN] = SLOT(metrics_listen, SLOT_STRING),
     [KEY_AGENT_LLM_URL] = SLOT(agent_llm_url, SLOT_STRING),
+    [KEY_AGENT_LLM_MODEL] = SLOT(agent_llm_model, SLOT_STRING),
+    [KEY_AGENT_LLM_KEY_FILE] = SLOT(agent_llm_key_file, SLOT_STRING),
     [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
     [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_INT),

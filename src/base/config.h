@@ -86,6 +86,8 @@ struct config {
     int request_timeout_ms;
     char *metrics_listen;
     char *agent_llm_url;
+    char *agent_llm_model;    /* "": agent_llm_url's fragment, else "default" */
+    char *agent_llm_key_file; /* "": no API key */
     int stream_max_per_worker;
     int stream_max_per_key;
     int access_log;        /* enum config_access_log */

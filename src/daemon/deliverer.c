@@ -5,10 +5,8 @@
  * stop flag, drains the LISTEN channel ensign_webhooks (the audit trigger
  * NOTIFYs it in the change's transaction) and, when notified or every
  * POLL_MS, claims due rows while fewer than MAX_IN_FLIGHT are in flight.
- * libcurl's multi interface tells which sockets to watch (CURLMOPT_
- * SOCKETFUNCTION: one event_assign'ed event per socket) and when to time
- * out (CURLMOPT_TIMERFUNCTION: one timer); both call
- * curl_multi_socket_action, and finished transfers are recorded.
+ * Requests run on libcurl's multi interface on that base (http/outbound.h),
+ * and finished transfers are recorded.
  *
  * The claim (CLAIM_SQL) sets a lease of LEASE_S seconds and a fresh
  * claim_id and commits before the POST: another node skips the row while
@@ -40,7 +38,6 @@
 
 #include <curl/curl.h>
 #include <event2/event.h>
-#include <event2/event_struct.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +53,7 @@
 #include "daemon/bgloop.h"
 #include "daemon/proctitle.h"
 #include "db/dbsync.h"
+#include "http/outbound.h"
 
 #define TICK_MS 100
 #define POLL_MS 1000
@@ -89,8 +87,7 @@ struct deliverer {
     const struct config *cfg;
     struct event_base *base;
     struct event *tick;
-    struct event *curl_timer;
-    CURLM *multi;
+    struct outbound *out; /* libcurl on this loop */
     struct bgloop db;
     int in_flight;
     struct transfer *live[MAX_IN_FLIGHT]; /* the transfers in flight, NULL slots free */
@@ -109,12 +106,6 @@ struct transfer {
     char id[40], claim[40];
     char *body;
     char error[CURL_ERROR_SIZE];
-};
-
-/* The event of one socket curl watches. */
-struct watched {
-    struct event ev;
-    curl_socket_t fd;
 };
 
 /* ---- recording ---- */
@@ -146,7 +137,7 @@ static void record(struct deliverer *d, const struct transfer *t, bool delivered
 static void transfer_free(struct transfer *t)
 {
     if (t->easy != NULL) {
-        curl_multi_remove_handle(t->d->multi, t->easy);
+        outbound_remove(t->d->out, t->easy);
         curl_easy_cleanup(t->easy);
     }
     curl_slist_free_all(t->headers);
@@ -154,10 +145,11 @@ static void transfer_free(struct transfer *t)
     free(t);
 }
 
-static void finish(struct deliverer *d, CURL *easy, CURLcode result)
+/* A transfer ended (outbound's done callback, arg the transfer). */
+static void finish(void *arg, CURL *easy, CURLcode result)
 {
-    struct transfer *t = NULL;
-    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&t);
+    struct transfer *t = arg;
+    struct deliverer *d = t->d;
     long code = 0;
     curl_off_t micros = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
@@ -176,78 +168,6 @@ static void finish(struct deliverer *d, CURL *easy, CURLcode result)
     d->live[t->slot] = NULL;
     d->in_flight--;
     transfer_free(t);
-}
-
-static void reap_finished(struct deliverer *d)
-{
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(d->multi, &left)) != NULL)
-        if (msg->msg == CURLMSG_DONE)
-            finish(d, msg->easy_handle, msg->data.result);
-}
-
-/* ---- curl's sockets and timer on the event base ---- */
-
-static void on_socket(evutil_socket_t fd, short what, void *arg)
-{
-    struct deliverer *d = arg;
-    int flags = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
-    int running;
-    curl_multi_socket_action(d->multi, fd, flags, &running);
-    reap_finished(d);
-}
-
-static int watch_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-    (void)easy;
-    struct deliverer *d = userp;
-    struct watched *w = socketp;
-    if (what == CURL_POLL_REMOVE) {
-        if (w != NULL) {
-            event_del(&w->ev);
-            free(w);
-            curl_multi_assign(d->multi, fd, NULL);
-        }
-        return 0;
-    }
-    short events =
-        EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
-    if (w == NULL) {
-        w = calloc(1, sizeof *w);
-        if (w == NULL)
-            return -1;
-        w->fd = fd;
-        curl_multi_assign(d->multi, fd, w);
-    } else {
-        event_del(&w->ev);
-    }
-    event_assign(&w->ev, d->base, fd, events, on_socket, d);
-    event_add(&w->ev, NULL);
-    return 0;
-}
-
-static void on_curl_timer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct deliverer *d = arg;
-    int running;
-    curl_multi_socket_action(d->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    reap_finished(d);
-}
-
-static int set_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-    (void)multi;
-    struct deliverer *d = userp;
-    if (timeout_ms < 0) {
-        evtimer_del(d->curl_timer);
-        return 0;
-    }
-    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-    evtimer_add(d->curl_timer, &tv);
-    return 0;
 }
 
 /* ---- one request ---- */
@@ -318,8 +238,7 @@ static bool configure(struct transfer *t, const char *url)
            curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard_body) == CURLE_OK &&
            curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_checked_socket) == CURLE_OK &&
            curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t->d) == CURLE_OK &&
-           curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error) == CURLE_OK &&
-           curl_easy_setopt(e, CURLOPT_PRIVATE, t) == CURLE_OK;
+           curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error) == CURLE_OK;
 }
 
 /* Starts the POST of one claimed row (columns of CLAIM_SQL). */
@@ -337,8 +256,7 @@ static void start(struct deliverer *d, const PGresult *res, int row)
     t->easy = curl_easy_init();
     if (t->body == NULL || t->easy == NULL ||
         !set_headers(t, PQgetvalue(res, row, 2), PQgetvalue(res, row, 5)) ||
-        !configure(t, PQgetvalue(res, row, 4)) ||
-        curl_multi_add_handle(d->multi, t->easy) != CURLM_OK) {
+        !configure(t, PQgetvalue(res, row, 4)) || outbound_add(d->out, t->easy, finish, t) != 0) {
         log_error("webhook delivery %s: cannot start the request", t->id);
         CURL *easy = t->easy;
         t->easy = NULL;
@@ -418,20 +336,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 static int setup(struct deliverer *d)
 {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (!outbound_global_init())
         return -1;
     d->base = event_base_new();
-    d->multi = curl_multi_init();
-    if (d->base == NULL || d->multi == NULL)
+    if (d->base == NULL || (d->out = outbound_new(d->base)) == NULL)
         return -1;
     d->tick = event_new(d->base, -1, EV_PERSIST, on_tick, d);
-    d->curl_timer = evtimer_new(d->base, on_curl_timer, d);
-    if (d->tick == NULL || d->curl_timer == NULL)
+    if (d->tick == NULL)
         return -1;
-    curl_multi_setopt(d->multi, CURLMOPT_SOCKETFUNCTION, watch_socket);
-    curl_multi_setopt(d->multi, CURLMOPT_SOCKETDATA, d);
-    curl_multi_setopt(d->multi, CURLMOPT_TIMERFUNCTION, set_timer);
-    curl_multi_setopt(d->multi, CURLMOPT_TIMERDATA, d);
     struct timeval tick = {.tv_sec = 0, .tv_usec = TICK_MS * 1000};
     return event_add(d->tick, &tick);
 }
@@ -444,12 +356,9 @@ static void teardown(struct deliverer *d)
     for (int i = 0; i < MAX_IN_FLIGHT; i++)
         if (d->live[i] != NULL)
             transfer_free(d->live[i]);
-    if (d->multi != NULL)
-        curl_multi_cleanup(d->multi);
+    outbound_free(d->out);
     if (d->tick != NULL)
         event_free(d->tick);
-    if (d->curl_timer != NULL)
-        event_free(d->curl_timer);
     if (d->base != NULL)
         event_base_free(d->base);
     if (d->db.conn != NULL)
