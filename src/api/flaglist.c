@@ -41,13 +41,20 @@
  * flag_usage_hours instead (ensign_usage_counts of sql/0008, behind 0).
  * The production default's value is the one sql/0012 keeps on the flag
  * (NULL for a rollout: no value; three joins per flag before); the tags
- * come as the JSON text sql/0009 keeps beside them.
+ * come as the JSON text sql/0009 keeps beside them. Why and since when
+ * the flag is stale comes from columns the row has already (sql/0015:
+ * created_at, the usage total's last_seen_at, flags.rolled_out_since kept
+ * by triggers): two inlined expressions per row, no subquery.
  */
 /* The current hour, as an uncorrelated scalar subquery: PostgreSQL
  * computes it once per statement (an InitPlan) rather than once per row
  * and use (3,000 date_trunc calls with a time zone lookup each were a
  * sixth of a 1,000-flag list's execution). */
 #define CURRENT_HOUR "(SELECT date_trunc('hour', now(), 'UTC'))"
+
+#define STALE_REASON                                                                               \
+    "ensign_stale_reason(f.permanent, f.created_at, ut.last_seen_at, f.rolled_out_since,"          \
+    " now() - $3::interval)"
 
 #define USAGE_SQL                                                                                  \
     "LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id "                                         \
@@ -64,12 +71,16 @@ const char FLAGLIST_SQL[] =
     "            ELSE (date_part('epoch', " CURRENT_HOUR " - s.newest_hour) / 3600)::bigint END,"
     "       CASE WHEN s.newest_hour > " CURRENT_HOUR
     "            THEN array_to_string(ensign_usage_counts(f.id, " CURRENT_HOUR "), ',')"
-    "            ELSE s.counts_text END"
+    "            ELSE s.counts_text END,"
+    "       " STALE_REASON ","
+    "       ensign_stale_since(" STALE_REASON ", f.created_at, ut.last_seen_at,"
+    "                          f.rolled_out_since, $3::interval)"
     "  FROM flags f"
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"
     "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "
     USAGE_SQL
     " WHERE f.org_id = $1::uuid AND (f.archived_at IS NOT NULL) = ($2 = 't')"
+    "   AND ($4 = 'f' OR " STALE_REASON " IS NOT NULL)"
     " ORDER BY f.key";
 
 /* clang-format on */
@@ -94,6 +105,8 @@ enum {
     COL_USAGE_LAST_SEEN,
     COL_USAGE_BEHIND,
     COL_USAGE_COUNTS,
+    COL_STALE_REASON,
+    COL_STALE_SINCE,
     COL_COUNT
 };
 
@@ -183,6 +196,21 @@ static void put_usage(struct jsonout *pb, const PGresult *res, int row)
     jsonout_put(pb, "}");
 }
 
+/* null, or {"since": ..., "reason": ...} (jsonb's order, as the detail). */
+static void put_stale(struct jsonout *pb, const PGresult *res, int row)
+{
+    if (PQgetisnull(res, row, COL_STALE_REASON)) {
+        jsonout_put(pb, "null");
+        return;
+    }
+    jsonout_put(pb, "{");
+    jsonout_key(pb, "since", true);
+    jsonout_time(pb, res, row, COL_STALE_SINCE);
+    jsonout_key(pb, "reason", false);
+    jsonout_text(pb, res, row, COL_STALE_REASON);
+    jsonout_put(pb, "}");
+}
+
 static void put_flag(struct jsonout *pb, const PGresult *res, int row)
 {
     static const struct {
@@ -195,6 +223,7 @@ static void put_flag(struct jsonout *pb, const PGresult *res, int row)
         {"name", COL_NAME, TEXT},
         {"tags", COL_TAGS, RAW},
         {"type", COL_TYPE, TEXT},
+        {"stale", -2, RAW},
         {"usage", -1, RAW},
         {"value", COL_VALUE, RAW},
         {"createdAt", COL_CREATED_AT, TIME},
@@ -210,7 +239,9 @@ static void put_flag(struct jsonout *pb, const PGresult *res, int row)
     jsonout_put(pb, "{");
     for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
         jsonout_key(pb, members[i].name, i == 0);
-        if (members[i].col < 0)
+        if (members[i].col == -2)
+            put_stale(pb, res, row);
+        else if (members[i].col < 0)
             put_usage(pb, res, row);
         else if (members[i].kind == TEXT)
             jsonout_text(pb, res, row, members[i].col);

@@ -3,7 +3,8 @@
  * /v1/orgs/{org}/flags, doc/api.md): each flag
  * with its creator's and maintainer's names, its production value and its
  * usage summary (total, lastSeenAt, checksPerHour, series of 24 hourly
- * counts oldest first; null until anything was counted).
+ * counts oldest first; null until anything was counted) and why it is
+ * stale (null, or {since, reason}).
  *
  * Called by flags.c.
  */
@@ -12,8 +13,9 @@
 
 #include <libpq-fe.h>
 
-/* $1 org id, $2 "t" for the archived flags, else the active ones. Plain
- * rows, ordered by key. */
+/* $1 org id, $2 "t" for the archived flags, else the active ones, $3
+ * stale_after_days as an interval of seconds ("2592000 seconds"), $4 "t"
+ * for the stale flags only, else "f". Plain rows, ordered by key. */
 extern const char FLAGLIST_SQL[];
 
 /* The body {"flags": [...]} of FLAGLIST_SQL's result (caller frees), or

@@ -33,7 +33,9 @@
 
 #include "api/flagdetail.h"
 #include "api/flaglist.h"
+#include "base/config.h"
 #include "http/http.h"
+#include "http/server.h"
 #include "mgmt/mgmt.h"
 #include "api/revisions.h"
 #include "mgmt/validate.h"
@@ -288,13 +290,27 @@ static void on_list_rows(PGresult *res, const char *error, void *arg)
     send_written(r, res, flaglist_json(res), "cannot write the flag list");
 }
 
+/* stale_after_days as the interval the list and detail statements take:
+ * seconds, so that adding it to a timestamptz needs no time zone. */
+static void stale_after(const struct http_request *r, char out[32])
+{
+    snprintf(out, 32, "%lld seconds", (long long)r->server->cfg->stale_after_days * 86400);
+}
+
+/* "t" when the query parameter name is true (or 1), else "f". */
+static const char *query_flag(const struct http_request *r, const char *name)
+{
+    char value[8] = "";
+    http_query_param(r, name, value, sizeof value);
+    return strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ? "t" : "f";
+}
+
 void flags_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    char archived[8] = "";
-    http_query_param(r, "archived", archived, sizeof archived);
-    const char *params[] = {
-        ctx->org_id, strcmp(archived, "true") == 0 || strcmp(archived, "1") == 0 ? "t" : "f"};
-    mgmt_query(r, FLAGLIST_SQL, 2, params, on_list_rows, r);
+    char after[32];
+    stale_after(r, after);
+    const char *params[] = {ctx->org_id, query_flag(r, "archived"), after, query_flag(r, "stale")};
+    mgmt_query(r, FLAGLIST_SQL, 4, params, on_list_rows, r);
 }
 
 static void on_flag_not_found(PGresult *res, const char *error, void *arg)
@@ -325,8 +341,10 @@ static void on_detail_rows(PGresult *res, const char *error, void *arg)
 
 void flags_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
-    mgmt_query(r, FLAGDETAIL_SQL, 2, params, on_detail_rows, r);
+    char after[32];
+    stale_after(r, after);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), after};
+    mgmt_query(r, FLAGDETAIL_SQL, 3, params, on_detail_rows, r);
 }
 
 void flags_usage(struct http_request *r, const struct mgmt_ctx *ctx)
