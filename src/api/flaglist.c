@@ -52,9 +52,9 @@
  * sixth of a 1,000-flag list's execution). */
 #define CURRENT_HOUR "(SELECT date_trunc('hour', now(), 'UTC'))"
 
-#define STALE_REASON                                                                               \
-    "ensign_stale_reason(f.permanent, f.created_at, ut.last_seen_at, f.rolled_out_since,"          \
-    " now() - $3::interval)"
+#define STALE_ARGUMENTS                                                                            \
+    "f.permanent, f.created_at, ut.last_seen_at, f.rolled_out_since, now() - $3::interval"
+#define STALE_REASON "ensign_stale_reason(" STALE_ARGUMENTS ")"
 
 #define USAGE_SQL                                                                                  \
     "LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id "                                         \
@@ -73,8 +73,7 @@ const char FLAGLIST_SQL[] =
     "            THEN array_to_string(ensign_usage_counts(f.id, " CURRENT_HOUR "), ',')"
     "            ELSE s.counts_text END,"
     "       " STALE_REASON ","
-    "       ensign_stale_since(" STALE_REASON ", f.created_at, ut.last_seen_at,"
-    "                          f.rolled_out_since, $3::interval)"
+    "       ensign_stale_since(" STALE_ARGUMENTS ", $3::interval)"
     "  FROM flags f"
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"
     "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "

@@ -18,10 +18,12 @@
  * first. A worker that dies loses at most one
  * batch interval of counts.
  *
- * Counting an unknown key is the same work as counting a flag: a hash of
- * at most 63 bytes and a probe of private memory; the key was checked
- * against the flag key pattern before (a key that fails it is not
- * counted).
+ * Counting an unknown key is about the work of counting a flag: a hash of
+ * at most 63 bytes (eight at a time) and a probe of private memory of the
+ * same size as the flags' (as many distinct keys between two flushes);
+ * the caller checked the key against the flag key pattern, and the
+ * shared table checks it again once per flush (a key that fails it is
+ * not counted).
  *
  * Called by the OFREP handlers (usage_batch_count, usage_batch_count_unknown)
  * and the worker (usage_batch_set_unknown at start, usage_batch_flush on its
@@ -60,7 +62,8 @@ void usage_batch_set_unknown(struct usage_batch *b, struct unknown_table *unknow
 /*
  * Counts one request for key (len bytes) that names no flag in
  * s->envs[env] at unix time now_s; a key outside the flag key pattern is
- * not counted. s must stay mapped until the next flush.
+ * not counted (dropped here when longer than 63 bytes, at the flush
+ * otherwise). s must stay mapped until the next flush.
  */
 void usage_batch_count_unknown(struct usage_batch *b, struct usage_table *table,
                                const struct snapshot *s, uint32_t env, const char *key, size_t len,

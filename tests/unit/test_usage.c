@@ -452,11 +452,14 @@ START_TEST(batch_unknown_keys_reach_their_table_on_flush)
     open_snapshot(5, &s);
     struct usage_batch *b = usage_batch_new();
     usage_batch_set_unknown(b, u);
+    count_unknown(b, t, &s, "Not-A-Key", NOW);              /* outside the pattern */
+    usage_batch_count_unknown(b, t, &s, 0, "a\0b", 3, NOW); /* a NUL inside: not "a" */
+    char too_long[80];
+    memset(too_long, 'k', sizeof too_long);
+    usage_batch_count_unknown(b, t, &s, 0, too_long, sizeof too_long, NOW);
     count_unknown(b, t, &s, "other", NOW);
     count_unknown(b, t, &s, "typo-flag", NOW);
     count_unknown(b, t, &s, "typo-flag", NOW + 1);
-    count_unknown(b, t, &s, "Not-A-Key", NOW);              /* outside the pattern */
-    usage_batch_count_unknown(b, t, &s, 0, "a\0b", 3, NOW); /* a NUL inside */
     struct unknown_collected before = {.n = 0};
     ck_assert_uint_eq(unknown_flags_drain(u, NOW, collect_unknown, &before), 0);
     usage_batch_flush(b, t);
