@@ -86,17 +86,19 @@ $$;
 ALTER TABLE flag_environments ADD COLUMN rolled_out_since timestamptz;
 ALTER TABLE flags ADD COLUMN rolled_out_since timestamptz;
 
--- The detail's stale member: null or {reason, since}.
-CREATE FUNCTION ensign_flag_stale_json(f flags, after interval) RETURNS jsonb
+-- The detail's stale member: null or {reason, since}; horizon is now minus
+-- after, as the list takes it (src/api/flaglist.c).
+CREATE FUNCTION ensign_flag_stale_json(f flags, after interval, horizon timestamptz)
+    RETURNS jsonb
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
     SELECT CASE WHEN s.reason IS NULL THEN 'null'::jsonb
                 ELSE jsonb_build_object('reason', s.reason, 'since', ensign_iso(s.since))
            END
       FROM (SELECT ensign_stale_reason((f).permanent, (f).created_at, ut.last_seen_at,
-                                       (f).rolled_out_since, now() - after) AS reason,
+                                       (f).rolled_out_since, horizon) AS reason,
                    ensign_stale_since((f).permanent, (f).created_at, ut.last_seen_at,
-                                      (f).rolled_out_since, now() - after, after) AS since
+                                      (f).rolled_out_since, horizon, after) AS since
               FROM (SELECT 1) AS one
               LEFT JOIN flag_usage_totals ut ON ut.flag_id = (f).id) AS s
 $$;

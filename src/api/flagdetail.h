@@ -14,7 +14,7 @@
 #include <libpq-fe.h>
 
 /* $1 org id, $2 flag key, $3 stale_after_days as an interval of seconds
- * (flaglist.h). No rows when there is no such flag; else the
+ * and $4 the horizon, as flaglist.h's. No rows when there is no such flag; else the
  * flag's row (kind 0, with its revisions' page) and then one row per
  * environment (kind 1) and per rule (kind 2). */
 extern const char FLAGDETAIL_SQL[];

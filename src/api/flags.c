@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/flagdetail.h"
 #include "api/flaglist.h"
@@ -305,12 +306,23 @@ static const char *query_flag(const struct http_request *r, const char *name)
     return strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ? "t" : "f";
 }
 
+/* Now minus stale_after_days, as a timestamptz text in UTC. */
+static void stale_horizon(const struct http_request *r, char out[32])
+{
+    time_t horizon = time(NULL) - (time_t)r->server->cfg->stale_after_days * 86400;
+    struct tm tm;
+    if (gmtime_r(&horizon, &tm) == NULL || strftime(out, 32, "%Y-%m-%d %H:%M:%S+00", &tm) == 0)
+        snprintf(out, 32, "-infinity");
+}
+
 void flags_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    char after[32];
+    char after[32], horizon[32];
     stale_after(r, after);
-    const char *params[] = {ctx->org_id, query_flag(r, "archived"), after, query_flag(r, "stale")};
-    mgmt_query(r, FLAGLIST_SQL, 4, params, on_list_rows, r);
+    stale_horizon(r, horizon);
+    const char *params[] = {ctx->org_id, query_flag(r, "archived"), after, horizon};
+    bool stale_only = query_flag(r, "stale")[0] == 't';
+    mgmt_query(r, stale_only ? FLAGLIST_STALE_SQL : FLAGLIST_SQL, 4, params, on_list_rows, r);
 }
 
 static void on_flag_not_found(PGresult *res, const char *error, void *arg)
@@ -341,10 +353,11 @@ static void on_detail_rows(PGresult *res, const char *error, void *arg)
 
 void flags_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    char after[32];
+    char after[32], horizon[32];
     stale_after(r, after);
-    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), after};
-    mgmt_query(r, FLAGDETAIL_SQL, 3, params, on_detail_rows, r);
+    stale_horizon(r, horizon);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), after, horizon};
+    mgmt_query(r, FLAGDETAIL_SQL, 4, params, on_detail_rows, r);
 }
 
 void flags_usage(struct http_request *r, const struct mgmt_ctx *ctx)

@@ -40,7 +40,8 @@ class FormerBodiesTestCase(FlagTestCase):
         flag = self.flag_id(key)
         parts = {
             "flag": "SELECT (ensign_flag_detail_json(f) || jsonb_build_object('stale',"
-                    " ensign_flag_stale_json(f, interval '2592000 seconds')))::text"
+                    " ensign_flag_stale_json(f, interval '2592000 seconds',"
+                    " now() - interval '30 days')))::text"
                     f" FROM flags f WHERE f.id = '{flag}'",
             "revisions": "SELECT COALESCE(json_agg(ensign_revision_json(r)"
                          " ORDER BY r.created_at DESC, r.id DESC)::text, '[]')"

@@ -433,5 +433,25 @@ class UnknownFlagsTest(StaleUnknownTestCase):
         self.assertNotIn("globex-typo", [i["key"] for i in self.unknown()])
 
 
+class UnknownFinalFlushTest(StaleUnknownTestCase):
+    """Unknown keys still in shared memory at stop are written by the last
+    flush, as the usage counts are."""
+
+    settings = {"usage_flush_interval_ms": 3600000}
+
+    def test_stop_flushes_the_last_unknown_keys(self):
+        sdk = self.sdk_key("preview")
+        for _ in range(4):
+            self.assertEqual(self.evaluate(sdk, "left-at-stop").status, 404)
+        self.assertEqual(self.unknown(), [])
+        self.server.stop_cleanly()
+        self.assertEqual(self.sql("SELECT count FROM unknown_flags WHERE key = 'left-at-stop'"),
+                         "4")
+        self.server.start()
+        [item] = self.unknown()
+        self.assertEqual((item["key"], item["environment"], item["count"]),
+                         ("left-at-stop", "preview", 4))
+
+
 if __name__ == "__main__":
     harness.main([])
