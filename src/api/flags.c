@@ -30,10 +30,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/flagdetail.h"
 #include "api/flaglist.h"
+#include "base/config.h"
 #include "http/http.h"
+#include "http/server.h"
 #include "mgmt/mgmt.h"
 #include "api/revisions.h"
 #include "mgmt/validate.h"
@@ -288,13 +291,38 @@ static void on_list_rows(PGresult *res, const char *error, void *arg)
     send_written(r, res, flaglist_json(res), "cannot write the flag list");
 }
 
+/* stale_after_days as the interval the list and detail statements take:
+ * seconds, so that adding it to a timestamptz needs no time zone. */
+static void stale_after(const struct http_request *r, char out[32])
+{
+    snprintf(out, 32, "%lld seconds", (long long)r->server->cfg->stale_after_days * 86400);
+}
+
+/* "t" when the query parameter name is true (or 1), else "f". */
+static const char *query_flag(const struct http_request *r, const char *name)
+{
+    char value[8] = "";
+    http_query_param(r, name, value, sizeof value);
+    return strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ? "t" : "f";
+}
+
+/* Now minus stale_after_days, as a timestamptz text in UTC. */
+static void stale_horizon(const struct http_request *r, char out[32])
+{
+    time_t horizon = time(NULL) - (time_t)r->server->cfg->stale_after_days * 86400;
+    struct tm tm;
+    if (gmtime_r(&horizon, &tm) == NULL || strftime(out, 32, "%Y-%m-%d %H:%M:%S+00", &tm) == 0)
+        snprintf(out, 32, "-infinity");
+}
+
 void flags_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    char archived[8] = "";
-    http_query_param(r, "archived", archived, sizeof archived);
-    const char *params[] = {
-        ctx->org_id, strcmp(archived, "true") == 0 || strcmp(archived, "1") == 0 ? "t" : "f"};
-    mgmt_query(r, FLAGLIST_SQL, 2, params, on_list_rows, r);
+    char after[32], horizon[32];
+    stale_after(r, after);
+    stale_horizon(r, horizon);
+    const char *params[] = {ctx->org_id, query_flag(r, "archived"), after, horizon};
+    bool stale_only = query_flag(r, "stale")[0] == 't';
+    mgmt_query(r, stale_only ? FLAGLIST_STALE_SQL : FLAGLIST_SQL, 4, params, on_list_rows, r);
 }
 
 static void on_flag_not_found(PGresult *res, const char *error, void *arg)
@@ -325,8 +353,11 @@ static void on_detail_rows(PGresult *res, const char *error, void *arg)
 
 void flags_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
-    mgmt_query(r, FLAGDETAIL_SQL, 2, params, on_detail_rows, r);
+    char after[32], horizon[32];
+    stale_after(r, after);
+    stale_horizon(r, horizon);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), after, horizon};
+    mgmt_query(r, FLAGDETAIL_SQL, 4, params, on_detail_rows, r);
 }
 
 void flags_usage(struct http_request *r, const struct mgmt_ctx *ctx)

@@ -71,6 +71,18 @@
     "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"createdByName\",\"maintainerName\"],"  \
     "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES "}}"
 
+#define S_STALE                                                                                    \
+    "{\"type\":[\"object\",\"null\"],\"required\":[\"reason\",\"since\"],"                    \
+    "\"description\":\"Why and since when the flag is stale (stale_after_days); null when it "    \
+    "is not. A permanent flag never is.\","                                                         \
+    "\"properties\":{\"reason\":{\"enum\":[\"never_evaluated\",\"unused\","                     \
+    "\"fully_rolled_out\"]},\"since\":" S_TIME "}}"
+
+/* The detail form of GET /flags/{key}: the flag's detail form and stale. */
+#define S_FLAG_DETAIL_STALE                                                                        \
+    "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"createdByName\",\"maintainerName\","\
+    "\"stale\"],\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES ",\"stale\":" S_STALE "}}"
+
 #define S_USAGE_SUMMARY                                                                            \
     "{\"type\":[\"object\",\"null\"],\"properties\":{\"total\":{\"type\":\"number\"},"             \
     "\"checksPerHour\":{\"type\":\"number\"},\"lastSeenAt\":" S_NULLABLE_TIME ","                  \
@@ -78,9 +90,9 @@
 
 #define S_FLAG_LIST_ITEM                                                                           \
     "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"value\",\"createdByName\","           \
-    "\"maintainerName\",\"usage\"],"                                                               \
+    "\"maintainerName\",\"usage\",\"stale\"],"                                                     \
     "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES ",\"value\":{},"                       \
-    "\"usage\":" S_USAGE_SUMMARY "}}"
+    "\"usage\":" S_USAGE_SUMMARY ",\"stale\":" S_STALE "}}"
 
 #define S_VARIANT                                                                                  \
     "{\"type\":\"object\",\"required\":[\"id\",\"key\",\"value\",\"label\",\"sortOrder\"],"        \
@@ -146,7 +158,7 @@ const char flagschema_flag_list[] =
 
 const char flagschema_flag_detail[] =
     "{\"type\":\"object\",\"required\":[\"flag\",\"revisions\",\"variants\",\"environments\"],"
-    "\"properties\":{\"flag\":" S_FLAG_DETAIL ","
+    "\"properties\":{\"flag\":" S_FLAG_DETAIL_STALE ","
     "\"revisions\":{\"type\":\"array\",\"items\":" S_REVISION "},"
     "\"variants\":{\"type\":\"array\",\"items\":" S_VARIANT "},"
     "\"environments\":{\"type\":\"array\",\"items\":" S_FLAG_ENVIRONMENT "}}}";

@@ -67,6 +67,8 @@ enum key_index {
     KEY_HEALTHZ_DATABASE_TIMEOUT_MS,
     KEY_WEBHOOK_ALLOW_PRIVATE,
     KEY_WEBHOOK_RETRY_BASE_MS,
+    KEY_STALE_AFTER_DAYS,
+    KEY_UNKNOWN_FLAG_SLOTS,
     KEY_COUNT
 };
 
@@ -190,6 +192,15 @@ static const struct config_key keys[KEY_COUNT] = {
                                    "First retry delay of a failed webhook delivery; each "
                                    "further retry waits twice as long (with jitter, at most an "
                                    "hour) until the delivery is 24 hours old."},
+    [KEY_STALE_AFTER_DAYS] = {"stale_after_days", CONFIG_INT, "30", 1, 36500, true,
+                              "Days after which a flag never evaluated since its creation, "
+                              "not evaluated since, or fully rolled out (every enabled "
+                              "environment without rules, serving one variant) is stale."},
+    [KEY_UNKNOWN_FLAG_SLOTS] = {"unknown_flag_slots", CONFIG_INT, "4096", SLOTS_MIN, SLOTS_MAX,
+                                false,
+                                "Number of shared-memory slots counting the unknown flag keys "
+                                "SDKs ask for (per environment, key and hour), sized at "
+                                "start."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -242,6 +253,8 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
     [KEY_WEBHOOK_ALLOW_PRIVATE] = SLOT(webhook_allow_private, SLOT_BOOL),
     [KEY_WEBHOOK_RETRY_BASE_MS] = SLOT(webhook_retry_base_ms, SLOT_INT),
+    [KEY_STALE_AFTER_DAYS] = SLOT(stale_after_days, SLOT_INT),
+    [KEY_UNKNOWN_FLAG_SLOTS] = SLOT(unknown_flag_slots, SLOT_INT),
 };
 
 static const char *const log_level_names[] = {

@@ -97,6 +97,8 @@ struct config {
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
     bool webhook_allow_private;      /* webhooks may reach private and loopback addresses */
     int webhook_retry_base_ms;       /* first retry delay of a failed webhook delivery */
+    int stale_after_days;            /* a flag's stale clocks (flag list and detail) */
+    int unknown_flag_slots;          /* the unknown-key counters in shared memory */
 };
 
 /* The key table, in documentation order. */

@@ -44,6 +44,7 @@
 #include "api/members.h"
 #include "api/sdkkeys.h"
 #include "api/segments.h"
+#include "api/unknownflags.h"
 /* section includes: webhooks */
 #include "api/webhook_deliveries.h"
 #include "api/webhooks.h"
@@ -106,7 +107,8 @@ static const struct route route_table[] = {
     OP(POST, "/v1/orgs/{org}/flags", flags_create, "Create a flag (disabled in every environment)",
        NEED(MEMBER, FLAGS, true), flagschema_flag_create, flagschema_flag_answer, 201),
     OP(GET, "/v1/orgs/{org}/flags", flags_list,
-       "List the active flags (?archived=true: the archived ones) with value and usage",
+       "List the active flags (?archived=true: the archived ones; ?stale=true: only the stale "
+       "ones) with value, usage and stale",
        NEED(VIEWER, FLAGS, false), NULL, flagschema_flag_list, 200),
     OP(GET, FLAG_PATH, flags_get,
        "Read a flag with its revisions, variants and environment configurations",
@@ -205,6 +207,10 @@ static const struct route route_table[] = {
        NEED(ADMIN, FLAGS, false), NULL, sdkkeys_list_schema, 200),
     OP(POST, "/v1/orgs/{org}/sdk-keys/{id}/revoke", sdkkeys_revoke, "Revoke an SDK key",
        NEED(ADMIN, FLAGS, true), NULL, segments_ack_schema, 200),
+    OP(GET, "/v1/orgs/{org}/unknown-flags", unknownflags_list,
+       "List the flag keys SDKs asked for that name no flag, most recently seen first "
+       "(?environment=KEY: one environment)",
+       NEED(VIEWER, FLAGS, false), NULL, unknownflags_list_schema, 200),
 
 /* section: webhooks (/v1/orgs/{org}/webhooks; doc/choices.md "Webhooks") */
 #define HOOK_PATH "/v1/orgs/{org}/webhooks/{id}"

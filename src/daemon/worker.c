@@ -383,6 +383,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
         close(access_log_fd);
     rt->w.eval_scratch = eval_scratch_new();
     rt->w.usage_batch = usage_batch_new();
+    usage_batch_set_unknown(rt->w.usage_batch, shm != NULL ? shm->unknown : NULL);
     rt->w.snapshot = served_snapshot_new(cfg->state_dir, shm, rt->w.usage_batch);
     rt->w.requests_served =
         shm != NULL && shm->header != NULL ? &shm->header->requests_served : NULL;

@@ -21,6 +21,7 @@ int main(void)
     srunner_add_suite(runner, suite_validate());
     srunner_add_suite(runner, suite_jsonschema());
     srunner_add_suite(runner, suite_usage());
+    srunner_add_suite(runner, suite_unknown_flags());
     srunner_add_suite(runner, suite_ratelimit());
     srunner_add_suite(runner, suite_metrics());
     srunner_add_suite(runner, suite_heartbeat());

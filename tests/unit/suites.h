@@ -19,6 +19,7 @@ Suite *suite_openapi(void);
 Suite *suite_validate(void);
 Suite *suite_jsonschema(void);
 Suite *suite_usage(void);
+Suite *suite_unknown_flags(void);
 Suite *suite_ratelimit(void);
 Suite *suite_metrics(void);
 Suite *suite_heartbeat(void);

@@ -200,6 +200,8 @@ START_TEST(test_table_order_and_flags)
         {"healthz_database_timeout_ms", "60000", true},
         {"webhook_allow_private", "off", true},
         {"webhook_retry_base_ms", "30000", true},
+        {"stale_after_days", "30", true},
+        {"unknown_flag_slots", "4096", false},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -239,6 +241,8 @@ START_TEST(test_table_bounds)
         {"stream_max_per_worker", 0, 1000000},
         {"stream_max_per_key", 0, 1000000},
         {"max_connections_per_worker", 16, 1000000},
+        {"stale_after_days", 1, 36500},
+        {"unknown_flag_slots", 1024, 16777216},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -488,6 +492,8 @@ static const char *const changed_values[] = {
     "healthz_database_timeout_ms = 0",
     "webhook_allow_private = on",
     "webhook_retry_base_ms = 10",
+    "stale_after_days = 1",
+    "unknown_flag_slots = 1024",
 };
 
 static char *changed_file_text(void)
@@ -534,13 +540,15 @@ START_TEST(test_reload_keeps_restart_only_keys)
     ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed),
                      (int)restart_only);
     ck_assert_str_eq(changed, expected);
-    ck_assert_str_eq(changed, "state_dir, user, usage_slots, ratelimit_slots, metrics_listen");
+    ck_assert_str_eq(changed, "state_dir, user, usage_slots, ratelimit_slots, metrics_listen, "
+                              "unknown_flag_slots");
     /* the restart-only keys hold the running values */
     ck_assert_str_eq(fresh.state_dir, LOCALSTATEDIR "/lib/ensign");
     ck_assert_str_eq(fresh.user, "");
     ck_assert_int_eq(fresh.usage_slots, 65536);
     ck_assert_int_eq(fresh.ratelimit_slots, 65536);
     ck_assert_str_eq(fresh.metrics_listen, "");
+    ck_assert_int_eq(fresh.unknown_flag_slots, 4096);
     /* every other key holds the file's value */
     ck_assert_str_eq(fresh.listen, "0.0.0.0:9090");
     ck_assert_str_eq(fresh.listen_host, "0.0.0.0");
@@ -554,6 +562,7 @@ START_TEST(test_reload_keeps_restart_only_keys)
     ck_assert_str_eq(fresh.access_log_path, "/tmp/access.log");
     ck_assert_int_eq(fresh.session_cookie_secure, true);
     ck_assert_int_eq(fresh.healthz_database_timeout_ms, 0);
+    ck_assert_int_eq(fresh.stale_after_days, 1);
     /* the running config is untouched, and a second pass finds nothing to keep */
     ck_assert_str_eq(running.user, "");
     ck_assert_str_eq(running.listen, "127.0.0.1:8080");
