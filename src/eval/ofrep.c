@@ -487,16 +487,39 @@ static bool key_pattern_ok(const char *key, size_t len)
     return true;
 }
 
+#define NOT_FOUND_DETAILS "no flag with this key in the SDK key's environment"
+
+/*
+ * The FLAG_NOT_FOUND answer of a key of the key pattern, written into an
+ * answer block like a result instead of through json-c: the same bytes as
+ * the error envelope's (http_send_eval_error), at the cost of a found
+ * flag's answer, so that SDKs asking for keys that do not exist cost no
+ * more than those asking for flags that do. The key needs no escaping.
+ */
+static void answer_not_found(struct call *c, const char *key, size_t len)
+{
+    struct http_answer t;
+    http_answer_open(c->w, &t);
+    http_answer_lit(&t, "{\"key\":");
+    http_answer_string(&t, key, len);
+    http_answer_lit(&t, ",\"errorCode\":\"FLAG_NOT_FOUND\",\"errorDetails\":\"" NOT_FOUND_DETAILS
+                        "\",\"message\":\"" NOT_FOUND_DETAILS "\",\"status\":404}");
+    send_answer(c, 404, &t);
+}
+
 static void evaluate_one(struct call *c)
 {
     size_t len = strlen(c->key);
     bool could_be_key = key_pattern_ok(c->key, len);
     const struct snapshot_flag *flag =
         could_be_key ? snapshot_flag_by_key(c->s, c->env, c->key, len) : NULL;
+    if (flag == NULL && could_be_key) {
+        count_unknown(c, c->key, len);
+        answer_not_found(c, c->key, len);
+        return;
+    }
     if (flag == NULL) {
-        if (could_be_key)
-            count_unknown(c, c->key, len);
-        fail(c, 404, "FLAG_NOT_FOUND", "no flag with this key in the SDK key's environment");
+        fail(c, 404, "FLAG_NOT_FOUND", NOT_FOUND_DETAILS);
         return;
     }
     struct eval_result res;
