@@ -62,7 +62,7 @@ static const char CLAIM_SQL[] =
     "  JOIN environments e ON e.id = s.environment_id"
     "  LEFT JOIN users u ON u.id = s.created_by_user_id"
     " WHERE s.status = 'pending' AND s.at <= now()"
-    " ORDER BY s.at, s.id LIMIT 1"
+    " ORDER BY s.at, s.id LIMIT $1::int"
     " FOR UPDATE OF s SKIP LOCKED";
 
 enum {
@@ -73,7 +73,8 @@ enum {
 static const char LOCK_FLAG_SQL[] = "SELECT 1 FROM flags WHERE id = $1::uuid FOR UPDATE NOWAIT";
 
 static const char APPLIED_SQL[] =
-    "UPDATE flag_schedules SET status = 'applied', applied_at = now() WHERE id = $1::uuid";
+    "UPDATE flag_schedules SET status = 'applied', applied_at = clock_timestamp()"
+    " WHERE id = $1::uuid";
 
 /* $1 schedule, $2 the reason, $3 audit actor. */
 static const char FAILED_SQL[] =
@@ -107,7 +108,6 @@ static const char NEXT_DUE_SQL[] =
 
 /* The claimed row; text borrowed from the claim's result. */
 struct claimed {
-    const PGresult *res;
     const char *id, *org_id, *flag_id, *flag_key, *env_key, *changes;
     struct identity who; /* user_id "" for an organization token */
     const char *actor_name;
@@ -115,27 +115,26 @@ struct claimed {
     char audit_actor[AUDIT_ACTOR_JSON_MAX];
 };
 
-static void claimed_from(struct claimed *c, const PGresult *res)
+static void claimed_from(struct claimed *c, const PGresult *res, int row)
 {
     memset(c, 0, sizeof *c);
-    c->res = res;
-    c->id = PQgetvalue(res, 0, COL_ID);
-    c->org_id = PQgetvalue(res, 0, COL_ORG);
-    c->flag_id = PQgetvalue(res, 0, COL_FLAG);
-    c->flag_key = PQgetvalue(res, 0, COL_FLAG_KEY);
-    c->env_key = PQgetvalue(res, 0, COL_ENV_KEY);
-    c->changes = PQgetvalue(res, 0, COL_CHANGES);
-    snprintf(c->who.user_id, sizeof c->who.user_id, "%s", PQgetvalue(res, 0, COL_USER));
-    snprintf(c->who.token_id, sizeof c->who.token_id, "%s", PQgetvalue(res, 0, COL_TOKEN));
+    c->id = PQgetvalue(res, row, COL_ID);
+    c->org_id = PQgetvalue(res, row, COL_ORG);
+    c->flag_id = PQgetvalue(res, row, COL_FLAG);
+    c->flag_key = PQgetvalue(res, row, COL_FLAG_KEY);
+    c->env_key = PQgetvalue(res, row, COL_ENV_KEY);
+    c->changes = PQgetvalue(res, row, COL_CHANGES);
+    snprintf(c->who.user_id, sizeof c->who.user_id, "%s", PQgetvalue(res, row, COL_USER));
+    snprintf(c->who.token_id, sizeof c->who.token_id, "%s", PQgetvalue(res, row, COL_TOKEN));
     c->who.kind = c->who.user_id[0] ? IDENTITY_USER : IDENTITY_ORG;
-    c->actor_name = PQgetvalue(res, 0, COL_NAME);
-    c->allowed = strcmp(PQgetvalue(res, 0, COL_ALLOWED), "t") == 0;
+    c->actor_name = PQgetvalue(res, row, COL_NAME);
+    c->allowed = strcmp(PQgetvalue(res, row, COL_ALLOWED), "t") == 0;
     audit_actor_init(c->audit_actor, NULL, c->org_id, &c->who, c->actor_name);
 }
 
 static void set_error(char *err, size_t errlen, const char *what, const char *why)
 {
-    snprintf(err, errlen, "%s: %s", what, why);
+    snprintf(err, errlen, "%s: %.300s", what, why);
 }
 
 /* Marks c failed for reason (notification, audit event); SCHEDULE_FAILED or ERROR. */
@@ -276,12 +275,12 @@ static enum schedule_outcome apply_claimed(PGconn *conn, const struct claimed *c
     return outcome;
 }
 
-/* The claimed schedule of res: its flag locked, then applied or failed. */
-static enum schedule_outcome lock_and_apply(PGconn *conn, const PGresult *res, char *err,
+/* The claimed schedule of res's row: its flag locked, then applied or failed. */
+static enum schedule_outcome lock_and_apply(PGconn *conn, const PGresult *res, int row, char *err,
                                             size_t errlen)
 {
     struct claimed c;
-    claimed_from(&c, res);
+    claimed_from(&c, res, row);
     struct dbsync_error error;
     const char *flag[] = {c.flag_id};
     if (dbsync_command(conn, LOCK_FLAG_SQL, 1, flag, &error) != 0) {
@@ -293,30 +292,77 @@ static enum schedule_outcome lock_and_apply(PGconn *conn, const PGresult *res, c
     return apply_claimed(conn, &c, err, errlen);
 }
 
-enum schedule_outcome schedule_apply_next(PGconn *conn, char *err, size_t errlen)
+/* Notes what happened to one schedule for the log (line of ok outcomes). */
+static void note(struct schedule_batch *b, enum schedule_outcome outcome, const char *line)
+{
+    if (outcome == SCHEDULE_APPLIED)
+        b->applied++;
+    else if (outcome == SCHEDULE_FAILED)
+        b->failed++;
+    else if (outcome == SCHEDULE_BUSY)
+        b->busy++;
+    if ((outcome == SCHEDULE_APPLIED || outcome == SCHEDULE_FAILED) && b->lines < SCHEDULE_BATCH)
+        snprintf(b->line[b->lines++], sizeof b->line[0], "%s %.480s",
+                 outcome == SCHEDULE_APPLIED ? "applied" : "failed", line);
+}
+
+/* Each claimed row under its own savepoint: a busy flag leaves that row as it was. */
+static enum schedule_outcome apply_rows(PGconn *conn, const PGresult *res, struct schedule_batch *b,
+                                        char *err, size_t errlen)
 {
     struct dbsync_error error;
+    for (int row = 0; row < PQntuples(res); row++) {
+        if (dbsync_command(conn, "SAVEPOINT one", 0, NULL, &error) != 0) {
+            set_error(err, errlen, "savepoint", error.message);
+            return SCHEDULE_ERROR;
+        }
+        char line[SCHEDULE_LINE_MAX];
+        enum schedule_outcome outcome = lock_and_apply(conn, res, row, line, sizeof line);
+        if (outcome == SCHEDULE_ERROR) {
+            snprintf(err, errlen, "%s", line);
+            return SCHEDULE_ERROR;
+        }
+        const char *end =
+            outcome == SCHEDULE_BUSY ? "ROLLBACK TO SAVEPOINT one" : "RELEASE SAVEPOINT one";
+        if (dbsync_command(conn, end, 0, NULL, &error) != 0) {
+            set_error(err, errlen, end, error.message);
+            return SCHEDULE_ERROR;
+        }
+        note(b, outcome, line);
+    }
+    return b->applied + b->failed > 0 ? SCHEDULE_APPLIED
+           : b->busy > 0              ? SCHEDULE_BUSY
+                                      : SCHEDULE_NONE;
+}
+
+enum schedule_outcome schedule_apply_due(PGconn *conn, struct schedule_batch *b, char *err,
+                                         size_t errlen)
+{
+    struct dbsync_error error;
+    memset(b, 0, sizeof *b);
     err[0] = '\0';
     if (dbsync_begin(conn, &error) != 0) {
         set_error(err, errlen, "begin", error.message);
         return SCHEDULE_ERROR;
     }
-    PGresult *res = dbsync_exec(conn, CLAIM_SQL, 0, NULL, &error);
+    char limit[16];
+    snprintf(limit, sizeof limit, "%d", SCHEDULE_BATCH);
+    const char *params[] = {limit};
+    PGresult *res = dbsync_exec(conn, CLAIM_SQL, 1, params, &error);
     if (res == NULL) {
         dbsync_rollback(conn);
-        set_error(err, errlen, "cannot claim a schedule", error.message);
+        set_error(err, errlen, "cannot claim schedules", error.message);
         return SCHEDULE_ERROR;
     }
-    enum schedule_outcome outcome =
-        PQntuples(res) == 1 ? lock_and_apply(conn, res, err, errlen) : SCHEDULE_NONE;
+    enum schedule_outcome outcome = apply_rows(conn, res, b, err, errlen);
     PQclear(res);
-    if (outcome != SCHEDULE_APPLIED && outcome != SCHEDULE_FAILED) {
+    if (outcome != SCHEDULE_APPLIED) {
         dbsync_rollback(conn);
         return outcome;
     }
     if (dbsync_commit(conn, &error) != 0) {
         dbsync_rollback(conn);
-        set_error(err, errlen, "cannot commit a schedule", error.message);
+        set_error(err, errlen, "cannot commit schedules", error.message);
         return SCHEDULE_ERROR;
     }
     return outcome;

@@ -24,15 +24,15 @@
 #include "eval/shm.h"
 #include "http/metrics.h"
 
-static enum claim_result claim_schedule(PGconn *conn, void *arg, char *err, size_t errlen)
+static enum claim_result claim_schedules(PGconn *conn, void *arg, char *err, size_t errlen)
 {
     (void)arg;
-    switch (schedule_apply_next(conn, err, errlen)) {
+    static struct schedule_batch batch; /* 8 KB of log lines: not on the stack */
+    switch (schedule_apply_due(conn, &batch, err, errlen)) {
     case SCHEDULE_APPLIED:
-        log_info("applied %s", err);
-        return CLAIM_DONE;
     case SCHEDULE_FAILED:
-        log_info("failed %s", err);
+        for (int i = 0; i < batch.lines; i++)
+            log_info("%s", batch.line[i]);
         return CLAIM_DONE;
     case SCHEDULE_BUSY:
         return CLAIM_BUSY;
@@ -59,7 +59,7 @@ int scheduler_main(const struct config *cfg, struct shm_region *shm)
     const struct claim_job job = {.name = "scheduler",
                                   .channel = SCHEDULE_CHANNEL,
                                   .poll_bound_ms = SCHEDULER_POLL_BOUND_MS,
-                                  .claim_one = claim_schedule,
+                                  .claim_one = claim_schedules,
                                   .next_due_ms = next_schedule_ms,
                                   .arg = NULL};
     _Atomic uint64_t *errors =
