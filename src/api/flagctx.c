@@ -7,7 +7,7 @@
  * stack, its data object freed by flagctx_release.
  *
  * Called by variants.c, rules.c, environments.c and schedules.c; the
- * context alone (FLAGCTX_SELECT_SQL) by schedule_apply.c.
+ * context alone (FLAGCTX_LOCKED_SQL) by schedule_apply.c.
  */
 #include "api/flagctx.h"
 
@@ -56,9 +56,11 @@ static const char AUTH_CONTEXT_SQL[] = MGMT_AUTH_ORG_SQL(
     ", fc.id, fc.type, fc.archived, fc.variant_seq, fc.env_id, fc.data",
     "LEFT JOIN LATERAL (" CONTEXT_SELECT("org.id", "$3", "$4", "$5", "$6") ") AS fc ON true");
 
-/* The context alone (flagctx.h FLAGCTX_SELECT_SQL): $1 organization id,
- * $2 flag key, $3 environment key; no segments or entities. */
-const char FLAGCTX_SELECT_SQL[] = CONTEXT_SELECT("$1::uuid", "$2", "$3", "'[]'", "'[]'");
+/* The context alone, the flag locked (flagctx.h FLAGCTX_LOCKED_SQL): $1
+ * organization id, $2 flag key, $3 environment key; no segments or
+ * entities. */
+const char FLAGCTX_LOCKED_SQL[] =
+    CONTEXT_SELECT("$1::uuid", "$2", "$3", "'[]'", "'[]'") " FOR UPDATE OF f NOWAIT";
 
 /* clang-format on */
 

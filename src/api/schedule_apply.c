@@ -1,23 +1,25 @@
 /*
  * schedule_apply.c - applies due scheduled changes (see schedule_apply.h).
  *
- * Owns the claim, the flag lock, the outcome statements and the order of
- * one application:
- *   BEGIN; claim the soonest due pending row FOR UPDATE SKIP LOCKED; lock
- *   its flag FOR UPDATE NOWAIT; read the flag context (flagctx.h) and
- *   validate the change (environments_read_change, the PATCH's own);
- *   SAVEPOINT; ENVIRONMENTS_CONFIGURE_SQL (the PATCH's own statement:
- *   revision, audit event, configuration NOTIFY at COMMIT); mark the row
- *   applied; COMMIT.
+ * Owns the claim, the outcome statements and the order of one
+ * application:
+ *   BEGIN; claim the soonest due pending rows (up to SCHEDULE_BATCH) FOR
+ *   UPDATE SKIP LOCKED; for each row: SAVEPOINT one; read the flag context
+ *   (flagctx.h), locking the flag FOR UPDATE NOWAIT; validate the change
+ *   (environments_read_change, the PATCH's own); ENVIRONMENTS_CONFIGURE_SQL
+ *   (the PATCH's own statement: revision, audit event, configuration
+ *   NOTIFY at COMMIT); mark the row applied. COMMIT.
  * A change that fails validation, or whose write the database refuses
- * (rolled back to the savepoint), marks the row failed instead, with a
- * notification to its creator and an audit event, in the same transaction.
+ * (rolled back to the row's savepoint), marks the row failed instead, with
+ * a notification to its creator and an audit event, in the same
+ * transaction. A row whose flag is locked is rolled back to its savepoint
+ * and left pending for the next claim (SCHEDULE_BUSY).
  *
  * Locks: the schedule's row first (the claim), then its flag with NOWAIT.
  * Deleting a flag takes them in the other order (the flag, then its
  * schedules through sql/0014's trigger), and a write to the flag holds the
- * flag's lock for a moment: NOWAIT turns those into SCHEDULE_BUSY (the
- * claim is rolled back and retried shortly) instead of a wait in a cycle.
+ * flag's lock for a moment: NOWAIT turns those into SCHEDULE_BUSY (that
+ * row is left for a claim shortly after) instead of a wait in a cycle.
  *
  * Who may still apply it: a schedule made by a user is applied while that
  * user is a member of the organization with a role that writes flags
@@ -70,7 +72,9 @@ enum {
     COL_NAME, COL_ALLOWED
 };
 
-static const char LOCK_FLAG_SQL[] = "SELECT 1 FROM flags WHERE id = $1::uuid FOR UPDATE NOWAIT";
+/* Each claimed row is finished under this savepoint (apply_rows). */
+static const char SAVEPOINT_ONE[] = "SAVEPOINT one";
+static const char ROLLBACK_ONE[] = "ROLLBACK TO SAVEPOINT one";
 
 static const char APPLIED_SQL[] =
     "UPDATE flag_schedules SET status = 'applied', applied_at = clock_timestamp()"
@@ -175,10 +179,6 @@ static enum schedule_outcome write_change(PGconn *conn, const struct claimed *c,
                                           size_t errlen)
 {
     struct dbsync_error error;
-    if (dbsync_command(conn, "SAVEPOINT apply", 0, NULL, &error) != 0) {
-        set_error(err, errlen, "savepoint", error.message);
-        return SCHEDULE_ERROR;
-    }
     const char *params[ENVIRONMENTS_CONFIGURE_NPARAMS] = {
         fc->flag_id,
         fc->env_id,
@@ -194,7 +194,7 @@ static enum schedule_outcome write_change(PGconn *conn, const struct claimed *c,
                                 params, &error);
     if (res == NULL) {
         if (PQstatus(conn) != CONNECTION_OK ||
-            dbsync_command(conn, "ROLLBACK TO SAVEPOINT apply", 0, NULL, &error) != 0) {
+            dbsync_command(conn, ROLLBACK_ONE, 0, NULL, &error) != 0) {
             set_error(err, errlen, "cannot apply a schedule", error.message);
             return SCHEDULE_ERROR;
         }
@@ -247,7 +247,7 @@ static enum schedule_outcome apply_with_context(PGconn *conn, const struct claim
     return outcome;
 }
 
-/* The claimed schedule c, its flag locked: applied or failed. */
+/* The claimed schedule c: its flag locked with its context, then applied or failed. */
 static enum schedule_outcome apply_claimed(PGconn *conn, const struct claimed *c, char *err,
                                            size_t errlen)
 {
@@ -258,9 +258,11 @@ static enum schedule_outcome apply_claimed(PGconn *conn, const struct claimed *c
                     err, errlen);
     struct dbsync_error error;
     const char *params[] = {c->org_id, c->flag_key, c->env_key};
-    PGresult *res = dbsync_exec(conn, FLAGCTX_SELECT_SQL, 3, params, &error);
+    PGresult *res = dbsync_exec(conn, FLAGCTX_LOCKED_SQL, 3, params, &error);
     if (res == NULL) {
-        set_error(err, errlen, "cannot read the flag of a schedule", error.message);
+        if (dbsync_error_is(&error, LOCK_NOT_AVAILABLE))
+            return SCHEDULE_BUSY;
+        set_error(err, errlen, "cannot lock the flag of a schedule", error.message);
         return SCHEDULE_ERROR;
     }
     struct flagctx fc;
@@ -273,23 +275,6 @@ static enum schedule_outcome apply_claimed(PGconn *conn, const struct claimed *c
     }
     PQclear(res);
     return outcome;
-}
-
-/* The claimed schedule of res's row: its flag locked, then applied or failed. */
-static enum schedule_outcome lock_and_apply(PGconn *conn, const PGresult *res, int row, char *err,
-                                            size_t errlen)
-{
-    struct claimed c;
-    claimed_from(&c, res, row);
-    struct dbsync_error error;
-    const char *flag[] = {c.flag_id};
-    if (dbsync_command(conn, LOCK_FLAG_SQL, 1, flag, &error) != 0) {
-        if (dbsync_error_is(&error, LOCK_NOT_AVAILABLE))
-            return SCHEDULE_BUSY;
-        set_error(err, errlen, "cannot lock the flag of a schedule", error.message);
-        return SCHEDULE_ERROR;
-    }
-    return apply_claimed(conn, &c, err, errlen);
 }
 
 /* Notes what happened to one schedule for the log (line of ok outcomes). */
@@ -312,20 +297,20 @@ static enum schedule_outcome apply_rows(PGconn *conn, const PGresult *res, struc
 {
     struct dbsync_error error;
     for (int row = 0; row < PQntuples(res); row++) {
-        if (dbsync_command(conn, "SAVEPOINT one", 0, NULL, &error) != 0) {
+        if (dbsync_command(conn, SAVEPOINT_ONE, 0, NULL, &error) != 0) {
             set_error(err, errlen, "savepoint", error.message);
             return SCHEDULE_ERROR;
         }
         char line[SCHEDULE_LINE_MAX];
-        enum schedule_outcome outcome = lock_and_apply(conn, res, row, line, sizeof line);
+        struct claimed c;
+        claimed_from(&c, res, row);
+        enum schedule_outcome outcome = apply_claimed(conn, &c, line, sizeof line);
         if (outcome == SCHEDULE_ERROR) {
             snprintf(err, errlen, "%s", line);
             return SCHEDULE_ERROR;
         }
-        const char *end =
-            outcome == SCHEDULE_BUSY ? "ROLLBACK TO SAVEPOINT one" : "RELEASE SAVEPOINT one";
-        if (dbsync_command(conn, end, 0, NULL, &error) != 0) {
-            set_error(err, errlen, end, error.message);
+        if (outcome == SCHEDULE_BUSY && dbsync_command(conn, ROLLBACK_ONE, 0, NULL, &error) != 0) {
+            set_error(err, errlen, ROLLBACK_ONE, error.message);
             return SCHEDULE_ERROR;
         }
         note(b, outcome, line);

@@ -257,6 +257,25 @@ class ScheduleApiTest(ScheduleTestCase):
         self.assertEqual(self.audit_count("schedule.cancelled",
                                           f"flags/maybe/schedules/{schedule['id']}"), 1)
 
+    def test_the_agents_schedule_change_runs_this_route(self):
+        self.flag("agent-made")
+        at = iso(whole_second_ahead(3600))
+        action = {"org_id": "acme", "tool": "schedule_change",
+                  "input": {"flag": "agent-made", "environment": "preview", "at": at,
+                            "changes": {"enabled": True}}}
+        headers = {"Authorization": f"Bearer {self.tokens['member']}"}
+        response = self.server.request("POST", "/ai/actions/execute", body=action,
+                                       headers=headers)
+        self.assertEqual(response.status, 200, response)
+        schedule = response.json["result"]["schedule"]
+        self.assertEqual((schedule["environment"], schedule["status"], schedule["at"]),
+                         ("preview", "pending", at))
+        self.assertEqual(self.listed("agent-made"), [schedule])
+        viewer = {"Authorization": f"Bearer {self.tokens['viewer']}"}
+        response = self.server.request("POST", "/ai/actions/execute", body=action,
+                                       headers=viewer)
+        self.assertEqual(response.status, 403, response)
+
     def test_deleting_the_flag_cancels_its_schedules(self):
         self.flag("doomed")
         schedule = self.made("doomed", {"enabled": True})
