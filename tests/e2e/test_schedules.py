@@ -18,7 +18,8 @@ never applied; cancelling an applied one is a 409.
 
 RestartTest: a pending schedule survives a restart of every node and is
 applied once, on time, by the restarted nodes; the scheduler process is
-restarted by the master when it dies.
+restarted by the master when it dies; a scheduler killed inside its
+transaction commits nothing, and the change is applied once by the next.
 
 Run by tests/e2e/run.
 """
@@ -34,6 +35,7 @@ import unittest
 
 import harness
 from flagfixture import FlagTestCase
+from test_propagation import Session
 
 AHEAD_S = 12  # the soonest a test schedules: the API wants at least 10 s
 LATE_BOUND_S = 4.0
@@ -439,6 +441,44 @@ class RestartTest(ScheduleTestCase):
             return new is not None and new != pid
         self.assertTrue(harness.wait_for(respawned, 10), self.server.children())
 
+    def test_a_scheduler_killed_in_the_middle_leaves_it_for_the_next_claim(self):
+        """The scheduler's transaction is held inside its write (the
+        organization's audit chain head locked by a psql session), the
+        scheduler is SIGKILLed there, the lock released: its transaction
+        never commits, and the restarted scheduler applies the change once."""
+        self.flag("crashy")
+        at = whole_second_ahead(AHEAD_S)
+        schedule = self.made("crashy", {"enabled": True}, at=at)
+        lock = Session(self.database.conninfo)
+        try:
+            lock.send("BEGIN;")
+            lock.send("SELECT 1 FROM audit_chain_heads WHERE org_id ="
+                      " (SELECT id FROM orgs WHERE slug = 'acme') FOR UPDATE;")
+
+            def scheduler_waits():
+                return self.database.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND query LIKE '%flag_environments%'") != "0"
+            self.assertTrue(harness.wait_for(scheduler_waits, AHEAD_S + 10, interval=0.05))
+            victim = self.server.child_with_title("ensignd: scheduler")
+            os.kill(victim, signal.SIGKILL)
+            self.assertTrue(harness.wait_for(
+                lambda: self.server.child_with_title("ensignd: scheduler") not in (None, victim),
+                10))
+            self.assertEqual(self.database.query(
+                f"SELECT status FROM flag_schedules WHERE id = '{schedule['id']}'"), "pending")
+        finally:
+            lock.close()  # rolled back: the killed scheduler's write goes on, then fails
+
+        def applied():
+            return self.listed("crashy")[0]["status"] == "applied"
+        self.assertTrue(harness.wait_for(applied, 15, interval=0.1), self.server.stderr()[-3000:])
+        self.assertEqual(self.count_rows(
+            "SELECT count(*) FROM revisions r JOIN flags f ON f.id = r.flag_id"
+            " WHERE f.key = 'crashy' AND r.action = 'flag.schedule_applied'"), 1)
+        self.assertEqual(self.audit_count("flag.schedule_applied", "flags/crashy/%"), 1)
+        self.assertTrue(self.env_config("crashy")["enabled"])
+
     def test_schedule_survives_a_restart_of_every_node(self):
         self.flag("durable")
         node_b = harness.Server(self.database.conninfo, self.workers, **self.settings)
@@ -464,7 +504,8 @@ class RestartTest(ScheduleTestCase):
             self.assertLess(late, LATE_BOUND_S)
             self.assertGreaterEqual(late, 0.0)
             self.assertEqual(self.count_rows(
-                "SELECT count(*) FROM revisions WHERE action = 'flag.schedule_applied'"), 1)
+                "SELECT count(*) FROM revisions r JOIN flags f ON f.id = r.flag_id"
+                " WHERE f.key = 'durable' AND r.action = 'flag.schedule_applied'"), 1)
             self.assertTrue(self.env_config("durable")["enabled"])
             node_b.stop_cleanly()
         finally:
