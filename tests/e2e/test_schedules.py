@@ -13,8 +13,10 @@ lock) are each applied exactly once (one revision and one audit event of
 action flag.schedule_applied per flag and environment) and soon after
 their time (the measured lateness is printed; asserted only within
 LATE_BOUND_S); a schedule whose variant was deleted meanwhile ends failed,
-with the reason and a notification to its creator; a cancelled one is
-never applied; cancelling an applied one is a 409.
+with the reason and a notification to its creator, and so does one whose
+creator was made a viewer meanwhile; an organization token's schedule is
+applied in the token's name; a cancelled one is never applied; cancelling
+an applied or failed one is a 409.
 
 RestartTest: a pending schedule survives a restart of every node and is
 applied once, on time, by the restarted nodes; the scheduler process is
@@ -350,8 +352,16 @@ class TwoNodesApplyTest(ScheduleTestCase):
         self.assertAck(self.cancel("kept-off", kept_off["id"]))
         self.assertAck(self.call("DELETE", "/acme/flags/fragile/variants/c", "member"))
         early = self.made("early", {"enabled": True}, at=at)
+        # an organization token's schedule; one whose maker is a viewer by then
+        self.flag("by-token")
+        by_token = self.made("by-token", {"enabled": True}, at=at, token="org")
+        self.flag("demoted")
+        demoted = self.made("demoted", {"enabled": True}, at=at, token="admin")
+        self.database.query("UPDATE org_members SET role = 'viewer' WHERE user_id ="
+                            " (SELECT id FROM users WHERE email = 'adele@example.com')")
         self.assertGreater((at - now()).total_seconds(), 1.0, "the set-up took too long")
-        ids = [s["id"] for s in made] + [fragile["id"], early["id"]]
+        ids = [s["id"] for s in made] + [fragile["id"], early["id"], by_token["id"],
+                                         demoted["id"]]
         self.assertTrue(self.wait_finished(ids, AHEAD_S + LATE_BOUND_S + 10),
                         self.server.stderr()[-3000:] + self.node_b.stderr()[-3000:])
 
@@ -400,6 +410,21 @@ class TwoNodesApplyTest(ScheduleTestCase):
         self.assertIn("no variant c", note["body"])
         self.assertEqual(self.audit_count("schedule.failed",
                                           f"flags/fragile/schedules/{fragile['id']}"), 1)
+        # the organization token's: applied in the token's name, no user
+        self.assertEqual(self.listed("by-token")[0]["status"], "applied")
+        revision = self.revisions("by-token")[0]
+        self.assertEqual((revision["action"], revision["userName"]),
+                         ("flag.schedule_applied", self.database.query(
+                             "SELECT name FROM access_tokens WHERE kind = 'organization'"
+                             " AND org_id = (SELECT id FROM orgs WHERE slug = 'acme')")))
+        # a maker who may no longer change flags: failed, told so
+        failed = self.listed("demoted")[0]
+        self.assertEqual(failed["status"], "failed")
+        self.assertIn("may no longer change flags", failed["error"])
+        self.assertFalse(self.env_config("demoted")["enabled"])
+        notes = self.server.request("GET", "/notifications", headers={
+            "Authorization": f"Bearer {self.tokens['admin']}"}).json["notifications"]
+        self.assertEqual([n["kind"] for n in notes], ["flag.schedule_failed"], notes)
         # the cancelled one never ran; cancelling an applied or failed one is 409
         self.assertEqual(self.listed("kept-off")[0]["status"], "cancelled")
         self.assertFalse(self.env_config("kept-off")["enabled"])
@@ -416,7 +441,7 @@ class TwoNodesApplyTest(ScheduleTestCase):
             for ts, schedule_id in lines:
                 self.assertNotIn(schedule_id, committed, "applied twice")
                 committed[schedule_id] = parse_iso(ts)
-        self.assertEqual(set(committed), {s["id"] for s in made} | {early["id"]})
+        self.assertEqual(set(committed), {s["id"] for s in made} | {early["id"], by_token["id"]})
         seen = sorted((committed[s["id"]] - at).total_seconds() for s in made)
         lateness.sort()
         print(f"\n  {len(made)} schedules due at one second, applied by nodes A/B: "
