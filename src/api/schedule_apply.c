@@ -42,13 +42,12 @@
 #include "api/flagctx.h"
 #include "db/dbsync.h"
 #include "mgmt/audit_record.h"
-#include "mgmt/mgmt.h"
 #include "mgmt/validate.h"
 
 /* clang-format off */
 
 static const char CLAIM_SQL[] =
-    "SELECT s.id, s.org_id, s.flag_id, s.flag_key, e.key, s.changes::text,"
+    "SELECT s.id, s.org_id, s.flag_key, e.key, s.changes::text,"
     "       COALESCE(s.created_by_user_id::text, ''), COALESCE(s.created_by_token_id::text, ''),"
     "       COALESCE(u.name, s.created_by_name, ''),"
     "       CASE WHEN s.created_by_user_id IS NOT NULL"
@@ -68,8 +67,8 @@ static const char CLAIM_SQL[] =
     " FOR UPDATE OF s SKIP LOCKED";
 
 enum {
-    COL_ID, COL_ORG, COL_FLAG, COL_FLAG_KEY, COL_ENV_KEY, COL_CHANGES, COL_USER, COL_TOKEN,
-    COL_NAME, COL_ALLOWED
+    COL_ID, COL_ORG, COL_FLAG_KEY, COL_ENV_KEY, COL_CHANGES, COL_USER, COL_TOKEN, COL_NAME,
+    COL_ALLOWED
 };
 
 /* Each claimed row is finished under this savepoint (apply_rows). */
@@ -112,7 +111,7 @@ static const char NEXT_DUE_SQL[] =
 
 /* The claimed row; text borrowed from the claim's result. */
 struct claimed {
-    const char *id, *org_id, *flag_id, *flag_key, *env_key, *changes;
+    const char *id, *org_id, *flag_key, *env_key, *changes;
     struct identity who; /* user_id "" for an organization token */
     const char *actor_name;
     bool allowed;
@@ -124,7 +123,6 @@ static void claimed_from(struct claimed *c, const PGresult *res, int row)
     memset(c, 0, sizeof *c);
     c->id = PQgetvalue(res, row, COL_ID);
     c->org_id = PQgetvalue(res, row, COL_ORG);
-    c->flag_id = PQgetvalue(res, row, COL_FLAG);
     c->flag_key = PQgetvalue(res, row, COL_FLAG_KEY);
     c->env_key = PQgetvalue(res, row, COL_ENV_KEY);
     c->changes = PQgetvalue(res, row, COL_CHANGES);
@@ -254,7 +252,8 @@ static enum schedule_outcome apply_claimed(PGconn *conn, const struct claimed *c
     if (!c->allowed)
         return fail(conn, c,
                     c->who.user_id[0] ? "the user who scheduled it may no longer change flags"
-                                      : "the organization token that scheduled it is revoked",
+                                      : "the organization token that scheduled it is revoked or "
+                                        "expired",
                     err, errlen);
     struct dbsync_error error;
     const char *params[] = {c->org_id, c->flag_key, c->env_key};

@@ -70,11 +70,15 @@ static const char CREATE_SQL[] =
     "           FROM ins),"
     "        " FLAGCTX_MESSAGE_SQL " END";
 
+#define TEXT_OF(n) #n
+#define DECIMAL(n) TEXT_OF(n)
+
 #define LIST_ITEMS(where)                                                                          \
     "COALESCE((SELECT json_agg(x.j ORDER BY x.at, x.created_at, x.id)"                             \
     "            FROM (SELECT ensign_schedule_json(s) AS j, s.at, s.created_at, s.id"              \
     "                    FROM flag_schedules s WHERE " where                                      \
-    "                   ORDER BY s.at, s.created_at, s.id LIMIT 1000) AS x), '[]')"
+    "                   ORDER BY s.at, s.created_at, s.id"                                      \
+    "                   LIMIT " DECIMAL(SCHEDULES_LIST_MAX) ") AS x), '[]')"
 
 /* $1 org, $2 flag key, $3 status ("" for every one). */
 static const char LIST_FLAG_SQL[] =
