@@ -532,6 +532,16 @@ class RestartTest(ScheduleTestCase):
                 "SELECT count(*) FROM revisions r JOIN flags f ON f.id = r.flag_id"
                 " WHERE f.key = 'durable' AND r.action = 'flag.schedule_applied'"), 1)
             self.assertTrue(self.env_config("durable")["enabled"])
+            # the revision records the targeting after the change, as every revision does
+            newest = self.revisions("durable")[0]
+            self.assertEqual((newest["action"], newest["summary"], newest["userName"]),
+                             ("flag.schedule_applied", "Scheduled change: Turned on in Production",
+                              "Mel Member"))
+            state = self.assertStatus(self.call(
+                "GET", f"/acme/flags/durable/revisions/{newest['id']}", "viewer"),
+                200)["revision"]["state"]
+            production = [e for e in state["environments"] if e["key"] == "production"]
+            self.assertEqual([e["enabled"] for e in production], [True], state)
             node_b.stop_cleanly()
         finally:
             node_b.remove()
