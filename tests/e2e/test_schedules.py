@@ -280,6 +280,27 @@ class ScheduleApiTest(ScheduleTestCase):
                                        headers=viewer)
         self.assertEqual(response.status, 403, response)
 
+    def test_deleting_an_organization_or_environment_takes_its_schedules(self):
+        """The cascades and the flag trigger of sql/0014 work together."""
+        # (the organization's environments come from its insert trigger: a statement of their own)
+        self.database.query("INSERT INTO orgs (name, slug) VALUES ('Initech', 'initech')")
+        self.database.query(
+            "WITH f AS (INSERT INTO flags (org_id, key, name)"
+            "           SELECT id, 'gone', 'gone' FROM orgs WHERE slug = 'initech'"
+            "           RETURNING id, org_id)"
+            " INSERT INTO flag_schedules (org_id, flag_id, flag_key, environment_id, at, changes)"
+            " SELECT f.org_id, f.id, 'gone', e.id, now() + interval '1 hour', '{\"enabled\": true}'"
+            "   FROM f JOIN environments e ON e.org_id = f.org_id")
+        self.assertEqual(self.count_rows(
+            "SELECT count(*) FROM flag_schedules WHERE flag_key = 'gone'"), 3)
+        self.database.query("DELETE FROM environments WHERE key = 'preview'"
+                            " AND org_id = (SELECT id FROM orgs WHERE slug = 'initech')")
+        self.assertEqual(self.count_rows(
+            "SELECT count(*) FROM flag_schedules WHERE flag_key = 'gone'"), 2)
+        self.database.query("DELETE FROM orgs WHERE slug = 'initech'")
+        self.assertEqual(self.count_rows(
+            "SELECT count(*) FROM flag_schedules WHERE flag_key = 'gone'"), 0)
+
     def test_deleting_the_flag_cancels_its_schedules(self):
         self.flag("doomed")
         schedule = self.made("doomed", {"enabled": True})
