@@ -32,10 +32,11 @@ struct environment_change {
 };
 
 /*
- * Validates a PATCH body (any of enabled, defaultVariantKey, offVariantKey,
- * defaultServe; not both of the last two; variant keys the flag has, as
- * refs says) into v, filling c. environments_change_free(c) afterwards,
- * whatever v says.
+ * Reads a PATCH body whose shape the PATCH's schema (flagschema_configure)
+ * checked: the variant keys it names must be the flag's (refs), not both
+ * defaultVariantKey and defaultServe, a rollout's weights not all zero;
+ * errors into v, the change into c. environments_change_free(c)
+ * afterwards, whatever v says.
  */
 void environments_read_change(struct validate *v, const struct json_object *body,
                               const struct validate_refs *refs, struct environment_change *c);

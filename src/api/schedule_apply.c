@@ -6,7 +6,8 @@
  *   BEGIN; claim the soonest due pending rows (up to SCHEDULE_BATCH) FOR
  *   UPDATE SKIP LOCKED; for each row: SAVEPOINT one; read the flag context
  *   (flagctx.h), locking the flag FOR UPDATE NOWAIT; validate the change
- *   (environments_read_change, the PATCH's own); ENVIRONMENTS_CONFIGURE_SQL
+ *   (the PATCH's own schema, flagschema_configure, then
+ *   environments_read_change, the PATCH's own); ENVIRONMENTS_CONFIGURE_SQL
  *   (the PATCH's own statement: revision, audit event, configuration
  *   NOTIFY at COMMIT); mark the row applied. COMMIT.
  * A change that fails validation, or whose write the database refuses
@@ -40,8 +41,10 @@
 
 #include "api/environments.h"
 #include "api/flagctx.h"
+#include "api/flagschemas.h"
 #include "db/dbsync.h"
 #include "mgmt/audit_record.h"
+#include "mgmt/jsonschema.h"
 #include "mgmt/validate.h"
 
 /* clang-format off */
@@ -228,8 +231,13 @@ static enum schedule_outcome apply_with_context(PGconn *conn, const struct claim
     struct validate v;
     validate_init(&v);
     size_t mark = validate_push_field(&v, "changes");
-    struct environment_change change;
-    environments_read_change(&v, body, &fc->refs, &change);
+    /* The PATCH's schema, then what the PATCH checks against the flag. */
+    const struct json_object *schema = jsonschema_parsed(flagschema_configure);
+    struct environment_change change = {"", NULL, NULL};
+    if (schema == NULL)
+        validate_error(&v, NULL, "the environment configuration schema does not parse");
+    else if (jsonschema_check(&v, schema, body))
+        environments_read_change(&v, body, &fc->refs, &change);
     validate_pop(&v, mark);
     enum schedule_outcome outcome;
     if (validate_ok(&v)) {

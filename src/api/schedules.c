@@ -15,8 +15,11 @@
  * trip, then one statement that inserts the row (its trigger NOTIFYs
  * ensign_schedules, waking every node's scheduler) and records the audit
  * event schedule.created. Statuses in order: 401, 429, 404 organization,
- * 403, 400 body, 404 flag, 422 at or environment, 404 environment, 409 the
- * flag is archived, 422 changes (paths "changes.offVariantKey"). No
+ * 403, 400 body, 422 the body's shape (the row's schema: changes is
+ * checked by the PATCH's own schema, paths "changes.enabled"), 404 flag,
+ * 422 at out of bounds or changes empty, 404 environment, 409 the flag is
+ * archived, 422 changes naming what the flag lacks
+ * ("changes.offVariantKey"). No
  * revision: the flag does not change until the schedule is applied.
  * An organization token may schedule: createdByUserId is then null and a
  * failure notifies nobody (the audit log records it).
@@ -135,30 +138,26 @@ struct schedule_body {
     struct json_object *changes;
 };
 
-/* The body's shape, at and environment (422 errors into v). */
+/* The body, its shape checked by the row's schema (at a date-time,
+ * environment a key, changes the PATCH's body): at within its bounds and
+ * changes not empty (422 errors into v). */
 static void read_outer(struct validate *v, const struct json_object *body, struct schedule_body *b)
 {
-    static const char *const fields[] = {"at", "environment", "changes", NULL};
-    validate_only_fields(v, body, fields);
-    if (validate_string(v, body, "at", 1, 64, VALIDATE_REQUIRED, &b->at) == VALIDATE_SET) {
-        int64_t at_ms;
-        if (!validate_timestamp_parse(b->at, &at_ms))
-            validate_error(v, "at", "must be an ISO 8601 time such as 2026-12-01T02:00:00Z");
-        else if (at_ms < now_ms() + SCHEDULES_MIN_AHEAD_MS)
-            validate_error(v, "at", "must be at least 10 seconds ahead");
-        else if (at_ms > now_ms() + SCHEDULES_MAX_AHEAD_MS)
-            validate_error(v, "at", "must be at most 366 days ahead");
-    }
-    validate_key(v, body, "environment", VALIDATE_REQUIRED, &b->environment);
-    struct json_object *changes = NULL;
-    if (!json_object_object_get_ex(body, "changes", &changes))
-        validate_error(v, "changes", "is required");
-    else if (!json_object_is_type(changes, json_type_object))
-        validate_error(v, "changes", "must be an object (the environment configuration body)");
-    else if (json_object_object_length(changes) == 0)
+    b->at = mgmt_body_text(body, "at");
+    b->environment = mgmt_body_text(body, "environment");
+    b->changes = mgmt_body_member(body, "changes");
+    int64_t at_ms = 0;
+    if (b->at == NULL || !validate_timestamp_parse(b->at, &at_ms))
+        validate_error(v, "at", "must be an ISO 8601 time such as 2026-12-01T02:00:00Z");
+    else if (at_ms < now_ms() + SCHEDULES_MIN_AHEAD_MS)
+        validate_error(v, "at", "must be at least 10 seconds ahead");
+    else if (at_ms > now_ms() + SCHEDULES_MAX_AHEAD_MS)
+        validate_error(v, "at", "must be at most 366 days ahead");
+    if (b->environment == NULL)
+        validate_error(v, "environment", "is required");
+    if (!json_object_is_type(b->changes, json_type_object) ||
+        json_object_object_length(b->changes) == 0)
         validate_error(v, "changes", "must change something");
-    else
-        b->changes = changes;
 }
 
 /* changes as the PATCH reads it, its errors under "changes". */
