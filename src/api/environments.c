@@ -18,7 +18,13 @@
  * for a no-op) and records one revision ("Turned on in Production") when something changed; the
  * deferred trigger of sql/0001 moves the configuration generation at commit.
  *
- * Called from the route table.
+ * A scheduled change is the same body: the schedule's row schema checks
+ * its shape with this PATCH's schema, schedules.c reads it with
+ * environments_read_change when the schedule is made, and the scheduler
+ * (schedule_apply.c) checks and reads it again and writes it with
+ * ENVIRONMENTS_CONFIGURE_SQL, its own action and summary as parameters.
+ *
+ * Called from the route table, by schedules.c and by schedule_apply.c.
  */
 #include "api/environments.h"
 
@@ -53,9 +59,10 @@ static const char LIST_SQL[] =
 /*
  * $1 flag id, $2 environment id, $3 enabled ("t", "f" or "" unchanged),
  * $4 default serve (JSON or NULL), $5 off variant key (or NULL), $6 actor
- * id, $7 actor name, $8 audit actor.
+ * id, $7 actor name, $8 audit actor, $9 the revision's action, $10 the
+ * start of its summary (environments.h).
  */
-static const char CONFIGURE_SQL[] =
+const char ENVIRONMENTS_CONFIGURE_SQL[] =
     "WITH " FLAGCTX_LOCK_SQL ","
     " old AS (SELECT fe.*, e.name AS env_name FROM flag_environments fe"
     "           JOIN environments e ON e.id = fe.environment_id"
@@ -80,7 +87,7 @@ static const char CONFIGURE_SQL[] =
     REVISION_CHANGE("offVariantKey", "old.off_variant_key", "fe.off_variant_key")
     "    ], NULL) AS changes"
     "), rev AS ("
-    REVISION_INSERT("(SELECT u.flag_id, u.environment_id, 'environment.updated' AS action,"
+    REVISION_INSERT("(SELECT u.flag_id, u.environment_id, $9::text AS action, $10 ||"
                     " CASE WHEN u.enabled AND NOT u.was_enabled THEN 'Turned on in ' || u.env_name"
                     "      WHEN u.was_enabled AND NOT u.enabled"
                     "      THEN 'Turned off in ' || u.env_name"
@@ -108,14 +115,6 @@ struct configure {
     struct json_object *body;
 };
 
-/* The configuration change as statement values (borrowed from the body,
- * except serve, which is owned). */
-struct change {
-    const char *enabled; /* "t", "f" or "" */
-    struct json_object *serve;
-    const char *off_key;
-};
-
 /* A variant key member (the row's schema checked its shape) must name a
  * variant of the flag. */
 static void check_variant_key(struct validate *v, const struct json_object *body, const char *name,
@@ -130,9 +129,10 @@ static void check_variant_key(struct validate *v, const struct json_object *body
 /* The change of the body (its shape checked by the row's schema): the
  * variants it names exist, defaultVariantKey and defaultServe are not
  * both given, a rollout's weights are not all zero. */
-static void read_change(struct validate *v, const struct json_object *body,
-                        const struct validate_refs *refs, struct change *c)
+void environments_read_change(struct validate *v, const struct json_object *body,
+                              const struct validate_refs *refs, struct environment_change *c)
 {
+    *c = (struct environment_change){"", NULL, NULL};
     struct json_object *enabled = mgmt_body_member(body, "enabled");
     if (enabled != NULL)
         c->enabled = json_object_get_boolean(enabled) ? "t" : "f";
@@ -150,24 +150,36 @@ static void read_change(struct validate *v, const struct json_object *body,
     }
 }
 
+void environments_change_free(struct environment_change *c)
+{
+    json_object_put(c->serve);
+    c->serve = NULL;
+}
+
 static void send_configure(struct http_request *r, const struct configure *cf,
                            const struct flagctx *fc)
 {
     struct validate v;
     validate_init(&v);
-    struct change c = {"", NULL, NULL};
-    read_change(&v, cf->body, &fc->refs, &c);
+    struct environment_change c;
+    environments_read_change(&v, cf->body, &fc->refs, &c);
     if (validate_ok(&v)) {
-        const char *params[] = {
-            fc->flag_id,        fc->env_id,
-            c.enabled,          c.serve ? json_object_to_json_string(c.serve) : NULL,
-            c.off_key,          cf->ctx.actor_user_id,
-            cf->ctx.actor_name, cf->ctx.audit_actor};
-        mgmt_query(r, CONFIGURE_SQL, 8, params, mgmt_answer_cb, r);
+        const char *params[] = {fc->flag_id,
+                                fc->env_id,
+                                c.enabled,
+                                c.serve ? json_object_to_json_string(c.serve) : NULL,
+                                c.off_key,
+                                cf->ctx.actor_user_id,
+                                cf->ctx.actor_name,
+                                cf->ctx.audit_actor,
+                                "environment.updated",
+                                ""};
+        mgmt_query(r, ENVIRONMENTS_CONFIGURE_SQL, ENVIRONMENTS_CONFIGURE_NPARAMS, params,
+                   mgmt_answer_cb, r);
     } else {
         mgmt_send_invalid(r, &v);
     }
-    json_object_put(c.serve);
+    environments_change_free(&c);
     validate_free(&v);
 }
 

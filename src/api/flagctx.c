@@ -6,7 +6,8 @@
  * caller and the context). Invariants: a struct flagctx lives on its user's
  * stack, its data object freed by flagctx_release.
  *
- * Called by variants.c, rules.c and environments.c.
+ * Called by variants.c, rules.c, environments.c and schedules.c; the
+ * context alone (FLAGCTX_LOCKED_SQL) by schedule_apply.c.
  */
 #include "api/flagctx.h"
 
@@ -54,6 +55,12 @@
 static const char AUTH_CONTEXT_SQL[] = MGMT_AUTH_ORG_SQL(
     ", fc.id, fc.type, fc.archived, fc.variant_seq, fc.env_id, fc.data",
     "LEFT JOIN LATERAL (" CONTEXT_SELECT("org.id", "$3", "$4", "$5", "$6") ") AS fc ON true");
+
+/* The context alone, the flag locked (flagctx.h FLAGCTX_LOCKED_SQL): $1
+ * organization id, $2 flag key, $3 environment key; no segments or
+ * entities. */
+const char FLAGCTX_LOCKED_SQL[] =
+    CONTEXT_SELECT("$1::uuid", "$2", "$3", "'[]'", "'[]'") " FOR UPDATE OF f NOWAIT";
 
 /* clang-format on */
 
@@ -171,6 +178,17 @@ static bool context_of(struct http_request *r, const PGresult *res, int first, b
         return false;
     }
     return true;
+}
+
+bool flagctx_from_result(const PGresult *res, struct flagctx *fc)
+{
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, COL_FLAG_ID) || PQgetisnull(res, 0, COL_ENV_ID))
+        return false;
+    context_from_row(fc, res, 0);
+    if (fc->data != NULL)
+        return true;
+    flagctx_release(fc);
+    return false;
 }
 
 void flagctx_release(struct flagctx *fc)

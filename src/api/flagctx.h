@@ -11,7 +11,8 @@
  * (flagctx_refs). That keeps validation in validate.c and the read small:
  * only the named segments and entities are fetched.
  *
- * Called by variants.c, rules.c and environments.c.
+ * Called by variants.c, rules.c, environments.c, schedules.c and
+ * schedule_apply.c.
  */
 #ifndef ENSIGN_FLAGCTX_H
 #define ENSIGN_FLAGCTX_H
@@ -67,6 +68,18 @@ void flagctx_dispatch(struct http_request *r, const char *flag_key, const char *
  */
 bool flagctx_from_row(struct http_request *r, const PGresult *res, bool want_env,
                       struct flagctx *fc);
+
+/*
+ * The context without a caller, for a blocking connection inside a
+ * transaction (the scheduler: schedule_apply.c): $1 organization id, $2
+ * flag key, $3 environment key; its row's columns from 0. It also locks
+ * the flag's row FOR UPDATE NOWAIT: SQLSTATE 55P03 when another
+ * transaction holds it. flagctx_from_result reads it: false when the flag
+ * or the environment is missing (or the row does not parse); on true,
+ * flagctx_release(fc) when done.
+ */
+extern const char FLAGCTX_LOCKED_SQL[];
+bool flagctx_from_result(const PGresult *res, struct flagctx *fc);
 
 /* Frees what fc holds. */
 void flagctx_release(struct flagctx *fc);

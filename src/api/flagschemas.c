@@ -199,14 +199,38 @@ const char flagschema_environment_list[] = WRAP(
     "\"createdAt\"],\"properties\":{\"id\":" S_STRING ",\"key\":" S_KEY ",\"name\":" S_STRING ","
     "\"createdAt\":" S_TIME "}}}");
 
-const char flagschema_configure[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"enabled\":{\"type\":\"boolean\"},"
-    "\"defaultVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"
-    "\"offVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"
-    "\"defaultServe\":" S_SERVE "},\"description\":\"The handler checks that the variants named"
-    " exist, that defaultVariantKey and defaultServe are not both given, and that a rollout's"
-    " weights are not all zero.\"}";
+#define S_CONFIGURE                                                                                \
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"                     \
+    "\"enabled\":{\"type\":\"boolean\"},"                                                        \
+    "\"defaultVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"             \
+    "\"offVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"                 \
+    "\"defaultServe\":" S_SERVE "},\"description\":\"The handler checks that the variants named"   \
+    " exist, that defaultVariantKey and defaultServe are not both given, and that a rollout's"   \
+    " weights are not all zero.\"}"
+
+const char flagschema_configure[] = S_CONFIGURE;
+
+/* A scheduled change (src/api/schedules.c): changes is the configure body. */
+#define S_SCHEDULE                                                                                 \
+    "{\"type\":\"object\",\"required\":[\"id\",\"flag\",\"at\",\"environment\",\"changes\","    \
+    "\"status\",\"createdByUserId\",\"createdAt\",\"appliedAt\",\"error\"],"                       \
+    "\"properties\":{\"id\":" S_STRING ",\"flag\":" S_KEY ",\"at\":" S_TIME ","                   \
+    "\"environment\":" S_KEY ",\"changes\":" S_CONFIGURE ","                                       \
+    "\"status\":{\"enum\":[\"pending\",\"applied\",\"failed\",\"cancelled\"]},"                   \
+    "\"createdByUserId\":" S_NULLABLE_STRING ",\"createdAt\":" S_TIME ","                         \
+    "\"appliedAt\":" S_NULLABLE_TIME ",\"error\":" S_NULLABLE_STRING "}}"
+
+const char flagschema_schedule_create[] =
+    "{\"type\":\"object\",\"required\":[\"at\",\"environment\",\"changes\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"at\":{\"type\":\"string\",\"format\":\"date-time\","
+    "\"description\":\"at least 10 s and at most 366 days ahead\"},"
+    "\"environment\":" S_KEY ",\"changes\":" S_CONFIGURE "}}";
+
+const char flagschema_schedule_answer[] = WRAP("schedule", S_SCHEDULE);
+
+const char flagschema_schedule_list[] =
+    WRAP("schedules", "{\"type\":\"array\",\"items\":" S_SCHEDULE "}");
 
 const char flagschema_rule_create[] =
     "{\"type\":\"object\","

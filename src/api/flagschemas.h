@@ -19,6 +19,9 @@ extern const char flagschema_variant_update[];
 extern const char flagschema_variant_answer[];   /* {variant} */
 extern const char flagschema_environment_list[]; /* {environments} */
 extern const char flagschema_configure[];        /* PATCH .../environments/{envKey} */
+extern const char flagschema_schedule_create[];  /* POST .../schedules */
+extern const char flagschema_schedule_answer[];  /* {schedule} */
+extern const char flagschema_schedule_list[];    /* {schedules} */
 extern const char flagschema_rule_create[];
 extern const char flagschema_rule_update[];
 extern const char flagschema_rule_replace[];

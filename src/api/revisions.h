@@ -13,6 +13,7 @@
  *   variant.created  variant.updated  variant.deleted
  *   environment.updated  environment.copied
  *   rule.created  rule.updated  rule.deleted  rules.replaced  rules.reordered
+ *   flag.schedule_applied (a scheduled environment change: schedule_apply.c)
  * summary is one human sentence; changes lists "field: old → new" lines.
  * user_name keeps the actor's name at the time (a user's name, or an
  * organization token's name); the JSON form is ensign_revision_json() in
@@ -24,7 +25,8 @@
  * anything. The restore and the copy (flagrevision.c, envcopy.c) write
  * their revision through ensign_targeting_revision of the same file.
  *
- * Used by flags.c, variants.c, rules.c and environments.c.
+ * Used by flags.c, variants.c, rules.c and environments.c (whose statement
+ * schedule_apply.c runs too).
  */
 #ifndef ENSIGN_REVISIONS_H
 #define ENSIGN_REVISIONS_H

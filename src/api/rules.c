@@ -27,16 +27,11 @@
  */
 #include "api/rules.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <strings.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
-
 #include "api/flagctx.h"
 #include "http/http.h"
-#include "http/json_guard.h"
 #include "mgmt/jsonschema.h"
 #include "mgmt/mgmt.h"
 #include "api/revisions.h"
@@ -353,23 +348,13 @@ static void write_op(struct http_request *r, const struct mgmt_ctx *ctx, enum ru
  */
 static void collect_wanted(struct http_request *r, enum rule_op op, struct flagctx_wanted *wanted)
 {
-    /* Not http_body: it NUL-terminates the buffer in place, once per answer. */
-    struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-    size_t len = evbuffer_get_length(in);
-    const char *text = len > 0 && len <= INT_MAX ? (const char *)evbuffer_pullup(in, -1) : NULL;
-    struct json_tokener *tok = text ? json_tokener_new_ex(HTTP_JSON_MAX_DEPTH) : NULL;
-    if (tok == NULL)
-        return;
-    json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
-    struct json_object *body = json_tokener_parse_ex(tok, text, (int)len);
-    json_tokener_free(tok);
+    struct json_object *body = mgmt_body_peek(r);
     /* read_body trusts the shape the row's schema gives (the dispatcher
      * checks it again, and answers for it, after the caller's checks). */
     const struct json_object *schema = jsonschema_parsed(r->match.route->request_schema);
     struct validate v;
     validate_init(&v);
-    if (schema != NULL && json_object_is_type(body, json_type_object) &&
-        jsonschema_check(&v, schema, body))
+    if (schema != NULL && body != NULL && jsonschema_check(&v, schema, body))
         json_object_put(read_body(&v, op, body, &wanted->refs));
     validate_free(&v);
     json_object_put(body);

@@ -65,6 +65,7 @@
 #include "base/log.h"
 #include "daemon/proctitle.h"
 #include "daemon/refresher.h"
+#include "daemon/scheduler.h"
 #include "daemon/sdnotify.h"
 #include "eval/shm.h"
 #include "daemon/worker.h"
@@ -76,7 +77,7 @@
 #define STALL_CHECK_MAX_MS 100
 #define READY_WAIT_MS 5000
 
-enum child_role { ROLE_WORKER, ROLE_REFRESHER, ROLE_FLUSHER, ROLE_DELIVERER };
+enum child_role { ROLE_WORKER, ROLE_REFRESHER, ROLE_FLUSHER, ROLE_DELIVERER, ROLE_SCHEDULER };
 
 struct child {
     bool used;
@@ -121,9 +122,10 @@ static const char *role_name(const struct child *c, char *buf, size_t len)
         snprintf(buf, len, "worker %d", c->slot);
     else
         snprintf(buf, len, "%s",
-                 c->role == ROLE_REFRESHER ? "refresher"
-                 : c->role == ROLE_FLUSHER ? "flusher"
-                                           : "deliverer");
+                 c->role == ROLE_REFRESHER   ? "refresher"
+                 : c->role == ROLE_FLUSHER   ? "flusher"
+                 : c->role == ROLE_SCHEDULER ? "scheduler"
+                                             : "deliverer");
     return buf;
 }
 
@@ -162,6 +164,8 @@ static int run_child(struct master *m, const struct child *c)
         return flusher_main(&m->cfg, &m->shm, m->workers_pipe[0], m->pid);
     case ROLE_DELIVERER:
         return deliverer_main(&m->cfg);
+    case ROLE_SCHEDULER:
+        return scheduler_main(&m->cfg, &m->shm);
     }
     return EXIT_FAILURE;
 }
@@ -211,6 +215,7 @@ static void start_generation(struct master *m)
     add_child(m, ROLE_REFRESHER, 0);
     add_child(m, ROLE_FLUSHER, 0);
     add_child(m, ROLE_DELIVERER, 0);
+    add_child(m, ROLE_SCHEDULER, 0);
 }
 
 /* Asks every child but the flusher to stop (the flusher waits for the workers). */

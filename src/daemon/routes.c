@@ -24,6 +24,7 @@
 #include "api/flags.h"
 #include "api/flagschemas.h"
 #include "api/rules.h"
+#include "api/schedules.h"
 #include "api/variants.h"
 /* section includes: agent */
 #include "agent/agent.h"
@@ -173,6 +174,19 @@ static const struct route route_table[] = {
         flagschema_rule_update, flagschema_rule_answer, 200),
     OPX(DELETE, RULES_PATH "/{ruleId}", rules_delete, rules_load, "Delete a rule",
         NEED(MEMBER, FLAGS, true), NULL, flagschema_ack, 200),
+    /* scheduled changes: doc/choices.md "Scheduled changes" */
+    OPX(POST, FLAG_PATH "/schedules", schedules_create, schedules_create_load,
+        "Schedule a change of a flag's environment configuration {at, environment, changes}",
+        NEED(MEMBER, FLAGS, true), flagschema_schedule_create, flagschema_schedule_answer, 201),
+    OP(GET, FLAG_PATH "/schedules", schedules_list_flag,
+       "A flag's scheduled changes, soonest first (?status=)", NEED(VIEWER, FLAGS, false), NULL,
+       flagschema_schedule_list, 200),
+    OP(DELETE, FLAG_PATH "/schedules/{id}", schedules_cancel,
+       "Cancel a pending scheduled change (409 once applied, failed or cancelled)",
+       NEED(MEMBER, FLAGS, true), NULL, flagschema_ack, 200),
+    OP(GET, "/v1/orgs/{org}/schedules", schedules_list_org,
+       "The organization's scheduled changes, soonest first (?status=pending)",
+       NEED(VIEWER, FLAGS, false), NULL, flagschema_schedule_list, 200),
 #undef RULES_PATH
 #undef FLAG_PATH
 

@@ -25,11 +25,16 @@
  */
 #include "mgmt/mgmt.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+#include <event2/http.h>
+
 #include "http/http.h"
+#include "http/json_guard.h"
 #include "eval/ratelimit.h"
 #include "mgmt/jsonschema.h"
 #include "mgmt/validate.h"
@@ -527,6 +532,24 @@ void mgmt_answer(struct http_request *r, const PGresult *res, const char *error,
 void mgmt_answer_cb(PGresult *res, const char *error, void *arg)
 {
     mgmt_answer(arg, res, error, NULL);
+}
+
+struct json_object *mgmt_body_peek(struct http_request *r)
+{
+    /* Not http_body: it NUL-terminates the buffer in place, once per answer. */
+    struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+    size_t len = evbuffer_get_length(in);
+    const char *text = len > 0 && len <= INT_MAX ? (const char *)evbuffer_pullup(in, -1) : NULL;
+    struct json_tokener *tok = text ? json_tokener_new_ex(HTTP_JSON_MAX_DEPTH) : NULL;
+    if (tok == NULL)
+        return NULL;
+    json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
+    struct json_object *body = json_tokener_parse_ex(tok, text, (int)len);
+    json_tokener_free(tok);
+    if (json_object_is_type(body, json_type_object))
+        return body;
+    json_object_put(body);
+    return NULL;
 }
 
 void mgmt_send_invalid(struct http_request *r, struct validate *v)

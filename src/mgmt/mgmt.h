@@ -262,6 +262,14 @@ struct json_object *mgmt_checked_body(struct http_request *r, const char *schema
 struct json_object *mgmt_body_member(const struct json_object *body, const char *name);
 const char *mgmt_body_text(const struct json_object *body, const char *name);
 
+/*
+ * For a row's load, before the caller is known: r's body parsed as a JSON
+ * object (caller owns), or NULL when it is not one. Answers nothing: the
+ * dispatcher parses the body again, and answers its errors, after the
+ * caller's checks (so 401 comes before 400).
+ */
+struct json_object *mgmt_body_peek(struct http_request *r);
+
 struct validate;
 
 /* Answers 422 with v's errors (taken from v) and message "validation failed". */

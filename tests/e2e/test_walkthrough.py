@@ -104,6 +104,11 @@ class WalkthroughTest(harness.ServerTestCase):
         restored = json_values(out[10])[0]
         self.assertEqual(restored["action"], "flag.revision_restored")
         self.assertEqual(restored["changes"], ["production enabled: false → true"])
+        self.assertEqual(json_values(out[11]), [{"environment": "preview",
+                                                "changes": {"enabled": True},
+                                                "status": "pending"}])
+        self.assertEqual(json.loads(out[12]), [{"flag": "new-checkout", "environment": "preview",
+                                               "status": "pending"}])
         evaluations = json_values(out[len(blocks) - 1])
         self.assertEqual([e["value"] for e in evaluations], [True, False], result.stdout)
         self.assertEqual([e["variant"] for e in evaluations], ["on", "off"])
