@@ -63,6 +63,7 @@ enum key_index {
     KEY_MAX_CONNECTIONS_PER_WORKER,
     KEY_SESSION_COOKIE_SECURE,
     KEY_HEALTHZ_DATABASE_TIMEOUT_MS,
+    KEY_UI_DIR,
     KEY_COUNT
 };
 
@@ -170,6 +171,9 @@ static const struct config_key keys[KEY_COUNT] = {
                                          "After this many milliseconds without reaching the "
                                          "database, /v1/healthz answers 503; 0 disables the "
                                          "check."},
+    [KEY_UI_DIR] = {"ui_dir", CONFIG_STRING, CONFIG_DEFAULT_UI_DIR, 0, 0, true,
+                    "Directory of the dashboard's files, served under /ui/ and read at start "
+                    "and on reload; a missing directory serves no dashboard."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -218,6 +222,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
     [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_BOOL),
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
+    [KEY_UI_DIR] = SLOT(ui_dir, SLOT_STRING),
 };
 
 static const char *const log_level_names[] = {

@@ -26,6 +26,10 @@
 #endif
 #define CONFIG_DEFAULT_PATH SYSCONFDIR "/ensign/ensign.conf"
 #define CONFIG_DEFAULT_STATE_DIR LOCALSTATEDIR "/lib/ensign"
+#ifndef DATADIR
+#define DATADIR "/usr/share"
+#endif
+#define CONFIG_DEFAULT_UI_DIR DATADIR "/ensign/ui"
 
 enum config_type {
     CONFIG_STRING,     /* any string */
@@ -93,6 +97,7 @@ struct config {
     int max_connections_per_worker;
     bool session_cookie_secure;      /* the session cookie carries Secure */
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
+    char *ui_dir;                    /* the dashboard's files (http/ui_files.h) */
 };
 
 /* The key table, in documentation order. */

@@ -196,6 +196,7 @@ START_TEST(test_table_order_and_flags)
         {"max_connections_per_worker", "10000", true},
         {"session_cookie_secure", "off", true},
         {"healthz_database_timeout_ms", "60000", true},
+        {"ui_dir", DATADIR "/ensign/ui", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -480,6 +481,7 @@ static const char *const changed_values[] = {
     "max_connections_per_worker = 16",
     "session_cookie_secure = on",
     "healthz_database_timeout_ms = 0",
+    "ui_dir = /srv/ui",
 };
 
 static char *changed_file_text(void)
