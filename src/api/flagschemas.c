@@ -78,9 +78,9 @@
 
 #define S_FLAG_LIST_ITEM                                                                           \
     "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"value\",\"createdByName\","           \
-    "\"maintainerName\",\"usage\"],"                                                               \
+    "\"maintainerName\",\"usage\",\"enabledIn\"],"                                                   \
     "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES ",\"value\":{},"                       \
-    "\"usage\":" S_USAGE_SUMMARY "}}"
+    "\"usage\":" S_USAGE_SUMMARY ",\"enabledIn\":{\"type\":\"array\",\"items\":" S_KEY "}}}"
 
 #define S_VARIANT                                                                                  \
     "{\"type\":\"object\",\"required\":[\"id\",\"key\",\"value\",\"label\",\"sortOrder\"],"        \
