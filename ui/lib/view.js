@@ -58,11 +58,16 @@ export function uid(prefix) {
   return `${prefix}-${ids}`;
 }
 
-// A labelled field: <label>text <control></label>, so the control's
-// accessible name is the label text.
+// A labelled field: <label for> the control, so the control's accessible
+// name is exactly the label text; a hint describes it (aria-describedby).
 export function field(text, control, hint) {
-  return h('label', { class: 'field' }, h('span', { class: 'field-label' }, text), control,
-    hint ? h('span', { class: 'hint' }, hint) : null);
+  if (!control.id) control.id = uid('field');
+  let hintEl = null;
+  if (hint) {
+    hintEl = h('span', { class: 'hint', id: `${control.id}-hint` }, hint);
+    control.setAttribute('aria-describedby', hintEl.id);
+  }
+  return h('div', { class: 'field' }, h('label', { class: 'field-label', for: control.id }, text), control, hintEl);
 }
 
 // Where a failure is shown, next to what caused it.

@@ -43,7 +43,7 @@ export default async function historyScreen(main, ctx) {
     const action = h('select', null, h('option', { value: 'on' }, 'turn on'), h('option', { value: 'off' }, 'turn off'));
     const formError = errorSlot();
     const form = h('form', { class: 'card', 'aria-label': 'Schedule a change' },
-      h('div', { class: 'row' }, field('When', at), field('Environment', env), field('Change', action)),
+      h('div', { class: 'row' }, field('When', at), field('In environment', env), field('Change', action)),
       formError, h('button', { type: 'submit', class: 'primary' }, 'Schedule'));
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
