@@ -6,7 +6,7 @@
  * strong ETag (304 on If-None-Match), Cache-Control: no-cache, its gzip
  * form when the client accepts gzip (Vary: Accept-Encoding), and the
  * dashboard's security headers: nosniff, no referrer and the
- * Content-Security-Policy of doc/api.md "The dashboard" (no inline script
+ * Content-Security-Policy of doc/choices.md "The dashboard" (no inline script
  * or style, nothing from another origin, no framing). GET / and GET /ui
  * redirect (302) to /ui/, which serves index.html. A name the set does not
  * hold is a 404: there is no path to a file outside ui_dir. Rows in

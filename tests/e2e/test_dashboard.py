@@ -1,5 +1,4 @@
-"""test_dashboard.py - the dashboard (doc/api.md "The dashboard";
-doc/choices.md "The dashboard"): its files served from where `make
+"""test_dashboard.py - the dashboard (doc/choices.md "The dashboard"): its files served from where `make
 install` puts them (strong ETags, 304, gzip, the CSP and security
 headers, GET / redirecting, no way out of ui_dir, read at start and on
 reload only), the session cookie on every route the screens call, and the

@@ -1,7 +1,7 @@
 // dashboard.mjs - the dashboard in a real browser (Debian's chromium,
 // headless, driven by playwright-core), against a real ensignd that
 // tests/e2e/test_dashboard.py started and filled. Every control is found
-// by its role and accessible name (doc/api.md "The dashboard"), as a
+// by its role and accessible name (doc/choices.md "The dashboard"), as a
 // screen reader would.
 //
 // Input (environment): ENSIGN_URL, ORG, EMAIL, PASSWORD, BIG_ORG (an
