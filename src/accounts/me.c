@@ -29,6 +29,7 @@
 #include <stdlib.h>
 
 #include "db/auth.h"
+#include "mgmt/request_auth.h"
 #include "db/db.h"
 #include "http/http.h"
 #include "mgmt/mgmt.h"

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "db/auth.h"
+#include "mgmt/request_auth.h"
 #include "http/http.h"
 #include "accounts/login_limit.h"
 #include "mgmt/mgmt.h"

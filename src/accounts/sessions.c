@@ -35,6 +35,7 @@
 #include <strings.h>
 
 #include "db/auth.h"
+#include "mgmt/request_auth.h"
 #include "base/config.h"
 #include "http/http.h"
 #include "accounts/login_limit.h"

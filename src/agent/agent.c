@@ -57,7 +57,10 @@
  * index usage_counters has), then joined to the flags.
  */
 static const char CATALOG_SQL[] =
-    "WITH f AS (SELECT id, key, type, archived_at FROM flags WHERE org_id = $1::uuid),"
+    "WITH f AS (SELECT id, key, name, type, archived_at FROM flags WHERE org_id = $1::uuid),"
+    " en AS (SELECT fe.flag_id, jsonb_object_agg(e.key, fe.enabled) AS enabled"
+    "          FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id"
+    "         WHERE e.org_id = $1::uuid GROUP BY fe.flag_id),"
     " v AS (SELECT v.flag_id, jsonb_agg(v.key ORDER BY v.sort_order, v.created_at) AS keys"
     "         FROM variants v JOIN f ON f.id = v.flag_id GROUP BY v.flag_id),"
     " s AS (SELECT x.flag_id, jsonb_object_agg(x.env, x.variants) AS served"
@@ -68,17 +71,20 @@ static const char CATALOG_SQL[] =
     "                GROUP BY u.flag_id, e.key) x"
     "        GROUP BY x.flag_id)"
     "SELECT jsonb_build_object("
+    "  'now', floor(extract(epoch FROM now()))::bigint,"
     "  'environments', (SELECT coalesce(jsonb_agg(e.key ORDER BY e.sort_order, e.key), '[]')"
     "                     FROM environments e WHERE e.org_id = $1::uuid),"
     "  'segments', (SELECT coalesce(jsonb_agg(g.key ORDER BY g.key), '[]')"
     "                 FROM segments g WHERE g.org_id = $1::uuid),"
     "  'flags', (SELECT coalesce(jsonb_agg(jsonb_build_object("
-    "      'key', f.key, 'type', f.type, 'archived', f.archived_at IS NOT NULL,"
+    "      'key', f.key, 'name', f.name, 'type', f.type, 'archived', f.archived_at IS NOT NULL,"
+    "      'enabled', coalesce(en.enabled, '{}'),"
     "      'variants', coalesce(v.keys, '[]'), 'total', coalesce(t.total, 0),"
     "      'idleDays', CASE WHEN t.last_seen_at IS NULL OR t.total = 0 THEN NULL"
     "                  ELSE floor(extract(epoch FROM now() - t.last_seen_at) / 86400)::int END,"
     "      'served', coalesce(s.served, '{}')) ORDER BY f.key), '[]')"
     "    FROM f LEFT JOIN v ON v.flag_id = f.id LEFT JOIN s ON s.flag_id = f.id"
+    "    LEFT JOIN en ON en.flag_id = f.id"
     "    LEFT JOIN flag_usage_totals t ON t.flag_id = f.id)"
     ")::text";
 
@@ -98,7 +104,8 @@ const char agent_messages_response_schema[] =
     "\"actions\"],\"properties\":{\"actions\":{\"type\":\"array\",\"items\":{\"type\":"
     "\"object\",\"required\":[\"id\",\"tool\",\"input\",\"summary\"],\"properties\":{\"id\":{"
     "\"type\":\"string\"},\"tool\":{\"enum\":[\"create_flag\",\"update_flag_environment\","
-    "\"add_rule\",\"archive_flag\",\"restore_flag\",\"create_segment\"]},\"input\":{\"type\":"
+    "\"add_rule\",\"archive_flag\",\"restore_flag\",\"create_segment\",\"schedule_change\","
+    "\"restore_revision\"]},\"input\":{\"type\":"
     "\"object\"},\"summary\":{\"type\":\"string\"}}}}}},\"usage\":{\"type\":\"object\","
     "\"required\":[\"input_tokens\",\"output_tokens\"],\"properties\":{\"input_tokens\":{"
     "\"type\":\"integer\"},\"output_tokens\":{\"type\":\"integer\"}}}}}";

@@ -5,11 +5,13 @@
  * (agent_parse.c, agent_tools.c) as a json-c object.
  *
  * The JSON shape (the SQL in agent.c builds exactly this):
- *   {"environments": [KEY, ...], "segments": [KEY, ...],
- *    "flags": [{"key", "type", "archived": bool, "variants": [KEY, ...],
- *               "total": N, "idleDays": N|null,
+ *   {"now": UNIX_SECONDS, "environments": [KEY, ...], "segments": [KEY, ...],
+ *    "flags": [{"key", "name", "type", "archived": bool, "variants": [KEY, ...],
+ *               "enabled": {ENV: bool}, "total": N, "idleDays": N|null,
  *               "served": {ENV: [VARIANT, ...]}}, ...]}
- * total is every evaluation ever counted, idleDays whole days since the
+ * now is the database's clock (the parser reads times against it and
+ * has no clock of its own); enabled each environment's switch; total is
+ * every evaluation ever counted, idleDays whole days since the
  * last one (null: never), served the distinct variants served per
  * environment in the last AGENT_SERVED_DAYS days.
  *

@@ -1,18 +1,21 @@
 /*
- * agent_parse.c - the built-in agent's intent parser (see agent_parse.h).
+ * agent_parse.c - the built-in agent's intent parser (see agent_parse.h):
+ * the engine that reads a sentence with the tables of agent_phrases.c.
  *
  * A message is cut into words (whitespace and commas separate; quotes,
  * brackets and trailing punctuation are stripped; case is kept for values
  * and folded for keywords). A JSON object in the text is cut out first and
- * kept as a possible evaluation context. The intent is chosen by keywords
- * in a fixed order (refusal, usage question, explain, archive/restore,
- * create segment, create flag, rollout, default serve, rule, enable/
- * disable); then each intent reads its slots: flag, environment, variant,
- * percentage, attribute and values.
+ * kept as a possible evaluation context. Multi-word phrases are folded,
+ * environment aliases and flags named by name resolved against the
+ * catalogue, the time of a change read ("at 09:00", "in 2 hours"); the
+ * intent is the first matching row of the intent table; then each intent
+ * reads its slots: flag, environments, variant, percentage, attribute and
+ * values, marking every word it read.
  *
- * Invariants: at most one action per answer; an action is only built from
- * slots that all exist in the catalogue (or, for creation, do not exist
- * yet); every path that proposes nothing says why in the reply.
+ * Invariants: an action is only built from slots that all exist in the
+ * catalogue (or, for creation, do not exist yet); a sentence that leaves a
+ * qualifier unread proposes nothing (settle); every path that proposes
+ * nothing says why in the reply.
  */
 #include "agent/agent_parse.h"
 
@@ -22,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "agent/agent_phrases.h"
+#include "eval/isotime.h"
 #include "mgmt/validate.h"
 
 #define WORDS_MAX 2048
@@ -36,8 +42,13 @@ struct text {
     struct word *w;
     size_t n;
     char *buf;                /* both spellings of every word */
+    unsigned char *used;      /* per word: read by a slot (qualifier check) */
+    const char **lows;        /* w[i].low, for the phrase tables */
     struct json_object *json; /* a JSON object found in the text, or NULL */
 };
+
+/* When a change should happen: now (none), at a time, or unreadable. */
+enum when_kind { WHEN_NOW, WHEN_AT, WHEN_UNCLEAR };
 
 struct parse {
     const struct agent_catalog *c;
@@ -45,6 +56,9 @@ struct parse {
     struct text tx;
     FILE *reply;
     struct agent_outcome *out;
+    struct json_object *summaries; /* what each proposed action does */
+    enum when_kind when;
+    char at[ISOTIME_FORMAT_SIZE]; /* with WHEN_AT */
 };
 
 /* ---- words ---- */
@@ -94,6 +108,7 @@ static void strip_word(char **start, size_t *len)
 }
 
 static void text_free(struct text *tx);
+static void text_fold(struct text *tx);
 
 /* Cuts content into words; with want_json, a JSON object in it is kept
  * aside (tx->json) first. */
@@ -105,7 +120,9 @@ static int text_init(struct text *tx, const char *content, bool want_json)
     char *copy = strdup(content);
     tx->buf = malloc(3 * len + 2); /* each word twice, with NULs */
     tx->w = calloc(cap, sizeof *tx->w);
-    if (copy == NULL || tx->buf == NULL || tx->w == NULL) {
+    tx->used = calloc(cap, 1);
+    tx->lows = calloc(cap, sizeof *tx->lows);
+    if (copy == NULL || tx->buf == NULL || tx->w == NULL || tx->used == NULL || tx->lows == NULL) {
         free(copy);
         text_free(tx);
         return -1;
@@ -135,6 +152,7 @@ static int text_init(struct text *tx, const char *content, bool want_json)
         out += wlen + 1;
     }
     free(copy);
+    text_fold(tx);
     return 0;
 }
 
@@ -142,8 +160,53 @@ static void text_free(struct text *tx)
 {
     free(tx->w);
     free(tx->buf);
+    free(tx->used);
+    free(tx->lows);
     json_object_put(tx->json);
     memset(tx, 0, sizeof *tx);
+}
+
+/* Drops count words from i on (their text stays in buf, unused). */
+static void text_drop(struct text *tx, size_t i, size_t count)
+{
+    memmove(&tx->w[i], &tx->w[i + count], (tx->n - i - count) * sizeof *tx->w);
+    memmove(&tx->used[i], &tx->used[i + count], tx->n - i - count);
+    tx->n -= count;
+}
+
+/* Word i becomes the single word `to` (a static or catalogue string), in
+ * place of `count` words. */
+static void text_replace(struct text *tx, size_t i, size_t count, const char *to)
+{
+    tx->w[i].orig = (char *)to;
+    tx->w[i].low = (char *)to;
+    if (count > 1)
+        text_drop(tx, i + 1, count - 1);
+}
+
+static void text_sync_lows(struct text *tx)
+{
+    for (size_t i = 0; i < tx->n; i++)
+        tx->lows[i] = tx->w[i].low;
+}
+
+/* Folds the multi-word phrases of agent_folds into one word each. */
+static void text_fold(struct text *tx)
+{
+    for (size_t i = 0; i < tx->n; i++) {
+        for (size_t f = 0; f < agent_fold_count; f++) {
+            const struct agent_fold *fold = &agent_folds[f];
+            size_t k = 0;
+            while (k < 3 && fold->from[k] != NULL && i + k < tx->n &&
+                   strcmp(tx->w[i + k].low, fold->from[k]) == 0)
+                k++;
+            if (k > 0 && (k == 3 || fold->from[k] == NULL)) {
+                text_replace(tx, i, k, fold->to);
+                break;
+            }
+        }
+    }
+    text_sync_lows(tx);
 }
 
 /* Index of the first word equal to word at or after from, or -1. */
@@ -235,7 +298,7 @@ static void say_unknown(struct parse *p, const char *what, const char *name,
                         const struct json_object *candidates)
 {
     const char *closest = agent_closest(candidates, name);
-    say(p, "I don't know a %s called \"%s\".", what, name);
+    say(p, "I don't know %s %s called \"%s\".", strchr("aeiou", what[0]) ? "an" : "a", what, name);
     if (closest != NULL)
         say(p, " Did you mean %s?", closest);
     else if (candidates != NULL && json_object_array_length(candidates) > 0 &&
@@ -246,6 +309,8 @@ static void say_unknown(struct parse *p, const char *what, const char *name,
     }
 }
 
+/* Adds an action; the reply names every action once the sentence is
+ * read whole (say_proposals), unless a qualifier was left unread. */
 static void propose(struct parse *p, const char *tool, struct json_object *input,
                     const char *summary)
 {
@@ -254,7 +319,68 @@ static void propose(struct parse *p, const char *tool, struct json_object *input
     json_object_object_add(action, "input", input);
     json_object_object_add(action, "summary", json_object_new_string(summary));
     json_object_array_add(p->out->actions, action);
-    say(p, "I propose to %s. Nothing changes until you execute it.", summary);
+    json_object_array_add(p->summaries, json_object_new_string(summary));
+}
+
+static void say_proposals(struct parse *p)
+{
+    size_t n = json_object_array_length(p->summaries);
+    if (n == 0)
+        return;
+    say(p, "I propose to ");
+    for (size_t i = 0; i < n; i++)
+        say(p, "%s%s",
+            i == 0       ? ""
+            : i + 1 == n ? "; and "
+                         : "; ",
+            json_object_get_string(json_object_array_get_idx(p->summaries, i)));
+    say(p, n == 1 ? ". Nothing changes until you execute it."
+                  : ". Each is a separate action; nothing changes until you execute it.");
+}
+
+/* ---- what the sentence said that was read ---- */
+
+static void use(struct parse *p, long i)
+{
+    if (i >= 0 && (size_t)i < p->tx.n)
+        p->tx.used[i] = 1;
+}
+
+/* Marks the words from i on that are in words (stops at the first other). */
+static void use_run(struct parse *p, long i, const char *const *words)
+{
+    while (i >= 0 && (size_t)i < p->tx.n && is_one_of(p->tx.w[i].low, words))
+        p->tx.used[i++] = 1;
+}
+
+/* Marks the words before i that are in words (stops at the first other). */
+static void use_run_back(struct parse *p, long i, const char *const *words)
+{
+    while (--i >= 0 && is_one_of(p->tx.w[i].low, words))
+        p->tx.used[i] = 1;
+}
+
+/* Marks every word equal to one of words. */
+static void use_all(struct parse *p, const char *const *words)
+{
+    for (size_t i = 0; i < p->tx.n; i++) {
+        if (is_one_of(p->tx.w[i].low, words))
+            p->tx.used[i] = 1;
+    }
+}
+
+/*
+ * The first word a proposal left unread that narrows the change (an
+ * audience, a time, a share, a condition: agent_phrase_is_qualifier), or
+ * -1. Proposing the change without it would do more than was asked.
+ */
+static long unread_qualifier(const struct parse *p)
+{
+    for (size_t i = 0; i < p->tx.n; i++) {
+        if (!p->tx.used[i] && agent_phrase_is_qualifier(p->tx.w[i].low))
+            return (long)i;
+    }
+    return -1;
 }
 
 /* ---- slots ---- */
@@ -329,6 +455,16 @@ static struct json_object *flag_slot(struct parse *p)
     if (n == 1) {
         flag =
             agent_catalog_flag(p->c, json_object_get_string(json_object_array_get_idx(found, 0)));
+        static const char *const before[] = {"for",    "of",    "flag", "the", "feature",
+                                             "called", "named", "on",   NULL};
+        static const char *const after[] = {"flag", "feature", NULL};
+        for (size_t i = 0; i < p->tx.n; i++) {
+            if (strcmp(p->tx.w[i].low, agent_flag_key(flag)) != 0)
+                continue;
+            use(p, (long)i);
+            use_run_back(p, (long)i, before);
+            use_run(p, (long)i + 1, after);
+        }
     } else if (n > 1) {
         say(p, "Which flag do you mean: ");
         say_list(p, found);
@@ -347,22 +483,22 @@ static struct json_object *flag_slot(struct parse *p)
     return flag;
 }
 
-/* The environment the text names, or NULL after saying why. */
-static const char *env_slot(struct parse *p)
+/* Marks the environment word i and the words that lead to it. */
+static void use_env_word(struct parse *p, size_t i)
 {
-    const char *env = NULL;
-    for (size_t i = 0; i < p->tx.n; i++) {
-        if (!agent_catalog_has_env(p->c, p->tx.w[i].low))
-            continue;
-        if (env != NULL && strcmp(env, p->tx.w[i].low) != 0) {
-            say(p, "Which environment do you mean: %s or %s?", env, p->tx.w[i].low);
-            return NULL;
-        }
-        env = p->tx.w[i].low;
-    }
-    if (env != NULL)
-        return env;
-    static const char *const anchors[] = {"in", "environment", "env", NULL};
+    static const char *const before[] = {"in",  "on", "environment", "env", "the",
+                                         "and", "to", "both",        NULL};
+    static const char *const after[] = {"environment", "environments", "env", NULL};
+    use(p, (long)i);
+    use_run_back(p, (long)i, before);
+    use_run(p, (long)i + 1, after);
+}
+
+/* An unknown name where an environment was expected ("in staging"), said
+ * with the closest known one; true when one was found. */
+static bool unknown_env_named(struct parse *p)
+{
+    static const char *const anchors[] = {"in", "environment", "env", "and", NULL};
     for (size_t i = p->tx.n; i-- > 0;) {
         if (!is_one_of(p->tx.w[i].low, anchors) || i + 1 >= p->tx.n)
             continue;
@@ -370,17 +506,81 @@ static const char *env_slot(struct parse *p)
         if (strcmp(p->tx.w[j].low, "the") == 0 && j + 1 < p->tx.n)
             j++;
         const char *name = p->tx.w[j].low;
+        if (p->tx.used[j] || agent_catalog_has_env(p->c, name))
+            continue;
+        if (strcmp(p->tx.w[i].low, "and") == 0 &&
+            (i == 0 || !agent_catalog_has_env(p->c, p->tx.w[i - 1].low)))
+            continue; /* "and" not after an environment */
         if (validate_key_ok(name) && !is_grammar(name) && strcmp(name, "segment") != 0 &&
-            agent_catalog_flag(p->c, name) == NULL) {
+            agent_catalog_flag(p->c, name) == NULL && !agent_phrase_is_qualifier(name)) {
             say_unknown(p, "environment", name, p->c->environments);
-            return NULL;
+            return true;
         }
-        break;
     }
+    return false;
+}
+
+/*
+ * The environments the text names (a new array of keys: "everywhere"
+ * means all of them), or NULL after saying why (none named, or an unknown
+ * one among them).
+ */
+static struct json_object *env_list_slot(struct parse *p)
+{
+    struct json_object *envs = json_object_new_array();
+    for (size_t i = 0; i < p->tx.n; i++) {
+        const char *low = p->tx.w[i].low;
+        if (strcmp(low, "everywhere") == 0) {
+            use(p, (long)i);
+            size_t n = json_object_array_length(p->c->environments);
+            for (size_t k = 0; k < n; k++) {
+                const char *env =
+                    json_object_get_string(json_object_array_get_idx(p->c->environments, k));
+                if (!agent_array_has(envs, env))
+                    json_object_array_add(envs, json_object_new_string(env));
+            }
+        } else if (agent_catalog_has_env(p->c, low)) {
+            use_env_word(p, i);
+            if (!agent_array_has(envs, low))
+                json_object_array_add(envs, json_object_new_string(low));
+        }
+    }
+    if (unknown_env_named(p)) {
+        json_object_put(envs);
+        return NULL;
+    }
+    if (json_object_array_length(envs) > 0)
+        return envs;
+    json_object_put(envs);
     say(p, "In which environment (");
     say_list(p, p->c->environments);
-    say(p, ")?");
+    say(p, ", or everywhere)?");
     return NULL;
+}
+
+/* The one environment the text names, or NULL after saying why. */
+static const char *env_slot(struct parse *p)
+{
+    struct json_object *envs = env_list_slot(p);
+    if (envs == NULL)
+        return NULL;
+    const char *env = NULL;
+    if (json_object_array_length(envs) == 1) {
+        const char *name = json_object_get_string(json_object_array_get_idx(envs, 0));
+        size_t n = json_object_array_length(p->c->environments);
+        for (size_t k = 0; k < n && env == NULL; k++) { /* a string that outlives envs */
+            const char *known =
+                json_object_get_string(json_object_array_get_idx(p->c->environments, k));
+            if (strcmp(known, name) == 0)
+                env = known;
+        }
+    } else {
+        say(p, "Which environment do you mean: ");
+        say_list(p, envs);
+        say(p, "?");
+    }
+    json_object_put(envs);
+    return env;
 }
 
 /* A variant key of flag that word names (true/false name on/off on boolean flags). */
@@ -416,6 +616,12 @@ static const char *variant_after(struct parse *p, const struct json_object *flag
         return NULL;
     }
     const char *variant = variant_of(flag, p->tx.w[j].low);
+    if (variant != NULL) {
+        use(p, at);
+        use(p, (long)j);
+        if (j > (size_t)at + 1)
+            use(p, at + 1);
+    }
     if (variant == NULL) {
         say(p, "The flag %s has no variant \"%s\".", agent_flag_key(flag), p->tx.w[j].orig);
         const char *closest = agent_closest(agent_flag_variants(flag), p->tx.w[j].low);
@@ -438,7 +644,13 @@ static struct json_object *named_variants(struct parse *p, const struct json_obj
         if (strcmp(low, agent_flag_key(flag)) == 0 || agent_catalog_has_env(p->c, low))
             continue;
         const char *variant = variant_of(flag, low);
-        if (variant != NULL && !agent_array_has(found, variant))
+        if (variant == NULL)
+            continue;
+        static const char *const before[] = {"to", "variant", "serve", "the",
+                                             "as", "make",    "and",   NULL};
+        use(p, (long)i);
+        use_run_back(p, (long)i, before);
+        if (!agent_array_has(found, variant))
             json_object_array_add(found, json_object_new_string(variant));
     }
     return found;
@@ -473,7 +685,23 @@ static bool attribute_ok(const char *s)
  * "of"). Returns the conditions array (caller owns), or NULL after saying
  * why. *text_out receives a description for the summary.
  */
+static struct json_object *audience_read(struct parse *p, size_t i, size_t *end, char *text_out,
+                                         size_t text_len);
+
+/* audience_read, marking every word it read. */
 static struct json_object *audience(struct parse *p, size_t i, char *text_out, size_t text_len)
+{
+    size_t end = i;
+    struct json_object *conds = audience_read(p, i, &end, text_out, text_len);
+    if (conds != NULL) {
+        for (size_t k = i; k < end && k < p->tx.n; k++)
+            use(p, (long)k);
+    }
+    return conds;
+}
+
+static struct json_object *audience_read(struct parse *p, size_t i, size_t *end, char *text_out,
+                                         size_t text_len)
 {
     static const char *const skip[] = {"users", "user",  "people", "contexts", "everybody",
                                        "with",  "whose", "where",  "from",     "the",
@@ -499,6 +727,7 @@ static struct json_object *audience(struct parse *p, size_t i, char *text_out, s
         json_object_object_add(cond, "segment", json_object_new_string(key));
         json_object_array_add(conds, cond);
         snprintf(text_out, text_len, "the segment %s", key);
+        *end = i + 2;
         return conds;
     }
     if (i >= p->tx.n || !attribute_ok(p->tx.w[i].orig) || is_grammar(p->tx.w[i].low)) {
@@ -532,6 +761,7 @@ static struct json_object *audience(struct parse *p, size_t i, char *text_out, s
         say(p, "Which values of %s? Say e.g. \"to %s NL and BE\".", attribute, attribute);
         return NULL;
     }
+    *end = i;
     struct json_object *cond = json_object_new_object();
     json_object_object_add(cond, "attribute", json_object_new_string(attribute));
     json_object_object_add(cond, "operator", json_object_new_string(cond_op_name(SNAPSHOT_OP_IN)));
@@ -543,15 +773,22 @@ static struct json_object *audience(struct parse *p, size_t i, char *text_out, s
 
 /* ---- intents ---- */
 
-/* The flag (not archived) and environment of a configuration write, or
- * false after saying what is missing. */
-static bool writable_flag_in_env(struct parse *p, struct json_object **flag, const char **env)
+/* The flag (not archived) and environments of a configuration write, or
+ * false after saying what is missing (*envs is then NULL). */
+static bool writable_flag_in_envs(struct parse *p, struct json_object **flag,
+                                  struct json_object **envs)
 {
+    *envs = NULL;
     *flag = flag_slot(p);
     if (*flag == NULL || archived_refusal(p, *flag))
         return false;
-    *env = env_slot(p);
-    return *env != NULL;
+    *envs = env_list_slot(p);
+    return *envs != NULL;
+}
+
+static const char *env_at(const struct json_object *envs, size_t i)
+{
+    return json_object_get_string(json_object_array_get_idx(envs, i));
 }
 
 static struct json_object *env_input(const char *flag, const char *env)
@@ -562,53 +799,82 @@ static struct json_object *env_input(const char *flag, const char *env)
     return input;
 }
 
-static void intent_toggle(struct parse *p)
+/*
+ * Proposes changes (the environment PATCH body; owned here) for flag in
+ * env: now (update_flag_environment), or at the time the sentence named
+ * (schedule_change). summary says what it does, without the time.
+ */
+static void propose_env_change(struct parse *p, const char *flag, const char *env,
+                               struct json_object *changes, const char *summary)
 {
-    static const char *const on_words[] = {"enable", "activate", "on", NULL};
-    static const char *const off_words[] = {"disable", "deactivate", "off", NULL};
-    bool on = has_any(&p->tx, on_words), off = has_any(&p->tx, off_words);
-    if (on && off) {
-        say(p, "Should the flag be enabled or disabled? Please say only one.");
+    struct json_object *input = env_input(flag, env);
+    json_object_object_add(input, "changes", changes);
+    if (p->when != WHEN_AT) {
+        propose(p, "update_flag_environment", input, summary);
         return;
     }
-    struct json_object *flag;
-    const char *env;
-    if (!writable_flag_in_env(p, &flag, &env))
-        return;
-    struct json_object *input = env_input(agent_flag_key(flag), env);
-    struct json_object *changes = json_object_new_object();
-    json_object_object_add(changes, "enabled", json_object_new_boolean(on));
-    json_object_object_add(input, "changes", changes);
-    char summary[256];
-    snprintf(summary, sizeof summary, "%s the flag %s in %s", on ? "enable" : "disable",
-             agent_flag_key(flag), env);
-    propose(p, "update_flag_environment", input, summary);
+    json_object_object_add(input, "at", json_object_new_string(p->at));
+    char scheduled[700];
+    snprintf(scheduled, sizeof scheduled, "schedule for %s (UTC): %s", p->at, summary);
+    propose(p, "schedule_change", input, scheduled);
 }
 
-static void propose_default(struct parse *p, const struct json_object *flag, const char *env,
-                            const char *variant)
+static void intent_toggle(struct parse *p)
 {
-    struct json_object *input = env_input(agent_flag_key(flag), env);
-    struct json_object *changes = json_object_new_object(), *serve = json_object_new_object();
-    json_object_object_add(serve, "variant", json_object_new_string(variant));
-    json_object_object_add(changes, "defaultServe", serve);
-    json_object_object_add(input, "changes", changes);
-    char summary[256];
-    snprintf(summary, sizeof summary, "serve %s by default for the flag %s in %s", variant,
-             agent_flag_key(flag), env);
-    propose(p, "update_flag_environment", input, summary);
+    bool on = false, off = false;
+    for (size_t i = 0; i < p->tx.n; i++) {
+        if (agent_phrase_is_on_word(p->tx.w[i].low))
+            on = true, use(p, (long)i);
+        else if (agent_phrase_is_off_word(p->tx.w[i].low))
+            off = true, use(p, (long)i);
+    }
+    static const char *const verbs[] = {"turn", "switch", "flip", "everyone", "please", NULL};
+    use_all(p, verbs);
+    if (on == off) {
+        say(p, on ? "Should the flag be enabled or disabled? Please say only one."
+                  : "Should the flag be turned on or off?");
+        return;
+    }
+    struct json_object *flag, *envs;
+    if (!writable_flag_in_envs(p, &flag, &envs))
+        return;
+    for (size_t i = 0; i < json_object_array_length(envs); i++) {
+        struct json_object *changes = json_object_new_object();
+        json_object_object_add(changes, "enabled", json_object_new_boolean(on));
+        char summary[256];
+        snprintf(summary, sizeof summary, "%s the flag %s in %s", on ? "enable" : "disable",
+                 agent_flag_key(flag), env_at(envs, i));
+        propose_env_change(p, agent_flag_key(flag), env_at(envs, i), changes, summary);
+    }
+    json_object_put(envs);
+}
+
+static void propose_default(struct parse *p, const struct json_object *flag,
+                            const struct json_object *envs, const char *variant)
+{
+    for (size_t i = 0; i < json_object_array_length(envs); i++) {
+        struct json_object *changes = json_object_new_object(), *serve = json_object_new_object();
+        json_object_object_add(serve, "variant", json_object_new_string(variant));
+        json_object_object_add(changes, "defaultServe", serve);
+        char summary[256];
+        snprintf(summary, sizeof summary, "serve %s by default for the flag %s in %s", variant,
+                 agent_flag_key(flag), env_at(envs, i));
+        propose_env_change(p, agent_flag_key(flag), env_at(envs, i), changes, summary);
+    }
 }
 
 static void intent_default(struct parse *p)
 {
-    struct json_object *flag;
-    const char *env;
-    if (!writable_flag_in_env(p, &flag, &env))
+    static const char *const words[] = {"set", "make", "default",  "serve",
+                                        "the", "as",   "everyone", NULL};
+    use_all(p, words);
+    struct json_object *flag, *envs;
+    if (!writable_flag_in_envs(p, &flag, &envs))
         return;
     struct json_object *named = named_variants(p, flag);
     size_t n = json_object_array_length(named);
     if (n == 1) {
-        propose_default(p, flag, env, json_object_get_string(json_object_array_get_idx(named, 0)));
+        propose_default(p, flag, envs, json_object_get_string(json_object_array_get_idx(named, 0)));
     } else if (n > 1) {
         say(p, "Which variant should %s serve by default: ", agent_flag_key(flag));
         say_list(p, named);
@@ -629,11 +895,14 @@ static void intent_default(struct parse *p)
         }
     }
     json_object_put(named);
+    json_object_put(envs);
 }
 
-/* The percentage the text names (0 to 100), or -1 when none, -2 when out of range. */
-static double percentage(const struct text *tx)
+/* The percentage the text names (0 to 100), or -1 when none, -2 when out
+ * of range; marks its words. */
+static double percentage(struct parse *p)
 {
+    const struct text *tx = &p->tx;
     for (size_t i = 0; i < tx->n; i++) {
         const char *s = tx->w[i].low;
         size_t len = strlen(s);
@@ -649,6 +918,14 @@ static double percentage(const struct text *tx)
         double value = strtod(number, &end);
         if (end == number || *end != '\0' || !isfinite(value))
             continue;
+        use(p, (long)i);
+        if (word)
+            use(p, (long)i + 1);
+        static const char *const before[] = {"to", "of", "for", "at", NULL};
+        static const char *const after[] = {"of",     "the",      "users", "traffic",
+                                            "people", "contexts", NULL};
+        use_run_back(p, (long)i, before);
+        use_run(p, (long)i + (word ? 2 : 1), after);
         return value < 0 || value > 100 ? -2 : value;
     }
     return -1;
@@ -666,6 +943,10 @@ static const char *bucket_attribute(struct parse *p, bool *bad)
         *bad = true;
         return NULL;
     }
+    use(p, by);
+    use(p, by + 1);
+    if (by > 0 && strcmp(p->tx.w[by - 1].low, "bucketed") == 0)
+        use(p, by - 1);
     return p->tx.w[by + 1].orig;
 }
 
@@ -706,25 +987,9 @@ static bool rollout_variants(struct parse *p, const struct json_object *flag, co
     return ok;
 }
 
-static void intent_rollout(struct parse *p)
+static struct json_object *rollout_changes(const char *share, const char *rest, double pct,
+                                           const char *bucket_by)
 {
-    double pct = percentage(&p->tx);
-    if (pct == -2) {
-        say(p, "A percentage must be between 0 and 100.");
-        return;
-    }
-    struct json_object *flag;
-    const char *env;
-    if (!writable_flag_in_env(p, &flag, &env))
-        return;
-    if (pct < 0) {
-        say(p, "Roll %s out to what percentage? Say e.g. \"to 25%%\".", agent_flag_key(flag));
-        return;
-    }
-    bool bad;
-    const char *bucket_by = bucket_attribute(p, &bad), *share, *rest;
-    if (bad || !rollout_variants(p, flag, &share, &rest))
-        return;
     long weight = (long)(pct * 10000.0 + 0.5);
     struct json_object *items = json_object_new_array();
     const char *keys[2] = {share, rest};
@@ -742,62 +1007,108 @@ static void intent_rollout(struct parse *p)
     struct json_object *changes = json_object_new_object();
     json_object_object_add(changes, "enabled", json_object_new_boolean(true));
     json_object_object_add(changes, "defaultServe", serve);
-    struct json_object *input = env_input(agent_flag_key(flag), env);
-    json_object_object_add(input, "changes", changes);
-    char summary[512];
-    snprintf(summary, sizeof summary,
-             "enable the flag %s in %s and serve %s to %g%% and %s to the rest, bucketed by %s",
-             agent_flag_key(flag), env, share, pct, rest, bucket_by ? bucket_by : "targetingKey");
-    propose(p, "update_flag_environment", input, summary);
+    return changes;
+}
+
+static void intent_rollout(struct parse *p)
+{
+    static const char *const words[] = {"roll",      "out", "rollout", "the",   "rest", "others",
+                                        "remaining", "and", "to",      "serve", "of",   NULL};
+    double pct = percentage(p);
+    if (pct == -2) {
+        say(p, "A percentage must be between 0 and 100.");
+        return;
+    }
+    struct json_object *flag, *envs;
+    if (!writable_flag_in_envs(p, &flag, &envs))
+        return;
+    bool bad;
+    const char *bucket_by = NULL, *share, *rest;
+    if (pct < 0)
+        say(p, "Roll %s out to what percentage? Say e.g. \"to 25%%\".", agent_flag_key(flag));
+    else if (!(bucket_by = bucket_attribute(p, &bad), bad) &&
+             rollout_variants(p, flag, &share, &rest)) {
+        use_all(p, words);
+        for (size_t i = 0; i < json_object_array_length(envs); i++) {
+            char summary[512];
+            snprintf(summary, sizeof summary,
+                     "enable the flag %s in %s and serve %s to %g%% and %s to the rest, "
+                     "bucketed by %s",
+                     agent_flag_key(flag), env_at(envs, i), share, pct, rest,
+                     bucket_by ? bucket_by : "targetingKey");
+            propose_env_change(p, agent_flag_key(flag), env_at(envs, i),
+                               rollout_changes(share, rest, pct, bucket_by), summary);
+        }
+    }
+    json_object_put(envs);
+}
+
+static void propose_rules(struct parse *p, const struct json_object *flag,
+                          const struct json_object *envs, const char *variant,
+                          const struct json_object *conds, const char *who)
+{
+    for (size_t i = 0; i < json_object_array_length(envs); i++) {
+        struct json_object *rule = json_object_new_object(), *serve = json_object_new_object();
+        json_object_object_add(serve, "variant", json_object_new_string(variant));
+        struct json_object *copy = NULL;
+        json_object_deep_copy((struct json_object *)conds, &copy, NULL);
+        json_object_object_add(rule, "conditions", copy);
+        json_object_object_add(rule, "serve", serve);
+        struct json_object *input = env_input(agent_flag_key(flag), env_at(envs, i));
+        json_object_object_add(input, "rule", rule);
+        char summary[600];
+        snprintf(summary, sizeof summary, "add a rule to the flag %s in %s: serve %s to %s",
+                 agent_flag_key(flag), env_at(envs, i), variant, who);
+        propose(p, "add_rule", input, summary);
+    }
 }
 
 static void intent_rule(struct parse *p)
 {
-    struct json_object *flag;
-    const char *env;
-    if (!writable_flag_in_env(p, &flag, &env))
+    struct json_object *flag, *envs;
+    if (!writable_flag_in_envs(p, &flag, &envs))
         return;
     long serve = find_word(&p->tx, "serve", 0);
     if (serve < 0) {
         say(p, "What should the rule serve, and to whom? Say e.g. \"serve on to country NL and "
                "BE in production\".");
+        json_object_put(envs);
         return;
     }
+    use(p, serve);
+    use(p, find_word(&p->tx, "rule", 0));
     long to = find_word(&p->tx, "to", (size_t)serve + 1);
+    static const char *const all_words[] = {"everyone", "all", "everybody", NULL};
     bool everyone =
-        to >= 0 && (size_t)to + 1 < p->tx.n &&
-        (strcmp(p->tx.w[to + 1].low, "everyone") == 0 || strcmp(p->tx.w[to + 1].low, "all") == 0 ||
-         strcmp(p->tx.w[to + 1].low, "everybody") == 0);
+        (to >= 0 && (size_t)to + 1 < p->tx.n && is_one_of(p->tx.w[to + 1].low, all_words)) ||
+        has(&p->tx, "everyone");
     const char *variant = variant_after(p, flag, serve);
-    if (variant == NULL)
-        return;
-    if (everyone) {
-        propose_default(p, flag, env, variant);
-        return;
-    }
-    if (to < 0) {
+    if (variant != NULL && everyone) {
+        use_all(p, all_words);
+        use(p, to);
+        propose_default(p, flag, envs, variant);
+    } else if (variant != NULL && to < 0) {
         say(p, "To whom should %s serve %s? Say e.g. \"to country NL and BE\".",
             agent_flag_key(flag), variant);
-        return;
+    } else if (variant != NULL) {
+        use(p, to);
+        char who[400];
+        struct json_object *conds = audience(p, (size_t)to + 1, who, sizeof who);
+        if (conds != NULL && p->when != WHEN_NOW)
+            say(p, "A rule cannot be scheduled yet: schedules change an environment's "
+                   "settings (enabled, default serve, off variant), not its rules.");
+        else if (conds != NULL)
+            propose_rules(p, flag, envs, variant, conds, who);
+        json_object_put(conds);
     }
-    char who[400];
-    struct json_object *conds = audience(p, (size_t)to + 1, who, sizeof who);
-    if (conds == NULL)
-        return;
-    struct json_object *rule = json_object_new_object(), *serve_obj = json_object_new_object();
-    json_object_object_add(serve_obj, "variant", json_object_new_string(variant));
-    json_object_object_add(rule, "conditions", conds);
-    json_object_object_add(rule, "serve", serve_obj);
-    struct json_object *input = env_input(agent_flag_key(flag), env);
-    json_object_object_add(input, "rule", rule);
-    char summary[600];
-    snprintf(summary, sizeof summary, "add a rule to the flag %s in %s: serve %s to %s",
-             agent_flag_key(flag), env, variant, who);
-    propose(p, "add_rule", input, summary);
+    json_object_put(envs);
 }
 
 static void intent_archive(struct parse *p, bool archive)
 {
+    static const char *const words[] = {"archive",   "retire", "restore",
+                                        "unarchive", "please", NULL};
+    use_all(p, words);
     struct json_object *flag = flag_slot(p);
     if (flag == NULL)
         return;
@@ -823,13 +1134,17 @@ static const char *new_key(struct parse *p, const char *noun)
     while (j < p->tx.n && is_one_of(p->tx.w[j].low, skip))
         j++;
     const char *orig = j < p->tx.n ? p->tx.w[j].orig : NULL;
+    for (size_t k = (size_t)at; k <= j && k < p->tx.n; k++)
+        use(p, (long)k);
     if (orig != NULL && validate_key_ok(orig) && !is_grammar(orig))
         return orig;
     if (orig == NULL || is_grammar(p->tx.w[j].low)) {
         /* "create a new-checkout flag": the word before the noun */
         if (at > 0 && validate_key_ok(p->tx.w[at - 1].orig) && !is_grammar(p->tx.w[at - 1].low) &&
-            validate_flag_type_from_name(p->tx.w[at - 1].low) < 0)
+            validate_flag_type_from_name(p->tx.w[at - 1].low) < 0) {
+            use(p, at - 1);
             return p->tx.w[at - 1].orig;
+        }
         say(p,
             "What key should the %s have? Keys are 1 to 63 lowercase letters, digits and "
             "dashes, e.g. new-checkout.",
@@ -856,6 +1171,10 @@ static struct json_object *variant_list(struct parse *p, const char *type, bool 
     struct json_object *variants = json_object_new_array();
     if (at < 0)
         return variants;
+    for (size_t i = (size_t)at; i < p->tx.n; i++)
+        use(p, (long)i);
+    if (at > 0 && strcmp(p->tx.w[at - 1].low, "with") == 0)
+        use(p, at - 1);
     for (size_t i = (size_t)at + 1; i < p->tx.n; i++) {
         const char *orig = p->tx.w[i].orig, *low = p->tx.w[i].low;
         if (strcmp(low, "and") == 0 || strcmp(low, "or") == 0)
@@ -894,6 +1213,7 @@ static const char *flag_type_named(struct parse *p, bool *ambiguous)
     static const char *const types[] = {"boolean", "boolean", "string", "number", "number", "json"};
     const char *type = NULL;
     *ambiguous = false;
+    use_all(p, names);
     for (size_t i = 0; names[i]; i++) {
         if (!has(&p->tx, names[i]))
             continue;
@@ -906,6 +1226,8 @@ static const char *flag_type_named(struct parse *p, bool *ambiguous)
 
 static void intent_create_flag(struct parse *p)
 {
+    static const char *const words[] = {"create", "add", "new", "make", "a", "an", "please", NULL};
+    use_all(p, words);
     bool ambiguous;
     const char *type = flag_type_named(p, &ambiguous);
     if (ambiguous) {
@@ -972,6 +1294,8 @@ static void intent_create_segment(struct parse *p)
         return;
     }
     static const char *const anchors[] = {"for", "with", "where", "of", "whose", NULL};
+    static const char *const verbs[] = {"create", "add", "new", "make", "define", "a", NULL};
+    use_all(p, verbs);
     long at = find_word(&p->tx, "segment", 0);
     struct json_object *conds = NULL;
     char who[400] = "";
@@ -979,6 +1303,7 @@ static void intent_create_segment(struct parse *p)
         if (is_one_of(p->tx.w[i].low, anchors)) {
             if ((conds = audience(p, i + 1, who, sizeof who)) == NULL)
                 return;
+            use(p, (long)i);
             break;
         }
     }
@@ -1078,6 +1403,8 @@ static void intent_usage(struct parse *p)
         answer_single_variant(p);
     else if (days >= 0)
         answer_unused(p, days);
+    else if (has(&p->tx, "stale") || has(&p->tx, "dead"))
+        answer_unused(p, 30);
     else if (has(&p->tx, "unused") || has(&p->tx, "never"))
         answer_unused(p, -1);
     else
@@ -1146,112 +1473,391 @@ static void say_help(struct parse *p)
            "one.");
 }
 
+/* ---- status questions ---- */
+
+/* "is X on in production?": read from the catalogue, proposes nothing. */
+static void intent_status(struct parse *p)
+{
+    struct json_object *flag = flag_slot(p), *enabled;
+    if (flag == NULL)
+        return;
+    if (agent_flag_archived(flag))
+        say(p, "The flag %s is archived (it still evaluates as configured). ",
+            agent_flag_key(flag));
+    bool any_env = false;
+    for (size_t i = 0; i < p->tx.n && !any_env; i++)
+        any_env = agent_catalog_has_env(p->c, p->tx.w[i].low) ||
+                  strcmp(p->tx.w[i].low, "everywhere") == 0;
+    struct json_object *envs = any_env ? env_list_slot(p) : json_object_get(p->c->environments);
+    if (envs == NULL)
+        return;
+    if (!json_object_object_get_ex(flag, "enabled", &enabled))
+        enabled = NULL;
+    size_t n = json_object_array_length(envs);
+    say(p, "%s is ", agent_flag_key(flag));
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *on = NULL;
+        if (enabled != NULL)
+            json_object_object_get_ex(enabled, env_at(envs, i), &on);
+        say(p, "%s%s in %s",
+            i == 0       ? ""
+            : i + 1 == n ? " and "
+                         : ", ",
+            on != NULL && json_object_get_boolean(on) ? "on" : "off", env_at(envs, i));
+    }
+    say(p, ".");
+    json_object_put(envs);
+}
+
+/* ---- revisions ---- */
+
+static bool revision_id_ok(const char *s)
+{
+    size_t len = strlen(s);
+    if (len != 36)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+            return false;
+    }
+    return true;
+}
+
+/* "restore X to revision ID", "revert X to revision ID": one new revision
+ * bringing back that targeting. Without an id it asks for one. */
+static void intent_revision(struct parse *p)
+{
+    static const char *const words[] = {"revert",  "undo",  "rollback", "restore",
+                                        "return",  "reset", "to",       "revision",
+                                        "version", "the",   "please",   NULL};
+    use_all(p, words);
+    struct json_object *flag = flag_slot(p);
+    if (flag == NULL)
+        return;
+    const char *id = NULL;
+    for (size_t i = 0; i < p->tx.n && id == NULL; i++) {
+        if (revision_id_ok(p->tx.w[i].low)) {
+            id = p->tx.w[i].low;
+            use(p, (long)i);
+        }
+    }
+    if (id == NULL) {
+        say(p,
+            "Which revision of %s should I restore? Its history lists them with their ids "
+            "(GET /v1/orgs/{org}/flags/%s/revisions); say \"restore %s to revision ID\".",
+            agent_flag_key(flag), agent_flag_key(flag), agent_flag_key(flag));
+        return;
+    }
+    struct json_object *input = json_object_new_object();
+    json_object_object_add(input, "flag", json_object_new_string(agent_flag_key(flag)));
+    json_object_object_add(input, "revision", json_object_new_string(id));
+    char summary[200];
+    snprintf(summary, sizeof summary,
+             "restore the targeting of the flag %s as it was after revision %s (a new revision)",
+             agent_flag_key(flag), id);
+    propose(p, "restore_revision", input, summary);
+}
+
+/* ---- when ---- */
+
+static int64_t catalog_now_us(const struct agent_catalog *c)
+{
+    struct json_object *now;
+    if (!json_object_object_get_ex(c->root, "now", &now))
+        return 0;
+    return json_object_get_int64(now) * 1000000;
+}
+
+/* "14:00", "9:30", "9", "9am", "9pm" (with am/pm as its own next word
+ * too) as minutes after midnight, or -1. */
+static int clock_minutes(const struct text *tx, size_t i, size_t *len)
+{
+    const char *s = tx->w[i].low;
+    char *end;
+    long hours = strtol(s, &end, 10), minutes = 0;
+    if (end == s || hours < 0 || hours > 23)
+        return -1;
+    if (*end == ':') {
+        const char *m = end + 1;
+        minutes = strtol(m, &end, 10);
+        if (end != m + 2 || minutes > 59)
+            return -1;
+    }
+    const char *suffix = end;
+    *len = 1;
+    if (*suffix == '\0' && i + 1 < tx->n &&
+        (strcmp(tx->w[i + 1].low, "am") == 0 || strcmp(tx->w[i + 1].low, "pm") == 0 ||
+         strcmp(tx->w[i + 1].low, "utc") == 0)) {
+        suffix = tx->w[i + 1].low;
+        *len = 2;
+    }
+    if (strcmp(suffix, "pm") == 0 && hours < 12)
+        hours += 12;
+    else if (strcmp(suffix, "am") == 0 && hours == 12)
+        hours = 0;
+    else if (*suffix != '\0' && strcmp(suffix, "am") != 0 && strcmp(suffix, "pm") != 0 &&
+             strcmp(suffix, "utc") != 0 && strcmp(suffix, "z") != 0)
+        return -1;
+    return (int)(hours * 60 + minutes);
+}
+
+static void set_at(struct parse *p, int64_t us)
+{
+    isotime_format(us, p->at);
+    p->when = WHEN_AT;
+}
+
+/* "in N minutes|hours|days" at word i. */
+static bool when_in(struct parse *p, size_t i, int64_t now)
+{
+    if (strcmp(p->tx.w[i].low, "in") != 0 || i + 2 >= p->tx.n)
+        return false;
+    char *end;
+    long n = strtol(p->tx.w[i + 1].low, &end, 10);
+    const char *unit = p->tx.w[i + 2].low;
+    int64_t seconds = strncmp(unit, "minute", 6) == 0 ? 60
+                      : strncmp(unit, "hour", 4) == 0 ? 3600
+                      : strncmp(unit, "day", 3) == 0  ? 86400
+                                                      : 0;
+    if (*end != '\0' || end == p->tx.w[i + 1].low || n <= 0 || n > 366 * 24 * 60 || seconds == 0)
+        return false;
+    set_at(p, now + (int64_t)n * seconds * 1000000);
+    use(p, (long)i);
+    use(p, (long)i + 1);
+    use(p, (long)i + 2);
+    return true;
+}
+
+/* "[tomorrow|today] at CLOCK [tomorrow]" at word i ("at"). */
+static bool when_clock(struct parse *p, size_t i, int64_t now)
+{
+    size_t len;
+    int minutes;
+    if (strcmp(p->tx.w[i].low, "at") != 0 || i + 1 >= p->tx.n ||
+        (minutes = clock_minutes(&p->tx, i + 1, &len)) < 0)
+        return false;
+    int64_t day_us = 86400LL * 1000000;
+    int64_t at = now - now % day_us + (int64_t)minutes * 60 * 1000000;
+    long tomorrow = find_word(&p->tx, "tomorrow", 0), today = find_word(&p->tx, "today", 0);
+    if (tomorrow >= 0) {
+        at += day_us;
+        use(p, tomorrow);
+    } else if (today >= 0) {
+        use(p, today);
+    } else if (at <= now + 10 * 1000000) {
+        at += day_us; /* the next such time */
+    }
+    set_at(p, at);
+    for (size_t k = i; k <= i + len; k++)
+        use(p, (long)k);
+    return true;
+}
+
+/* An ISO 8601 timestamp at word i (with an optional "at"/"on" before it). */
+static bool when_iso(struct parse *p, size_t i)
+{
+    int64_t us;
+    const char *s = p->tx.w[i].orig;
+    if (strchr(s, ':') == NULL || strchr(s, '-') == NULL || !isotime_parse(s, strlen(s), &us))
+        return false;
+    set_at(p, us);
+    use(p, (long)i);
+    static const char *const before[] = {"at", "on", NULL};
+    use_run_back(p, (long)i, before);
+    return true;
+}
+
+/* Reads when the sentence wants its change: now, at a time, or unclear
+ * ("tomorrow" without a time, "next week": the qualifier check then asks). */
+static void read_when(struct parse *p)
+{
+    p->when = WHEN_NOW;
+    int64_t now = catalog_now_us(p->c);
+    for (size_t i = 0; i < p->tx.n && p->when == WHEN_NOW; i++) {
+        if (when_iso(p, i) || (now > 0 && (when_in(p, i, now) || when_clock(p, i, now))))
+            break;
+    }
+    if (p->when == WHEN_AT) {
+        int64_t us;
+        isotime_parse(p->at, strlen(p->at), &us);
+        if (us < now + 10LL * 1000000 || us > now + 366LL * 86400 * 1000000)
+            p->when = WHEN_UNCLEAR;
+    }
+}
+
+/* ---- names ---- */
+
+/* Environment aliases ("prod" for production) where the organization has
+ * the long key and not the short one. */
+static void resolve_env_aliases(struct parse *p)
+{
+    for (size_t i = 0; i < p->tx.n; i++) {
+        const char *low = p->tx.w[i].low;
+        if (agent_catalog_has_env(p->c, low))
+            continue;
+        for (size_t k = 0; k < agent_env_alias_count; k++) {
+            if (strcmp(low, agent_env_aliases[k].alias) == 0 &&
+                agent_catalog_has_env(p->c, agent_env_aliases[k].key)) {
+                text_replace(&p->tx, i, 1, agent_env_aliases[k].key);
+                break;
+            }
+        }
+    }
+}
+
+/* The key of the one flag whose key is words i..i+count joined by '-', or
+ * whose name is those words (case folded), or NULL. */
+static const char *flag_spelled(struct parse *p, size_t i, size_t count)
+{
+    char dashed[VALIDATE_KEY_MAX + 2] = "", spaced[256] = "";
+    for (size_t k = 0; k < count; k++) {
+        size_t dl = strlen(dashed), sl = strlen(spaced);
+        snprintf(dashed + dl, sizeof dashed - dl, "%s%s", k ? "-" : "", p->tx.w[i + k].low);
+        snprintf(spaced + sl, sizeof spaced - sl, "%s%s", k ? " " : "", p->tx.w[i + k].low);
+    }
+    const char *found = NULL;
+    size_t n = json_object_array_length(p->c->flags);
+    for (size_t f = 0; f < n; f++) {
+        struct json_object *flag = json_object_array_get_idx(p->c->flags, f), *name;
+        const char *key = agent_flag_key(flag);
+        bool by_name = json_object_object_get_ex(flag, "name", &name) &&
+                       strcasecmp(json_object_get_string(name), spaced) == 0;
+        if (strcmp(key, dashed) != 0 && !by_name)
+            continue;
+        if (found != NULL && strcmp(found, key) != 0)
+            return NULL; /* ambiguous: leave the words as they are */
+        found = key;
+    }
+    return found;
+}
+
+/* A flag named with spaces for dashes ("new checkout") or by its name
+ * ("New Checkout"), when exactly one flag is meant, becomes its key. */
+static void resolve_flag_names(struct parse *p)
+{
+    for (size_t i = 0; i < p->tx.n; i++) {
+        if (agent_catalog_flag(p->c, p->tx.w[i].low) != NULL)
+            continue;
+        for (size_t count = 4; count >= 1; count--) {
+            if (i + count > p->tx.n || (count == 1 && is_grammar(p->tx.w[i].low)))
+                continue;
+            const char *key = flag_spelled(p, i, count);
+            if (key != NULL) {
+                text_replace(&p->tx, i, count, key);
+                break;
+            }
+        }
+    }
+}
+
+static void resolve_names(struct parse *p)
+{
+    resolve_env_aliases(p);
+    resolve_flag_names(p);
+    text_sync_lows(&p->tx);
+}
+
 /* ---- dispatch ---- */
 
-enum intent {
-    INTENT_NONE,
-    INTENT_REFUSE,
-    INTENT_USAGE,
-    INTENT_EXPLAIN,
-    INTENT_ARCHIVE,
-    INTENT_RESTORE,
-    INTENT_SEGMENT,
-    INTENT_FLAG,
-    INTENT_ROLLOUT,
-    INTENT_DEFAULT,
-    INTENT_RULE,
-    INTENT_TOGGLE
-};
-
-static bool is_percent_word(const struct text *tx)
+static enum agent_intent classify(const struct text *tx)
 {
-    for (size_t i = 0; i < tx->n; i++) {
-        size_t len = strlen(tx->w[i].low);
-        if ((len > 1 && tx->w[i].low[len - 1] == '%') || strcmp(tx->w[i].low, "percent") == 0)
-            return true;
-    }
-    return false;
+    return agent_phrase_intent(tx->lows, tx->n);
 }
 
-static enum intent classify(const struct text *tx)
-{
-    static const char *const destructive[] = {"delete",  "remove", "drop",  "erase",
-                                              "destroy", "wipe",   "purge", NULL};
-    static const char *const question[] = {"which", "list", "show", NULL};
-    static const char *const usage_words[] = {"unused", "evaluated", "used", "variant",
-                                              "never",  "stale",     NULL};
-    static const char *const create[] = {"create", "add", "new", "make", NULL};
-    static const char *const toggle[] = {"enable", "disable", "activate", "deactivate",
-                                         "turn",   "switch",  NULL};
-    if (has_any(tx, destructive))
-        return INTENT_REFUSE;
-    if ((has_any(tx, question) || (has(tx, "what") && has(tx, "flags"))) && has(tx, "flags") &&
-        has_any(tx, usage_words))
-        return INTENT_USAGE;
-    if (has(tx, "explain") || has(tx, "why") ||
-        (has(tx, "what") && (has(tx, "get") || has(tx, "gets") || has(tx, "receive"))))
-        return INTENT_EXPLAIN;
-    if (has(tx, "archive"))
-        return INTENT_ARCHIVE;
-    if (has(tx, "restore") || has(tx, "unarchive"))
-        return INTENT_RESTORE;
-    if (has_any(tx, create) && has(tx, "segment"))
-        return INTENT_SEGMENT;
-    if (has_any(tx, create) && has(tx, "flag") && !has(tx, "rule") && !has(tx, "default"))
-        return INTENT_FLAG;
-    if ((has(tx, "roll") && has(tx, "out")) || has(tx, "rollout") || is_percent_word(tx))
-        return INTENT_ROLLOUT;
-    if (has(tx, "default"))
-        return INTENT_DEFAULT;
-    if (has(tx, "serve") || has(tx, "rule"))
-        return INTENT_RULE;
-    if (has_any(tx, toggle))
-        return INTENT_TOGGLE;
-    return INTENT_NONE;
-}
-
-static void run_intent(struct parse *p, enum intent intent)
+static void run_intent(struct parse *p, enum agent_intent intent)
 {
     switch (intent) {
-    case INTENT_REFUSE:
+    case AGENT_INTENT_REFUSE:
         say(p, "I do not delete or remove anything. To retire a flag, say \"archive FLAG\" "
                "(it keeps evaluating and can be restored); deleting is done through the REST "
                "API by a person.");
         break;
-    case INTENT_USAGE:
+    case AGENT_INTENT_STATUS:
+        intent_status(p);
+        break;
+    case AGENT_INTENT_USAGE:
         intent_usage(p);
         break;
-    case INTENT_EXPLAIN:
+    case AGENT_INTENT_EXPLAIN:
         intent_explain(p);
         break;
-    case INTENT_ARCHIVE:
+    case AGENT_INTENT_REVISION:
+        intent_revision(p);
+        break;
+    case AGENT_INTENT_ARCHIVE:
         intent_archive(p, true);
         break;
-    case INTENT_RESTORE:
+    case AGENT_INTENT_RESTORE:
         intent_archive(p, false);
         break;
-    case INTENT_SEGMENT:
+    case AGENT_INTENT_SEGMENT:
         intent_create_segment(p);
         break;
-    case INTENT_FLAG:
+    case AGENT_INTENT_FLAG:
         intent_create_flag(p);
         break;
-    case INTENT_ROLLOUT:
+    case AGENT_INTENT_ROLLOUT:
         intent_rollout(p);
         break;
-    case INTENT_DEFAULT:
+    case AGENT_INTENT_DEFAULT:
         intent_default(p);
         break;
-    case INTENT_RULE:
+    case AGENT_INTENT_RULE:
         intent_rule(p);
         break;
-    case INTENT_TOGGLE:
+    case AGENT_INTENT_TOGGLE:
         intent_toggle(p);
         break;
-    case INTENT_NONE:
+    case AGENT_INTENT_NONE:
         say_help(p);
         break;
     }
+}
+
+/*
+ * After the intent: the proposals stand only when every qualifier of the
+ * sentence was read into them. Otherwise they are dropped and the reply
+ * asks, naming what could not be applied: never a change broader than
+ * asked.
+ */
+static void settle(struct parse *p)
+{
+    size_t n = json_object_array_length(p->out->actions);
+    long q = n > 0 ? unread_qualifier(p) : -1;
+    bool unschedulable = false;
+    for (size_t i = 0; i < n && p->when == WHEN_AT; i++) {
+        struct json_object *tool;
+        json_object_object_get_ex(json_object_array_get_idx(p->out->actions, i), "tool", &tool);
+        unschedulable |= strcmp(json_object_get_string(tool), "schedule_change") != 0;
+    }
+    if (unschedulable) {
+        json_object_put(p->out->actions);
+        p->out->actions = json_object_new_array();
+        say(p, "Only an environment's settings can be scheduled (enable, disable, default "
+               "serve, a rollout); this change cannot wait for a time, so I propose nothing. "
+               "Ask again when it should happen, or without the time?");
+        return;
+    }
+    if (q < 0 && p->when == WHEN_UNCLEAR && n > 0)
+        q = 0;
+    if (q < 0) {
+        say_proposals(p);
+        return;
+    }
+    json_object_put(p->out->actions);
+    p->out->actions = json_object_new_array();
+    if (p->when == WHEN_UNCLEAR || agent_phrase_is_vague_time(p->tx.w[q].low))
+        say(p, "When exactly? I can schedule a change at a time 10 seconds to 366 days ahead: "
+               "say e.g. \"at 2027-01-15T09:00:00Z\", \"tomorrow at 09:00\" or \"in 2 hours\" "
+               "(times are UTC). I propose nothing until then.");
+    else
+        say(p,
+            "I can't turn \"%s\" and what follows it into this change, and I won't propose a "
+            "change broader than you asked. Who or what should it apply to? Say it as a rule "
+            "(\"serve on to country NL in production\"), a percentage (\"roll out to 25%%\"), a "
+            "time (\"at 09:00\") or an environment list.",
+            p->tx.w[q].orig);
 }
 
 static const char *message_field(const struct json_object *messages, size_t i, const char *name)
@@ -1274,7 +1880,8 @@ static int parse_text(struct parse *p, char **merged)
     *merged = NULL;
     if (text_init(&p->tx, last, true) != 0)
         return -1;
-    if (classify(&p->tx) != INTENT_NONE || n < 3 ||
+    resolve_names(p);
+    if (classify(&p->tx) != AGENT_INTENT_NONE || n < 3 ||
         strcmp(message_field(p->messages, n - 2, "role"), "assistant") != 0 ||
         strchr(message_field(p->messages, n - 2, "content"), '?') == NULL ||
         strcmp(message_field(p->messages, n - 3, "role"), "user") != 0)
@@ -1284,15 +1891,18 @@ static int parse_text(struct parse *p, char **merged)
     if ((*merged = malloc(len)) == NULL)
         return -1;
     snprintf(*merged, len, "%s %s", before, last);
-    struct text tx;
-    if (text_init(&tx, *merged, true) != 0)
+    struct text mine = p->tx;
+    if (text_init(&p->tx, *merged, true) != 0) {
+        p->tx = mine;
         return -1;
-    if (classify(&tx) == INTENT_NONE) {
-        text_free(&tx);
+    }
+    resolve_names(p);
+    if (classify(&p->tx) == AGENT_INTENT_NONE) {
+        text_free(&p->tx);
+        p->tx = mine;
         return 0;
     }
-    text_free(&p->tx);
-    p->tx = tx;
+    text_free(&mine);
     return 0;
 }
 
@@ -1303,18 +1913,24 @@ int agent_respond(const struct agent_catalog *c, const struct json_object *messa
     struct parse p = {.c = c, .messages = messages, .out = out};
     size_t reply_len = 0;
     out->actions = json_object_new_array();
+    p.summaries = json_object_new_array();
     p.reply = open_memstream(&out->reply, &reply_len);
-    if (out->actions == NULL || p.reply == NULL) {
+    if (out->actions == NULL || p.summaries == NULL || p.reply == NULL) {
         if (p.reply != NULL)
             fclose(p.reply);
+        json_object_put(p.summaries);
         agent_outcome_free(out);
         return -1;
     }
     char *merged = NULL;
     int rc = parse_text(&p, &merged);
-    if (rc == 0)
+    if (rc == 0) {
+        read_when(&p);
         run_intent(&p, classify(&p.tx));
+        settle(&p);
+    }
     text_free(&p.tx);
+    json_object_put(p.summaries);
     free(merged);
     if (fclose(p.reply) != 0 || rc != 0 || out->reply == NULL) {
         agent_outcome_free(out);

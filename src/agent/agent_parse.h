@@ -1,20 +1,21 @@
 /*
  * agent_parse.h - the built-in agent: a deterministic intent parser over
- * the product's own vocabulary, turning a conversation into a reply and at
- * most one proposed action. Pure: no database, no I/O, no clock (the
+ * the product's own vocabulary, turning a conversation into a reply and the
+ * proposed actions (never broader than asked). Pure: no database, no I/O, no clock (the
  * catalogue carries what it needs).
  *
  * Intents (doc/choices.md has the table of accepted phrasings): create a
- * flag; enable or disable a flag in an environment; set the default serve;
+ * flag; enable or disable a flag in environments (several actions, one per
+ * environment), now or at a time (schedule_change); set the default serve;
  * roll out a percentage (optionally bucketed by an attribute); add a rule;
  * archive; restore; create a segment; the usage questions (unused, not
  * evaluated for N days, one variant to everyone); explain what a context
- * gets (evaluated by the caller, see `explain`). Each write intent becomes
- * one action {tool, input, summary} whose input is exactly the REST
- * operation's (agent_tools.h). Unknown flags, environments, variants and
- * segments are named in the reply with the closest existing key; missing
- * or ambiguous parts get a question back; nothing is guessed. A JSON
- * object inside the text is only ever read as an evaluation context.
+ * gets (evaluated by the caller, see `explain`); is a flag on (status);
+ * restore a revision. Each write becomes an action {tool, input, summary}
+ * whose input is exactly the REST operation's (agent_tools.h). Unknown flags, environments,
+ * variants and segments are named in the reply with the closest existing key; missing or ambiguous
+ * parts get a question back; nothing is guessed. A JSON object inside the text is only ever read as
+ * an evaluation context.
  *
  * Conversation: the last message is the user's. When it names no flag,
  * the flag of the latest earlier user message that named exactly one
@@ -22,7 +23,8 @@
  * the previous message was the agent's question, it is read together with
  * the user message before that question (answering "which flag?").
  *
- * Called by agent.c; tested by tests/unit/test_agent_parse.c.
+ * Called by agent.c; tested by tests/unit/test_agent_parse.c and, sentence
+ * by sentence, tests/unit/test_agent_sentences.c.
  */
 #ifndef ENSIGN_AGENT_PARSE_H
 #define ENSIGN_AGENT_PARSE_H

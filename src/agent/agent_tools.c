@@ -14,7 +14,9 @@ enum tool_shape {
     SHAPE_BODY,        /* input is the body */
     SHAPE_ENV_CHANGES, /* {flag, environment, changes} */
     SHAPE_ENV_RULE,    /* {flag, environment, rule} */
-    SHAPE_FLAG         /* {flag} */
+    SHAPE_FLAG,        /* {flag} */
+    SHAPE_SCHEDULE,    /* {flag, environment, at, changes} */
+    SHAPE_REVISION     /* {flag, revision} */
 };
 
 struct tool {
@@ -39,6 +41,12 @@ static const struct tool tools[] = {
     {"create_segment", SHAPE_BODY, METHOD_POST, "/segments",
      "Create a segment (the POST /v1/orgs/{org}/segments body: key, name, description, "
      "conditions)"},
+    {"schedule_change", SHAPE_SCHEDULE, METHOD_POST, "/schedules",
+     "Schedule an environment change of a flag: at (ISO 8601 UTC, 10 s to 366 days ahead) "
+     "applies changes (the environment PATCH body) to the flag in the environment"},
+    {"restore_revision", SHAPE_REVISION, METHOD_POST, "/restore",
+     "Restore a flag's targeting as it was after one of its revisions (by revision id), as a "
+     "new revision"},
 };
 
 #define TOOL_COUNT (sizeof tools / sizeof tools[0])
@@ -59,7 +67,7 @@ bool agent_tool_known(const char *name)
 
 /* The members of input a tool's shape needs; recorded in v when missing. */
 struct tool_input {
-    const char *flag, *environment;
+    const char *flag, *environment, *at, *revision;
     struct json_object *body; /* changes, rule, or the input itself */
 };
 
@@ -88,6 +96,8 @@ static bool read_input(const struct tool *t, const struct json_object *input, st
     static const char *const env_changes[] = {"flag", "environment", "changes", NULL};
     static const char *const env_rule[] = {"flag", "environment", "rule", NULL};
     static const char *const flag_only[] = {"flag", NULL};
+    static const char *const schedule[] = {"flag", "environment", "at", "changes", NULL};
+    static const char *const revision[] = {"flag", "revision", NULL};
     switch (t->shape) {
     case SHAPE_BODY:
         in->body = (struct json_object *)input;
@@ -103,6 +113,21 @@ static bool read_input(const struct tool *t, const struct json_object *input, st
         validate_only_fields(v, input, flag_only);
         validate_key(v, input, "flag", VALIDATE_REQUIRED, &in->flag);
         break;
+    case SHAPE_SCHEDULE:
+        validate_only_fields(v, input, schedule);
+        validate_key(v, input, "flag", VALIDATE_REQUIRED, &in->flag);
+        validate_key(v, input, "environment", VALIDATE_REQUIRED, &in->environment);
+        validate_string(v, input, "at", 1, 64, VALIDATE_REQUIRED, &in->at);
+        object_member(v, input, "changes", &in->body);
+        break;
+    case SHAPE_REVISION:
+        validate_only_fields(v, input, revision);
+        validate_key(v, input, "flag", VALIDATE_REQUIRED, &in->flag);
+        if (validate_string(v, input, "revision", 36, 36, VALIDATE_REQUIRED, &in->revision) ==
+                VALIDATE_SET &&
+            strspn(in->revision, "0123456789abcdef-") != 36)
+            validate_error(v, "revision", "must be a revision id");
+        break;
     }
     validate_pop(v, mark);
     return validate_ok(v);
@@ -117,7 +142,7 @@ int agent_tool_request(const char *tool, const struct json_object *input, const 
         validate_error(v, "tool",
                        "unknown tool; the tools are create_flag, "
                        "update_flag_environment, add_rule, archive_flag, "
-                       "restore_flag, create_segment");
+                       "restore_flag, create_segment, schedule_change, restore_revision");
         return -1;
     }
     struct tool_input in;
@@ -126,14 +151,26 @@ int agent_tool_request(const char *tool, const struct json_object *input, const 
     out->method = t->method;
     if (t->shape == SHAPE_BODY)
         snprintf(out->path, sizeof out->path, "/v1/orgs/%s%s", org_slug, t->suffix);
-    else if (t->shape == SHAPE_FLAG)
+    else if (t->shape == SHAPE_FLAG || t->shape == SHAPE_SCHEDULE)
         snprintf(out->path, sizeof out->path, "/v1/orgs/%s/flags/%s%s", org_slug, in.flag,
                  t->suffix);
+    else if (t->shape == SHAPE_REVISION)
+        snprintf(out->path, sizeof out->path, "/v1/orgs/%s/flags/%s/revisions/%s%s", org_slug,
+                 in.flag, in.revision, t->suffix);
     else
         snprintf(out->path, sizeof out->path, "/v1/orgs/%s/flags/%s/environments/%s%s", org_slug,
                  in.flag, in.environment, t->suffix);
+    struct json_object *schedule = NULL;
+    if (t->shape == SHAPE_SCHEDULE) { /* the schedules route's body */
+        schedule = json_object_new_object();
+        json_object_object_add(schedule, "at", json_object_new_string(in.at));
+        json_object_object_add(schedule, "environment", json_object_new_string(in.environment));
+        json_object_object_add(schedule, "changes", json_object_get(in.body));
+        in.body = schedule;
+    }
     if (in.body != NULL) {
         out->body = strdup(json_object_to_json_string_ext(in.body, JSON_C_TO_STRING_PLAIN));
+        json_object_put(schedule);
         if (out->body == NULL) {
             validate_error(v, NULL, "out of memory");
             return -1;
@@ -289,7 +326,7 @@ bool agent_tool_check(const struct agent_catalog *c, const char *tool,
             check_new_flag(&v, c, in.body);
         else if (strcmp(t->name, "create_segment") == 0)
             check_new_segment(&v, c, in.body);
-        else if (flag != NULL && t->shape == SHAPE_ENV_CHANGES)
+        else if (flag != NULL && (t->shape == SHAPE_ENV_CHANGES || t->shape == SHAPE_SCHEDULE))
             check_changes(&v, flag, in.body);
         else if (flag != NULL && t->shape == SHAPE_ENV_RULE)
             check_rule(&v, c, flag, in.body);
@@ -322,6 +359,13 @@ void agent_tool_summary(const char *tool, const struct json_object *input, char 
     } else if (strcmp(tool, "archive_flag") == 0 || strcmp(tool, "restore_flag") == 0) {
         snprintf(out, out_len, "%s the flag %s", tool[0] == 'a' ? "archive" : "restore",
                  member_text(input, "flag"));
+    } else if (strcmp(tool, "schedule_change") == 0) {
+        snprintf(out, out_len, "at %s, configure the flag %s in %s: %s", member_text(input, "at"),
+                 member_text(input, "flag"), member_text(input, "environment"),
+                 member_text(input, "changes"));
+    } else if (strcmp(tool, "restore_revision") == 0) {
+        snprintf(out, out_len, "restore the flag %s to revision %s", member_text(input, "flag"),
+                 member_text(input, "revision"));
     } else if (strcmp(tool, "create_flag") == 0) {
         snprintf(out, out_len, "create the flag %s", member_text(input, "slug"));
     } else {
@@ -357,7 +401,17 @@ static const char *const tool_parameters[] = {
     "{\"type\":\"object\",\"required\":[\"key\",\"name\"],\"properties\":{\"key\":{\"type\":"
     "\"string\"},\"name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"
     "\"conditions\":{\"type\":\"array\"}}}",
+    /* schedule_change */
+    "{\"type\":\"object\",\"required\":[\"flag\",\"environment\",\"at\",\"changes\"],"
+    "\"properties\":{\"flag\":{\"type\":\"string\"},\"environment\":{\"type\":\"string\"},"
+    "\"at\":{\"type\":\"string\",\"format\":\"date-time\"},\"changes\":{\"type\":\"object\"}}}",
+    /* restore_revision */
+    "{\"type\":\"object\",\"required\":[\"flag\",\"revision\"],\"properties\":{\"flag\":{"
+    "\"type\":\"string\"},\"revision\":{\"type\":\"string\"}}}",
 };
+
+_Static_assert(sizeof tool_parameters / sizeof tool_parameters[0] == TOOL_COUNT,
+               "one parameters schema per tool");
 
 struct json_object *agent_tools_openai(void)
 {

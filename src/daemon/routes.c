@@ -9,10 +9,10 @@
 
 #include "api/apidoc.h"
 #include "accounts/me.h"
-#include "eval/healthz_route.h"
+#include "daemon/healthz_route.h"
 #include "http/meta.h"
 #include "http/ui_route.h"
-#include "eval/metrics_route.h"
+#include "daemon/metrics_route.h"
 /* section includes: evaluation */
 #include "eval/ofrep.h"
 #include "eval/streams.h"

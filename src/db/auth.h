@@ -1,6 +1,9 @@
 /*
- * auth.h - who is calling: access-token authentication for management
- * routes, token scopes, and the answer when the database cannot tell.
+ * auth.h - who is calling, as the database knows it: the statements that
+ * look up an access token, a session or an internal key, the identity
+ * they yield, and token scopes. Answers no HTTP: the request side (which
+ * credential a request carries, the Origin check, the 401/503 answers) is
+ * mgmt/request_auth.h.
  *
  * An access token (svc_oat_ + 43 base62) is looked up by the SHA-256 digest
  * of its whole plaintext in one database round trip, which also records
@@ -9,8 +12,8 @@
  * the names of doc/api.md "Roles and scopes", each "read" or "write" (write
  * implies read); full access grants every scope.
  *
- * Called by management handlers (me.c and every /v1 and root-API
- * resource). Not linked into the core library.
+ * Called by mgmt/request_auth.c, the dispatcher (mgmt/mgmt.c) and the
+ * token routes (scopes). Not linked into the core library.
  */
 #ifndef ENSIGN_AUTH_H
 #define ENSIGN_AUTH_H
@@ -20,8 +23,9 @@
 #include <libpq-fe.h>
 
 #include "base/token.h"
+#include "db/db.h"
 
-struct http_request;
+struct db;
 
 enum identity_kind { IDENTITY_USER, IDENTITY_ORG };
 
@@ -49,21 +53,6 @@ struct identity {
     unsigned read_mask;  /* enum auth_scope bits; every write bit is set here too */
     unsigned write_mask; /* enum auth_scope bits */
 };
-
-/* Runs once the caller is known; who is valid only during the call. */
-typedef void (*auth_cb)(struct http_request *r, const struct identity *who, void *arg);
-
-/*
- * Authenticates the Authorization: Bearer access token of r (or the
- * session cookie where the route's row allows it: auth_credential_digest;
- * a session acts as its user with every scope). On success
- * calls cb (from the event loop, after one database round trip). Otherwise
- * answers r itself and never calls cb: 401 for a missing, malformed,
- * unknown, revoked or expired token, an SDK key, or a token of a deleted
- * user; 503 with Retry-After when the database is unavailable; 500 when the
- * query fails otherwise.
- */
-void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
 
 /*
  * The credential lookup for a statement that goes on with what the caller
@@ -110,65 +99,31 @@ void auth_access_token(struct http_request *r, auth_cb cb, void *arg);
     "token.id, token.kind, token.user_id, token.org_id, token.scopes, token.full_access"
 #define AUTH_TOKEN_NCOLUMNS 6
 
-/* The SHA-256 digest (hex) of r's bearer access token; false after
- * answering 401 (missing, malformed, an SDK key). */
-bool auth_bearer_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1]);
-
-/*
- * The SHA-256 digest (hex) of r's credential, the one place where a route's
- * credential is chosen: the bearer access token, or, when the route's row
- * says ROUTE_AUTH_TOKEN_OR_COOKIE and r has no Authorization header, the
- * ensign_session cookie (*via_cookie true); a cookie with an unsafe method
- * (not GET, HEAD, OPTIONS or QUERY) must pass auth_same_origin. False
- * after answering 401 (missing, malformed, an SDK key) or 403 (Origin).
- */
-bool auth_credential_digest(struct http_request *r, char digest[TOKEN_DIGEST_HEX_LEN + 1],
-                            bool *via_cookie);
-
 /* The identity of row 0 of a result whose first columns are
  * AUTH_TOKEN_COLUMNS. */
 void auth_identity_from_row(struct identity *who, const PGresult *res);
 
-/*
- * Authenticates an internal operation (doc/api.md "Credentials"): the
- * access token as auth_access_token does, except that a deleted user's
- * token is accepted, then the Ensign-Internal-Key header, an unrevoked key
- * of internal_keys (by SHA-256 digest), in one round trip. Answers 401 for
- * a missing or invalid access token, then 403 (Problem) for a missing or
- * invalid key; calls cb only when both are good. Same query failures as
- * auth_access_token.
- */
-void auth_internal(struct http_request *r, auth_cb cb, void *arg);
+/* Which statement auth_lookup runs. */
+enum auth_lookup_kind {
+    AUTH_LOOKUP_TOKEN,    /* an access token (or a session: AUTH_TOKEN_CTE) */
+    AUTH_LOOKUP_SESSION,  /* a session cookie only; touches last_used_at */
+    AUTH_LOOKUP_INTERNAL, /* an access token, deleted users' too, and the internal key */
+};
 
 /*
- * Authenticates the routes a browser session may call (GET /v1/me, GET
- * /me, PUT /v1/session/password): the bearer access token when there
- * is an Authorization header, else the ensign_session cookie (a session
- * of sessions, by SHA-256 digest, not expired, of a user not deleted),
- * which acts as its user with every scope; *via_cookie tells which. The
- * same failures as auth_access_token, and 403 for a cookie with an unsafe
- * method (not GET, HEAD, OPTIONS or QUERY) that fails auth_same_origin.
+ * Queues the statement that authenticates a credential by its SHA-256
+ * digest (hex) on db: cb gets a result of zero rows (unknown, revoked,
+ * expired) or one row whose first columns are AUTH_TOKEN_COLUMNS
+ * (auth_identity_from_row); AUTH_LOOKUP_INTERNAL also takes the digest of
+ * the Ensign-Internal-Key header ("" when absent) and adds the column
+ * auth_internal_key_ok reads. Returns db_query's answer (-1: not queued,
+ * cb will not run).
  */
-typedef void (*auth_either_cb)(struct http_request *r, const struct identity *who, bool via_cookie,
-                               void *arg);
-void auth_token_or_cookie(struct http_request *r, auth_either_cb cb, void *arg);
+int auth_lookup(struct db *db, enum auth_lookup_kind kind, const char *digest,
+                const char *internal_key_digest, db_result_cb cb, void *arg);
 
-/*
- * The Origin check of the browser surface (doc/api.md "Credentials",
- * session cookie), the one place it is made: true when r carries Sec-Fetch-Site:
- * same-origin, or an Origin equal to the server's own (scheme://Host of r,
- * the scheme https with session_cookie_secure = 1 or X-Forwarded-Proto:
- * https, else http), or neither header (not a browser). False for a
- * foreign Origin, Origin "null", Sec-Fetch-Site cross-site, same-site or
- * none without the own Origin.
- */
-bool auth_same_origin(const struct http_request *r);
-
-/* auth_same_origin, answering 403 (and returning false) when it fails. */
-bool auth_check_same_origin(struct http_request *r);
-
-/* The value of the ensign_session cookie of r copied into out, or false. */
-bool auth_session_cookie(const struct http_request *r, char *out, size_t outlen);
+/* True when row 0 of an AUTH_LOOKUP_INTERNAL result has a valid internal key. */
+bool auth_internal_key_ok(const PGresult *res);
 
 /* True when who may use scope (one enum auth_scope bit) for reading or writing. */
 bool auth_scope_allows(const struct identity *who, unsigned scope, bool write);
@@ -188,16 +143,5 @@ int auth_scopes_parse(const struct json_object *scopes, unsigned *read_mask, uns
 /* The canonical scopes object of masks: {"flags": "write", "audit": "read"}
  * (write wins over read). Caller owns it. */
 struct json_object *auth_scopes_json(unsigned read_mask, unsigned write_mask);
-
-/* Answers 401 with WWW-Authenticate: Bearer and the surface's error body. */
-void auth_send_unauthorized(struct http_request *r, const char *message);
-
-/*
- * Answers a failed database query: 503 "database unavailable" with
- * Retry-After when db_unavailable(res) (logged at debug level: db.c logs
- * the outage itself), else 500 (logged as an error). error is
- * the text the db callback received (may be NULL).
- */
-void auth_send_db_failure(struct http_request *r, const PGresult *res, const char *error);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * meta.c - the OpenAPI document (healthz, which reads shared memory, is
- * src/eval/healthz_route.c).
+ * src/daemon/healthz_route.c).
  *
  * Does not touch the database. The OpenAPI text is generated from the
  * worker's route table on first use and kept for the worker's lifetime.

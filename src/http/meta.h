@@ -1,5 +1,5 @@
 /*
- * meta.h - /openapi.json (/v1/healthz is src/eval/healthz_route.h).
+ * meta.h - /openapi.json (/v1/healthz is src/daemon/healthz_route.h).
  */
 #ifndef ENSIGN_META_H
 #define ENSIGN_META_H

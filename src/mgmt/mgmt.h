@@ -38,6 +38,7 @@
 
 #include "mgmt/audit_record.h"
 #include "db/auth.h"
+#include "mgmt/request_auth.h"
 #include "db/db.h"
 #include "http/router.h"
 

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "db/auth.h"
+#include "mgmt/request_auth.h"
 #include "db/db.h"
 #include "http/event_memory.h"
 #include "http/http.h"

@@ -231,9 +231,22 @@ class AgentIntentsTest(AgentCase):
         self.assertEqual(reply["proposals"]["actions"], [])
         self.assertIn("search-v3", reply["reply"])
         self.assertIn("search-v2", reply["reply"])
+        # "prod" is production when the organization has production and no prod
         reply = self.ask("enable search-v2 in prod")
+        self.assertEqual([a["input"]["environment"] for a in reply["proposals"]["actions"]],
+                         ["production"])
+        # a qualifier the parser cannot apply makes it ask, never drop it
+        reply = self.ask("enable search-v2 for beta users in production")
         self.assertEqual(reply["proposals"]["actions"], [])
-        self.assertIn("production", reply["reply"])
+        self.assertIn("broader than you asked", reply["reply"])
+        # several actions when a request needs several
+        reply = self.ask("turn off search-v2 everywhere")
+        self.assertEqual(sorted(a["input"]["environment"] for a in reply["proposals"]["actions"]),
+                         ["development", "preview", "production"])
+        # a status question is answered from the catalogue
+        reply = self.ask("is search-v2 on in production?")
+        self.assertEqual(reply["proposals"]["actions"], [])
+        self.assertIn("search-v2 is off in production", reply["reply"])
         question = self.ask("enable search-v2")
         self.assertEqual(question["proposals"]["actions"], [])
         self.assertIn("?", question["reply"])
@@ -584,7 +597,8 @@ class AgentModelTest(AgentCase):
         self.assertIn("llm-flag", sent["messages"][0]["content"])
         self.assertEqual({t["function"]["name"] for t in sent["tools"]},
                          {"create_flag", "update_flag_environment", "add_rule", "archive_flag",
-                          "restore_flag", "create_segment"})
+                          "restore_flag", "create_segment", "schedule_change",
+                          "restore_revision"})
         self.assertFalse(self.env_of("llm-flag", "production")["enabled"])
         self.executed(action)
         self.assertTrue(self.env_of("llm-flag", "production")["enabled"])

@@ -28,6 +28,7 @@ Suite *suite_log(void);
 Suite *suite_access_log(void);
 Suite *suite_http_internal(void);
 Suite *suite_agent_parse(void);
+Suite *suite_agent_sentences(void);
 Suite *suite_stream_slots(void);
 Suite *suite_auditchain(void);
 Suite *suite_query_method(void);

@@ -136,9 +136,11 @@ START_TEST(test_enable_disable)
     assert_no_action();
     assert_reply_has("which environment");
     say("enable new-checkout in prod");
+    assert_action("update_flag_environment", "{\"flag\":\"new-checkout\",\"environment\":"
+                                             "\"production\",\"changes\":{\"enabled\":true}}");
+    say("enable new-checkout in staging");
     assert_no_action();
-    assert_reply_has("\"prod\"");
-    assert_reply_has("production");
+    assert_reply_has("\"staging\"");
     say("enable new-chekout in production");
     assert_no_action();
     assert_reply_has("Did you mean new-checkout?");
@@ -341,8 +343,8 @@ START_TEST(test_closest_and_tools)
     ck_assert(!agent_tool_check(&catalog, "create_flag", input, why, sizeof why));
     json_object_put(input);
     struct json_object *tools = agent_tools_openai();
-    ck_assert_uint_eq(json_object_array_length(tools), 6);
-    for (size_t i = 0; i < 6; i++) {
+    ck_assert_uint_eq(json_object_array_length(tools), 8);
+    for (size_t i = 0; i < 8; i++) {
         struct json_object *function, *parameters;
         ck_assert(
             json_object_object_get_ex(json_object_array_get_idx(tools, i), "function", &function));

@@ -8,7 +8,7 @@
  * reads shared memory only; it never writes a counter but its own
  * request's, which http.c counts when the answer leaves.
  */
-#include "eval/metrics_route.h"
+#include "daemon/metrics_route.h"
 
 #include <stdlib.h>
 #include <string.h>

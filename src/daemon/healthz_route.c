@@ -8,7 +8,7 @@
  * because it reads the shared-memory region (shm.h), which the HTTP layer
  * below does not know.
  */
-#include "eval/healthz_route.h"
+#include "daemon/healthz_route.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
