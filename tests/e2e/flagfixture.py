@@ -13,7 +13,7 @@ from test_members import OrgTestCase
 FLAG_FIELDS = {"id", "key", "name", "description", "type", "permanent", "tags",
                "maintainerUserId", "createdByUserId", "archivedAt", "createdAt", "updatedAt"}
 FLAG_DETAIL_FIELDS = FLAG_FIELDS | {"createdByName", "maintainerName"}
-FLAG_LIST_FIELDS = FLAG_DETAIL_FIELDS | {"value", "usage"}
+FLAG_LIST_FIELDS = FLAG_DETAIL_FIELDS | {"value", "usage", "enabledIn"}
 VARIANT_FIELDS = {"id", "key", "value", "label", "sortOrder"}
 RULE_FIELDS = {"id", "priority", "description", "conditions", "serve", "createdAt", "updatedAt"}
 REVISION_FIELDS = {"id", "action", "summary", "changes", "userName", "createdAt"}
