@@ -207,6 +207,23 @@ class ServingTest(DashboardCase):
         self.assertTrue(all(isinstance(f["enabledIn"], list) for f in flags.values()))
 
 
+    def test_segment_list_names_the_flags_that_use_each(self):
+        for key in ("beta", "unused"):
+            self.assertEqual(self.api("POST", "/v1/orgs/acme/segments",
+                                      {"key": key, "name": key}).status, 201)
+        for flag in ("seg-b", "seg-a"):
+            self.assertEqual(self.api("POST", "/v1/orgs/acme/flags", {"slug": flag}).status, 201)
+            rule = {"conditions": [{"segment": "beta"}], "serve": {"variant": "on"}}
+            response = self.api(
+                "POST", f"/v1/orgs/acme/flags/{flag}/environments/preview/rules", rule)
+            self.assertEqual(response.status, 201, response)
+        segments = {s["key"]: s for s in self.api("GET", "/v1/orgs/acme/segments").json["segments"]}
+        self.assertEqual(segments["beta"]["usedBy"], ["seg-a", "seg-b"])
+        self.assertEqual(segments["unused"]["usedBy"], [])
+        one = self.api("GET", "/v1/orgs/acme/segments/beta").json["segment"]
+        self.assertNotIn("usedBy", one)
+
+
 class MissingUiTest(harness.ServerTestCase):
     settings = {"ui_dir": "/nonexistent/ensign-ui"}
 

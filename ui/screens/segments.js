@@ -29,6 +29,8 @@ export default async function segmentsScreen(main, ctx) {
     };
     return h('div', { class: 'card', role: 'group', 'aria-label': `Segment ${seg.key}` },
       h('div', { class: 'row' }, h('strong', null, seg.key), h('span', null, seg.name), seg.description ? h('span', { class: 'muted' }, seg.description) : null),
+      h('p', { class: 'muted' }, (seg.usedBy || []).length ? 'Used by the rules of ' : 'No flag\u2019s rule uses it.',
+        (seg.usedBy || []).map((key, i) => [i ? ', ' : '', h('a', { href: `#/flags/${encodeURIComponent(key)}` }, key)])),
       conds,
       h('div', { class: 'row' },
         h('button', { type: 'button', onclick: () => { conditions.push({ attribute: '', operator: 'eq', values: [] }); draw(); } }, 'Add condition'),

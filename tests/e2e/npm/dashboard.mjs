@@ -80,8 +80,12 @@ async function signIn(page) {
   await page.getByRole('searchbox', { name: 'Search flags' }).waitFor();
 }
 
+// Chooses an environment and waits for the screen drawn for it (its
+// heading names the environment: "Flags in Preview", "Targeting in Preview").
 async function chooseEnv(page, key) {
   await page.getByRole('combobox', { name: 'Environment' }).selectOption(key);
+  const name = key.charAt(0).toUpperCase() + key.slice(1);
+  await page.getByRole('heading', { name: new RegExp(` in ${name}$`) }).first().waitFor();
 }
 
 async function chooseOrg(page, slug) {
@@ -169,6 +173,7 @@ await check('create_flag_variant_preview_ofrep', async () => {
   await page.getByRole('button', { name: 'Add', exact: true }).click();
   await page.getByRole('textbox', { name: 'Label of blue' }).waitFor();
   await chooseEnv(page, 'preview');
+  await page.getByRole('heading', { name: 'Targeting in Preview' }).waitFor();
   await page.getByRole('checkbox', { name: 'Enabled in Preview' }).check();
   await page.getByRole('button', { name: 'Review changes' }).click();
   await page.getByRole('region', { name: 'Review changes' }).getByText('Turn on').waitFor();
@@ -188,6 +193,7 @@ await check('create_flag_variant_preview_ofrep', async () => {
 await check('rollout_must_add_up', async () => {
   await openFlag(page, 'ui-color');
   await chooseEnv(page, 'preview');
+  await page.getByRole('heading', { name: 'Targeting in Preview' }).waitFor();
   const writes = [];
   const spy = (req) => { if (['PATCH', 'PUT', 'POST'].includes(req.method()) && req.url().includes('/v1/')) writes.push(req.url()); };
   page.on('request', spy);
@@ -208,6 +214,7 @@ await check('rollout_must_add_up', async () => {
 await check('rule_with_condition_on_declared_attribute', async () => {
   await openFlag(page, 'ui-color');
   await chooseEnv(page, 'preview');
+  await page.getByRole('heading', { name: 'Targeting in Preview' }).waitFor();
   await page.getByRole('button', { name: 'Add rule' }).click();
   await page.getByRole('button', { name: 'Add condition' }).click();
   await page.getByRole('combobox', { name: 'Condition 1 attribute' }).fill('user.plan');
