@@ -389,6 +389,9 @@ class BrowserTest(DashboardCase):
     def test_schedule_a_change(self):
         self.judge("schedule_a_change")
 
+    def test_playground_evaluates_every_flag(self):
+        self.judge("playground_evaluates")
+
     def test_audit_log_shows_the_chain_verified(self):
         self.judge("audit_chain_verified")
 

@@ -408,6 +408,22 @@ await check('schedule_a_change', async () => {
   return 'scheduled, listed as pending';
 });
 
+await check('playground_evaluates', async () => {
+  const probe = await apiAs(context, 'POST', `/v1/orgs/${ORG}/environments/preview/evaluate`, { context: {} });
+  if (probe.status === 404 && /no such path/.test(probe.text)) throw new Skip('POST /v1/orgs/{org}/environments/{env}/evaluate is not on this branch (i23-revs)');
+  await page.goto(`${BASE}/ui/#/playground`);
+  await chooseEnv(page, 'preview');
+  await page.getByRole('textbox', { name: 'Context' }).fill('{"targetingKey": "u1", "user": {"plan": "pro"}}');
+  await page.getByRole('button', { name: 'Evaluate' }).click();
+  const row = page.getByRole('row', { name: /^ui-color / });
+  await row.waitFor();
+  const text = await row.textContent();
+  assert(text.includes('"blue"') && text.includes('TARGETING_MATCH'), `the row: ${text}`);
+  const curl = await page.getByLabel('Equivalent curl').textContent();
+  assert(curl.includes('/ofrep/v1/evaluate/flags') && curl.includes('$SDK_KEY'), `curl: ${curl}`);
+  return text;
+});
+
 await check('audit_chain_verified', async () => {
   if (!(await routeExists(context, `/orgs/${ORG}/audit/verify`))) throw new Skip('GET /orgs/{slug}/audit/verify is not on this branch (i23-stream)');
   await page.getByRole('link', { name: 'Audit log', exact: true }).click();
