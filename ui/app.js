@@ -123,6 +123,7 @@ function shell() {
   const orgSelect = h('select', { 'aria-label': 'Organization', class: 'switcher' },
     state.orgs.map((o) => h('option', { value: o.slug, selected: o.slug === state.org }, o.name)));
   orgSelect.addEventListener('change', async () => {
+    if (orgSelect.value === state.org) return;
     if (!(await mayLeave())) { orgSelect.value = state.org; return; }
     guard = null;
     state.org = orgSelect.value;
@@ -134,6 +135,7 @@ function shell() {
   const envSelect = h('select', { 'aria-label': 'Environment', class: 'switcher', id: 'env-switch' },
     state.environments.map((e) => h('option', { value: e.key, selected: e.key === state.env }, e.name)));
   envSelect.addEventListener('change', async () => {
+    if (envSelect.value === state.env) return;
     if (!(await mayLeave())) { envSelect.value = state.env; return; }
     guard = null;
     state.env = envSelect.value;

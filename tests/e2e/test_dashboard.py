@@ -8,8 +8,9 @@ targeting, SDK keys, members, the agent, safety, axe-core, screenshots and
 the budgets, printed).
 
 Run by tests/e2e/run (each class has its own database and ensignd). The
-browser part needs `npm ci` in tests/e2e/npm and /usr/bin/chromium
-(contrib/test-all installs both); without them it is skipped, saying why.
+browser part installs tests/e2e/npm's packages with npm ci into a temporary
+directory and needs node, npm and /usr/bin/chromium (contrib/test-all
+installs them); without those it is skipped, saying why.
 """
 
 import gzip
@@ -18,6 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -238,12 +240,24 @@ class MissingUiTest(harness.ServerTestCase):
 def browser_missing():
     if not os.path.exists(CHROMIUM):
         return f"{CHROMIUM} is missing (apt-get install chromium)"
-    for module in ("playwright-core", "axe-core"):
-        if not os.path.isdir(os.path.join(NPM_DIR, "node_modules", module)):
-            return f"{module} is not installed: run npm ci in tests/e2e/npm"
-    if shutil.which("node") is None:
-        return "node is missing"
+    for program in ("node", "npm"):
+        if shutil.which(program) is None:
+            return f"{program} is missing (apt-get install nodejs npm)"
     return None
+
+
+def npm_workdir():
+    """A temporary copy of tests/e2e/npm with its dependencies installed
+    (npm ci: playwright-core and axe-core, as package-lock.json pins them)."""
+    workdir = tempfile.mkdtemp(prefix="ensign-e2e-dashboard.")
+    for name in ("package.json", "package-lock.json", "dashboard.mjs"):
+        shutil.copy(os.path.join(NPM_DIR, name), workdir)
+    result = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                            cwd=workdir, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise AssertionError(f"npm ci failed:\n{result.stdout}\n{result.stderr}")
+    return workdir
 
 
 @unittest.skipIf(browser_missing(), browser_missing() or "")
@@ -300,9 +314,13 @@ class BrowserTest(DashboardCase):
         env = dict(os.environ, ENSIGN_URL=f"http://127.0.0.1:{cls.server.port}", ORG="acme",
                    EMAIL=cls.email, PASSWORD=PASSWORD, BIG_ORG="big",
                    SDK_KEY_PREVIEW=cls.sdk_key, SHOTS_DIR=cls.shots, CHROMIUM=CHROMIUM)
+        workdir = npm_workdir()
         started = time.monotonic()
-        result = subprocess.run(["node", "dashboard.mjs"], cwd=NPM_DIR, env=env, timeout=600,
-                                capture_output=True, text=True)
+        try:
+            result = subprocess.run(["node", "dashboard.mjs"], cwd=workdir, env=env, timeout=600,
+                                    capture_output=True, text=True)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
         sys_err = result.stderr
         if result.returncode != 0 or not result.stdout.strip():
             raise AssertionError(f"dashboard.mjs exited {result.returncode}:\n{sys_err[-4000:]}")

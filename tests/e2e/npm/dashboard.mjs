@@ -83,7 +83,8 @@ async function signIn(page) {
 // Chooses an environment and waits for the screen drawn for it (its
 // heading names the environment: "Flags in Preview", "Targeting in Preview").
 async function chooseEnv(page, key) {
-  await page.getByRole('combobox', { name: 'Environment' }).selectOption(key);
+  const select = page.getByRole('combobox', { name: 'Environment' });
+  if ((await select.inputValue()) !== key) await select.selectOption(key);
   const name = key.charAt(0).toUpperCase() + key.slice(1);
   await page.getByRole('heading', { name: new RegExp(` in ${name}$`) }).first().waitFor();
 }
