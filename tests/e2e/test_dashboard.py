@@ -401,6 +401,12 @@ class BrowserTest(DashboardCase):
     def test_live_change_within_two_seconds(self):
         self.judge("live_change_within_2s")
 
+    def test_unsaved_edits_ask_before_leaving(self):
+        self.judge("unsaved_edits_ask_before_leaving")
+
+    def test_a_change_underneath_is_announced_not_overwritten(self):
+        self.judge("changed_underneath_is_announced")
+
     def test_restore_a_revision(self):
         self.judge("restore_a_revision")
 

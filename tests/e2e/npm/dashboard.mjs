@@ -381,6 +381,38 @@ await check('live_change_within_2s', async () => {
   return `${ms} ms`;
 });
 
+await check('unsaved_edits_ask_before_leaving', async () => {
+  await openFlag(page, 'kb-flag');
+  await chooseEnv(page, 'preview');
+  await page.getByRole('checkbox', { name: 'Enabled in Preview' }).check();
+  await page.getByRole('link', { name: 'Flags', exact: true }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await page.getByRole('heading', { name: 'kb-flag', exact: true }).waitFor();
+  assert(await page.getByRole('checkbox', { name: 'Enabled in Preview' }).isChecked(), 'the edit is kept');
+  await page.getByRole('link', { name: 'Flags', exact: true }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+  await page.getByRole('searchbox', { name: 'Search flags' }).waitFor();
+  assert(!(await flagEnv(context, 'kb-flag', 'preview')).enabled, 'nothing was saved');
+  return 'Cancel stayed with the edit, Confirm left without saving';
+});
+
+await check('changed_underneath_is_announced', async () => {
+  if (!(await routeExists(context, `/v1/orgs/${ORG}/events?probe=1`))) throw new Skip('GET /v1/orgs/{org}/events is not on this branch (i23-stream)');
+  await openFlag(page, 'kb-flag');
+  await chooseEnv(page, 'preview');
+  await page.waitForTimeout(500); // the stream is open
+  await page.getByRole('checkbox', { name: 'Enabled in Preview' }).check();
+  const r = await apiAs(context, 'PATCH', `/v1/orgs/${ORG}/flags/kb-flag/environments/preview`, { offVariantKey: 'on' });
+  assert(r.status === 200, `the change elsewhere: ${r.status} ${r.text}`);
+  await page.getByText('This flag changed underneath while you were editing.').waitFor({ timeout: 3000 });
+  assert(await page.getByRole('checkbox', { name: 'Enabled in Preview' }).isChecked(), 'the edit is not overwritten');
+  await page.getByRole('button', { name: 'Discard my edits and reload' }).click();
+  await page.getByRole('combobox', { name: 'Off variant' }).waitFor();
+  return 'announced, edits kept until discarded';
+});
+
 await check('restore_a_revision', async () => {
   await page.goto(`${BASE}/ui/#/flags/ui-color/history`);
   const buttons = page.getByRole('button', { name: 'Restore this revision' });
