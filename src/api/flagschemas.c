@@ -206,4 +206,30 @@ const char flagschema_rule_answer[] = WRAP("rule", S_RULE);
 
 const char flagschema_rule_list[] = WRAP("rules", "{\"type\":\"array\",\"items\":" S_RULE "}");
 
+/* A revision's state (sql/0013): the targeting after the change; null for
+ * revisions written before states were recorded. */
+#define S_STATE                                                                                    \
+    "{\"type\":[\"object\",\"null\"],\"required\":[\"name\",\"description\",\"tags\","            \
+    "\"environments\"],\"properties\":{\"name\":" S_STRING ",\"description\":" S_NULLABLE_STRING  \
+    ",\"tags\":" S_TAGS ",\"environments\":{\"type\":\"array\",\"items\":{\"type\":\"object\","    \
+    "\"required\":[\"key\",\"enabled\",\"defaultServe\",\"offVariantKey\",\"rules\"],"             \
+    "\"properties\":{\"key\":" S_KEY ",\"enabled\":{\"type\":\"boolean\"},"                          \
+    "\"defaultServe\":{\"type\":\"object\"},\"offVariantKey\":" S_NULLABLE_STRING ","                \
+    "\"rules\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"id\",\"priority\","   \
+    "\"description\",\"conditions\",\"serve\"],\"properties\":{\"id\":" S_STRING ","               \
+    "\"priority\":" S_PRIORITY ",\"description\":" S_NULLABLE_STRING ","                            \
+    "\"conditions\":" S_CONDITIONS ",\"serve\":" S_SERVE "}}}}}}}}"
+
+#define S_REVISION_DETAIL                                                                          \
+    "{\"allOf\":[" S_REVISION ",{\"type\":\"object\",\"required\":[\"state\"],"                      \
+    "\"properties\":{\"state\":" S_STATE "}}]}"
+
+const char flagschema_revision_answer[] = WRAP("revision", S_REVISION_DETAIL);
+
+const char flagschema_copy[] =
+    "{\"type\":\"object\",\"required\":[\"from\"],\"additionalProperties\":false,"
+    "\"properties\":{\"from\":" S_KEY "}}";
+
+const char flagschema_environment_answer[] = WRAP("environment", S_FLAG_ENVIRONMENT);
+
 /* clang-format on */

@@ -23,7 +23,10 @@ extern const char flagschema_rule_create[];
 extern const char flagschema_rule_update[];
 extern const char flagschema_rule_replace[];
 extern const char flagschema_rule_reorder[];
-extern const char flagschema_rule_answer[]; /* {rule} */
-extern const char flagschema_rule_list[];   /* {rules} */
+extern const char flagschema_rule_answer[];        /* {rule} */
+extern const char flagschema_rule_list[];          /* {rules} */
+extern const char flagschema_revision_answer[];    /* {revision} with its state */
+extern const char flagschema_copy[];               /* POST .../environments/{envKey}/copy */
+extern const char flagschema_environment_answer[]; /* {environment}: a flag's configuration */
 
 #endif

@@ -9,13 +9,20 @@
  *
  * Actions (the vocabulary of revisions.action):
  *   flag.created  flag.updated  flag.archived  flag.restored
+ *   flag.revision_restored
  *   variant.created  variant.updated  variant.deleted
- *   environment.updated
+ *   environment.updated  environment.copied
  *   rule.created  rule.updated  rule.deleted  rules.replaced  rules.reordered
  * summary is one human sentence; changes lists "field: old → new" lines.
  * user_name keeps the actor's name at the time (a user's name, or an
  * organization token's name); the JSON form is ensign_revision_json() in
  * sql/0002_flag_management.sql.
+ *
+ * Each revision also carries the flag's targeting after the change
+ * (revisions.state), set by the trigger of sql/0013_revision_state.sql at
+ * the end of the inserting statement: a write records it without doing
+ * anything. The restore and the copy (flagrevision.c, envcopy.c) write
+ * their revision through ensign_targeting_revision of the same file.
  *
  * Used by flags.c, variants.c, rules.c and environments.c.
  */

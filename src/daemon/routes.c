@@ -18,6 +18,9 @@
 #include "eval/streams.h"
 /* section includes: flags */
 #include "api/environments.h"
+#include "api/envcopy.h"
+#include "api/evaluate.h"
+#include "api/flagrevision.h"
 #include "api/flagrevisions.h"
 #include "api/flags.h"
 #include "api/flagschemas.h"
@@ -115,6 +118,13 @@ static const struct route route_table[] = {
     OPX(GET, FLAG_PATH "/revisions", flags_revisions, flags_revisions_load,
         "A flag's whole history, newest first, page by page (the detail shows the newest 20)",
         NEED(VIEWER, FLAGS, false), NULL, flagschema_revision_list, 200),
+    OPX(GET, FLAG_PATH "/revisions/{id}", flag_revision_get, flag_revision_get_load,
+        "A revision with its state: the flag's targeting after the change (null before states)",
+        NEED(VIEWER, FLAGS, false), NULL, flagschema_revision_answer, 200),
+    OPX(POST, FLAG_PATH "/revisions/{id}/restore", flag_revision_restore,
+        flag_revision_restore_load,
+        "Bring back a revision's targeting as one new revision (409 without state or variants)",
+        NEED(MEMBER, FLAGS, true), NULL, flagschema_revision_answer, 200),
     OP(POST, FLAG_PATH "/archive", flags_archive,
        "Archive a flag (it keeps evaluating; no-op when archived)", NEED(MEMBER, FLAGS, true), NULL,
        flagschema_flag_answer, 200),
@@ -136,6 +146,12 @@ static const struct route route_table[] = {
         environments_configure_load,
         "Configure a flag in an environment: enabled, default serve, off variant",
         NEED(MEMBER, FLAGS, true), flagschema_configure, flagschema_ack, 200),
+    OPX(POST, FLAG_PATH "/environments/{envKey}/copy", envcopy_copy, envcopy_load,
+        "Copy default serve, off variant and rules from environment {from} (not enabled)",
+        NEED(MEMBER, FLAGS, true), flagschema_copy, flagschema_environment_answer, 200),
+    OP(POST, "/v1/orgs/{org}/environments/{envKey}/evaluate", evaluate_environment,
+       "Evaluate an environment for a context as OFREP bulk does, with each flag's ruleId",
+       NEED(VIEWER, FLAGS, false), evaluate_request_schema, evaluate_response_schema, 200),
     OPX(POST, RULES_PATH, rules_create, rules_load, "Append a targeting rule",
         NEED(MEMBER, FLAGS, true), flagschema_rule_create, flagschema_rule_answer, 201),
     OP(GET, RULES_PATH, rules_list, "List the targeting rules in evaluation order",

@@ -68,7 +68,7 @@ class WalkthroughTest(harness.ServerTestCase):
     def test_walkthrough_runs_as_printed(self):
         with open(DOC, encoding="utf-8") as f:
             blocks = sh_blocks(f.read())
-        self.assertGreaterEqual(len(blocks), 8)
+        self.assertGreaterEqual(len(blocks), 11)
         with open(DOC, encoding="utf-8") as f:
             shown = [line.strip() for line in f if EXPORTS.match(line.strip())]
         self.assertEqual(len(shown), 1, "the document shows the quick start's export line once")
@@ -97,6 +97,13 @@ class WalkthroughTest(harness.ServerTestCase):
         self.assertEqual(len(history), 2, out[7])
         self.assertEqual(history[0]["summary"], "Turned on in Production")
         self.assertEqual(history[0]["action"], "environment.updated")
+        self.assertEqual(json.loads(out[8]), {"ok": True})  # the mistake
+        self.assertEqual(json_values(out[9]), [{
+            "summary": "Turned on in Production",
+            "production": {"enabled": True, "defaultServe": {"variant": "off"}, "rules": 1}}])
+        restored = json_values(out[10])[0]
+        self.assertEqual(restored["action"], "flag.revision_restored")
+        self.assertEqual(restored["changes"], ["production enabled: false → true"])
         evaluations = json_values(out[len(blocks) - 1])
         self.assertEqual([e["value"] for e in evaluations], [True, False], result.stdout)
         self.assertEqual([e["variant"] for e in evaluations], ["on", "off"])
