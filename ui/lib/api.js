@@ -27,9 +27,6 @@ function messageOf(status, body) {
   return text;
 }
 
-let requests = 0;
-export function requestCount() { return requests; }
-
 // Called with every 401 (the session ended): the shell shows sign-in.
 let onSignedOut = () => {};
 export function whenSignedOut(fn) { onSignedOut = fn; }
@@ -40,7 +37,6 @@ export async function call(method, path, body) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  requests += 1;
   let response;
   try {
     response = await fetch(path, init);

@@ -70,7 +70,6 @@ export function conditionEditor(cond, attributes, segments, onChange, onRemove, 
     cond.operator = operator.value;
     const kind = valueKind(cond.operator, (declared() || {}).dataType);
     values.disabled = kind === 'none';
-    values.type = kind === 'number' ? 'text' : 'text';
     values.inputMode = kind === 'number' ? 'decimal' : 'text';
     hint.textContent = hintOf(kind, cond.operator);
     const parsed = parseValues(values.value, kind);

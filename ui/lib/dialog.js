@@ -3,7 +3,7 @@
 import { h } from './view.js';
 
 // Resolves true on Confirm, false on Cancel or Escape.
-export function confirmDialog(title, text, confirmLabel = 'Confirm') {
+export function confirmDialog(title, text) {
   return new Promise((resolve) => {
     const opener = document.activeElement;
     const headingId = `dialog-title-${Date.now()}`;
@@ -20,7 +20,7 @@ export function confirmDialog(title, text, confirmLabel = 'Confirm') {
       h('h2', { id: headingId }, title),
       h('p', null, text),
       h('div', { class: 'actions' },
-        h('button', { type: 'button', class: 'primary', onclick: () => finish(true) }, confirmLabel === 'Confirm' ? 'Confirm' : confirmLabel),
+        h('button', { type: 'button', class: 'primary', onclick: () => finish(true) }, 'Confirm'),
         h('button', { type: 'button', onclick: () => finish(false) }, 'Cancel')));
     dialog.addEventListener('cancel', (e) => { e.preventDefault(); finish(false); });
     document.body.appendChild(dialog);
