@@ -265,6 +265,8 @@ class BrowserTest(DashboardCase):
     """The screens in chromium: dashboard.mjs runs every scenario once (in
     setUpClass) and each test here judges one of them."""
 
+    settings = {**DashboardCase.settings, "usage_flush_interval_ms": 200}
+
     @classmethod
     def prepare(cls):
         super().prepare()
@@ -415,6 +417,9 @@ class BrowserTest(DashboardCase):
 
     def test_playground_evaluates_every_flag(self):
         self.judge("playground_evaluates")
+
+    def test_unknown_flag_is_listed_and_created_from_its_screen(self):
+        self.judge("unknown_flag_created_from_its_screen")
 
     def test_audit_log_shows_the_chain_verified(self):
         self.judge("audit_chain_verified")

@@ -457,6 +457,22 @@ await check('playground_evaluates', async () => {
   return text;
 });
 
+await check('unknown_flag_created_from_its_screen', async () => {
+  if (!(await routeExists(context, `/v1/orgs/${ORG}/unknown-flags`))) throw new Skip('GET /v1/orgs/{org}/unknown-flags is not on this branch (i23-stale)');
+  const asked = await fetch(`${BASE}/ofrep/v1/evaluate/flags/ghost-flag`, {
+    method: 'POST', headers: { Authorization: `Bearer ${SDK_KEY}`, 'Content-Type': 'application/json' }, body: '{}',
+  });
+  assert(asked.status === 404, `OFREP for ghost-flag: ${asked.status}`);
+  await waitFor(async () => {
+    const r = await apiAs(context, 'GET', `/v1/orgs/${ORG}/unknown-flags`);
+    return r.status === 200 && r.json.flags.some((f) => f.key === 'ghost-flag');
+  }, 10000, 'ghost-flag counted');
+  await page.goto(`${BASE}/ui/#/unknown`);
+  await page.getByRole('button', { name: 'Create flag ghost-flag' }).click();
+  await page.getByRole('heading', { name: 'ghost-flag', exact: true }).waitFor();
+  return 'listed, created from the list';
+});
+
 await check('audit_chain_verified', async () => {
   if (!(await routeExists(context, `/orgs/${ORG}/audit/verify`))) throw new Skip('GET /orgs/{slug}/audit/verify is not on this branch (i23-stream)');
   await page.getByRole('link', { name: 'Audit log', exact: true }).click();
