@@ -83,7 +83,7 @@ async function signIn(page) {
 // Chooses an environment and waits for the screen drawn for it (its
 // heading names the environment: "Flags in Preview", "Targeting in Preview").
 async function chooseEnv(page, key) {
-  const select = page.getByRole('combobox', { name: 'Environment' });
+  const select = page.getByRole('combobox', { name: 'Environment', exact: true });
   if ((await select.inputValue()) !== key) await select.selectOption(key);
   const name = key.charAt(0).toUpperCase() + key.slice(1);
   await page.getByRole('heading', { name: new RegExp(` in ${name}$`) }).first().waitFor();
@@ -445,6 +445,7 @@ await check('playground_evaluates', async () => {
   const probe = await apiAs(context, 'POST', `/v1/orgs/${ORG}/environments/preview/evaluate`, { context: {} });
   if (probe.status === 404 && /no such path/.test(probe.text)) throw new Skip('POST /v1/orgs/{org}/environments/{env}/evaluate is not on this branch (i23-revs)');
   await page.goto(`${BASE}/ui/#/playground`);
+  await page.getByRole('heading', { name: /^Playground in / }).waitFor();
   await chooseEnv(page, 'preview');
   await page.getByRole('textbox', { name: 'Context' }).fill('{"targetingKey": "u1", "user": {"plan": "pro"}}');
   await page.getByRole('button', { name: 'Evaluate' }).click();
