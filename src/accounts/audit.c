@@ -244,20 +244,10 @@ void audit_config_get(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void audit_config_put(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const char *const fields[] = {"ip_disclosure", "$schema", NULL};
-    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
-    struct validate v;
-    validate_init(&v);
-    bool disclose = false;
-    validate_only_fields(&v, body, fields);
-    validate_bool(&v, body, "ip_disclosure", VALIDATE_REQUIRED, &disclose);
-    if (validate_ok(&v)) {
-        const char *params[] = {ctx->org_id, disclose ? "t" : "f", ctx->audit_actor};
-        mgmt_query(r, CONFIG_PUT_SQL, 3, params, mgmt_answer_cb, r);
-    } else {
-        mgmt_send_invalid(r, &v);
-    }
-    validate_free(&v);
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    bool disclose = json_object_get_boolean(mgmt_body_member(body, "ip_disclosure"));
+    const char *params[] = {ctx->org_id, disclose ? "t" : "f", ctx->audit_actor};
+    mgmt_query(r, CONFIG_PUT_SQL, 3, params, mgmt_answer_cb, r);
     json_object_put(body);
 }
 
@@ -279,5 +269,6 @@ const char audit_list_schema[] =
     "path in the organization\"},"
     "\"created_at\":{\"type\":\"string\",\"format\":\"date-time\"}}}}}}";
 
-const char audit_config_schema[] = "{\"type\":\"object\",\"required\":[\"ip_disclosure\"],"
-                                   "\"properties\":{\"ip_disclosure\":{\"type\":\"boolean\"}}}";
+const char audit_config_schema[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"ip_disclosure\"],"
+    "\"properties\":{\"$schema\":{\"type\":\"string\"},\"ip_disclosure\":{\"type\":\"boolean\"}}}";

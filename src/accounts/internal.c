@@ -64,65 +64,27 @@ static const char PROVISION_SQL[] = AUDIT_ANSWER_ORG(
     "'members/' || $1", "$4");
 /* clang-format on */
 
-#define PROFILE_TEXT_MAX 2000
-
 /* ---- PUT /me/deleted ---- */
 
 void internal_me_deleted(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const struct identity *who = &ctx->who;
-    static const char *const allowed[] = {"$schema", "deleted", NULL};
-    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
-    struct validate v;
-    validate_init(&v);
-    bool deleted = false;
-    validate_only_fields(&v, body, allowed);
-    validate_bool(&v, body, "deleted", VALIDATE_REQUIRED, &deleted);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        const char *params[] = {who->user_id, deleted ? "true" : "false"};
-        mgmt_query(r, DELETED_SQL, 2, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    bool deleted = json_object_get_boolean(mgmt_body_member(body, "deleted"));
+    const char *params[] = {ctx->who.user_id, deleted ? "true" : "false"};
+    mgmt_query(r, DELETED_SQL, 2, params, mgmt_answer_cb, r);
     json_object_put(body);
 }
 
 /* ---- PUT /me/profile ---- */
 
-static void check_profile(struct validate *v, struct json_object *body)
-{
-    static const char *const texts[] = {"avatarUrl", "bio",         "company",    "location",
-                                        "pronouns",  "publicEmail", "websiteUrl", NULL};
-    static const char *const allowed[] = {"$schema",  "avatarUrl",  "bio",         "company",
-                                          "location", "name",       "pronouns",    "publicEmail",
-                                          "username", "websiteUrl", "socialLinks", NULL};
-    const char *text;
-    validate_only_fields(v, body, allowed);
-    validate_string(v, body, "name", 1, 200, 0, &text);
-    validate_string(v, body, "username", 1, 39, VALIDATE_NULLABLE, &text);
-    for (size_t i = 0; texts[i] != NULL; i++)
-        validate_string(v, body, texts[i], 0, PROFILE_TEXT_MAX, VALIDATE_NULLABLE, &text);
-    struct json_object *links;
-    if (json_object_object_get_ex(body, "socialLinks", &links) && links != NULL &&
-        !json_object_is_type(links, json_type_object))
-        validate_error(v, "socialLinks", "an object");
-}
-
 void internal_me_profile(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const struct identity *who = &ctx->who;
-    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
-    struct validate v;
-    validate_init(&v);
-    check_profile(&v, body);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        const char *params[] = {who->user_id, json_object_to_json_string(body)};
-        mgmt_query(r, PROFILE_SQL, 2, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
+    /* The row's schema checked the body: name 1 to 200 characters, username
+     * 1 to 39 or null, the other texts at most 2000 or null, socialLinks an
+     * object or null. */
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    const char *params[] = {ctx->who.user_id, json_object_to_json_string(body)};
+    mgmt_query(r, PROFILE_SQL, 2, params, mgmt_answer_cb, r);
     json_object_put(body);
 }
 
@@ -131,24 +93,11 @@ void internal_me_profile(struct http_request *r, const struct mgmt_ctx *ctx)
 void internal_provision_member(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     const struct identity *who = &ctx->who;
-    static const char *const allowed[] = {"$schema", "org_id", "role", NULL};
-    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
-    struct validate v;
-    validate_init(&v);
-    const char *org = NULL, *role = "member";
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "org_id", 1, 63, VALIDATE_REQUIRED, &org);
-    if (validate_string(&v, body, "role", 1, 16, VALIDATE_NULLABLE, &role) == VALIDATE_SET &&
-        mgmt_role_from_name(role) < 0)
-        validate_error(&v, "role", "one of owner, admin, member, viewer");
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        char actor[AUDIT_ACTOR_JSON_MAX];
-        audit_actor_init(actor, r, "", who, NULL);
-        const char *params[] = {who->user_id, org, role, actor};
-        mgmt_query(r, PROVISION_SQL, 4, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    const char *org = mgmt_body_text(body, "org_id"), *role = mgmt_body_text(body, "role");
+    char actor[AUDIT_ACTOR_JSON_MAX];
+    audit_actor_init(actor, r, "", who, NULL);
+    const char *params[] = {who->user_id, org, role ? role : "member", actor};
+    mgmt_query(r, PROVISION_SQL, 4, params, mgmt_answer_cb, r);
     json_object_put(body);
 }

@@ -2,7 +2,8 @@
  * membership.c - the one shape of the member, collaborator and invitation
  * writes (see membership.h).
  *
- * Owns the order of their checks (body, fields, route parameter) and the
+ * Owns the order of their checks (the body's schema in the dispatcher, the
+ * route parameter) and the
  * order of their statement's parameters; the statements and the role
  * vocabularies stay with their resources.
  */
@@ -40,27 +41,15 @@ static const char *subject_param(struct http_request *r, const struct membership
     return NULL;
 }
 
+/* The body's login and role (the row's schema checked them). */
 static void with_body(struct http_request *r, const struct mgmt_ctx *ctx,
                       const struct membership_write *w, struct json_object *body)
 {
-    static const char *const with_login[] = {"$schema", "login", "role", NULL};
-    static const char *const role_only[] = {"$schema", "role", NULL};
-    struct validate v;
-    validate_init(&v);
-    const char *login = NULL;
-    validate_only_fields(&v, body, w->login ? with_login : role_only);
-    if (w->login)
-        validate_string(&v, body, "login", 1, MEMBERSHIP_LOGIN_MAX_CHARS, VALIDATE_REQUIRED,
-                        &login);
-    const char *role = w->role(&v, body);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-        return;
-    }
+    const char *login = w->login ? mgmt_body_text(body, "login") : NULL;
+    const char *role = w->role(body);
     const char *subject = w->login ? login : subject_param(r, w);
     if (subject != NULL)
         run(r, ctx, w, subject, role);
-    validate_free(&v);
 }
 
 void membership_write(struct http_request *r, const struct mgmt_ctx *ctx,

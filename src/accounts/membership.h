@@ -10,9 +10,9 @@
  *   {project} parameter, then the subject (the body's login, or the
  *   route parameter), then the role (when the body has one), then the
  *   audit actor.
- * Answers, in order: 400/422 for a body that is not an object, 422 for
- * invalid fields, 404 (not_found) for a parameter that is not a uuid,
- * then the statement's answer.
+ * Answers, in order: 400/422 for a body the row's schema refuses (the
+ * dispatcher), 404 (not_found) for a parameter that is not a uuid, then
+ * the statement's answer.
  */
 #ifndef ENSIGN_MEMBERSHIP_H
 #define ENSIGN_MEMBERSHIP_H
@@ -22,14 +22,11 @@
 
 struct http_request;
 struct mgmt_ctx;
-struct validate;
-
-#define MEMBERSHIP_LOGIN_MAX_CHARS 320
 
 enum membership_second { MEMBERSHIP_NO_SECOND, MEMBERSHIP_CALLER_ROLE, MEMBERSHIP_PROJECT };
 
-/* Reads and checks the body's role (adding errors to v); returns it. */
-typedef const char *(*membership_role_reader)(struct validate *v, struct json_object *body);
+/* The body's role (the row's schema checked it), or the default. */
+typedef const char *(*membership_role_reader)(const struct json_object *body);
 
 struct membership_write {
     const char *sql;               /* compile-time constant, parameters as above */

@@ -66,24 +66,17 @@ void org_members_list(struct http_request *r, const struct mgmt_ctx *ctx)
         page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "members");
 }
 
-/* The role member of body, one of the organization roles (default member). */
-static const char *read_org_role(struct validate *v, struct json_object *body, unsigned flags)
+/* The role of body (one of the organization roles, as the row's schema
+ * checked), member when absent or null. */
+static const char *optional_role(const struct json_object *body)
 {
-    const char *role = "member";
-    if (validate_string(v, body, "role", 1, 16, flags, &role) == VALIDATE_SET &&
-        mgmt_role_from_name(role) < 0)
-        validate_error(v, "role", "one of owner, admin, member, viewer");
-    return role;
+    const char *role = mgmt_body_text(body, "role");
+    return role ? role : "member";
 }
 
-static const char *optional_role(struct validate *v, struct json_object *body)
+static const char *required_role(const struct json_object *body)
 {
-    return read_org_role(v, body, VALIDATE_NULLABLE);
-}
-
-static const char *required_role(struct validate *v, struct json_object *body)
-{
-    return read_org_role(v, body, VALIDATE_REQUIRED);
+    return mgmt_body_text(body, "role");
 }
 
 void org_members_add(struct http_request *r, const struct mgmt_ctx *ctx)

@@ -15,6 +15,8 @@
  *    caller's project collaborations in the organization go too.
  *  - GET /orgs/{slug}/deleted-projects: soft-deleted projects, paginated,
  *    q on name and slug; any member (projects:read).
+ * Bodies are checked by the dispatcher against the rows' schemas
+ * (name 1 to 200 characters, slug the key pattern or null).
  */
 #include "accounts/orgs.h"
 
@@ -24,9 +26,6 @@
 #include "mgmt/audit_record.h"
 #include "mgmt/mgmt.h"
 #include "mgmt/pagination.h"
-#include "mgmt/validate.h"
-
-#define NAME_MAX_CHARS 200
 
 static const char LIST_USER_SQL[] =
     PAGE_WITH_CURSOR("''") ", p AS (SELECT o.slug, ensign_org_form(o, m.role) AS item"
@@ -98,23 +97,12 @@ void orgs_list(struct http_request *r, const struct mgmt_ctx *ctx)
 void orgs_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     const struct identity *who = &ctx->who;
-    static const char *const allowed[] = {"$schema", "name", "slug", NULL};
-    struct json_object *body = ctx->body; /* parsed by the dispatcher; ours to put */
-    struct validate v;
-    validate_init(&v);
-    const char *name = NULL, *slug = NULL;
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "name", 1, NAME_MAX_CHARS, VALIDATE_REQUIRED, &name);
-    validate_key(&v, body, "slug", VALIDATE_NULLABLE, &slug);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        char actor[AUDIT_ACTOR_JSON_MAX];
-        audit_actor_init(actor, r, "", who, NULL);
-        const char *params[] = {who->user_id, name, slug, actor};
-        mgmt_query(r, CREATE_SQL, 4, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    char actor[AUDIT_ACTOR_JSON_MAX];
+    audit_actor_init(actor, r, "", who, NULL);
+    const char *params[] = {who->user_id, mgmt_body_text(body, "name"),
+                            mgmt_body_text(body, "slug"), actor};
+    mgmt_query(r, CREATE_SQL, 4, params, mgmt_answer_cb, r);
     json_object_put(body);
 }
 
@@ -122,20 +110,10 @@ void orgs_create(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void orgs_rename(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const char *const allowed[] = {"$schema", "name", NULL};
-    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
-    struct validate v;
-    validate_init(&v);
-    const char *name = NULL;
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "name", 1, NAME_MAX_CHARS, VALIDATE_REQUIRED, &name);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else {
-        const char *params[] = {ctx->org_id, name, mgmt_role_name(ctx->role), ctx->audit_actor};
-        mgmt_query(r, RENAME_SQL, 4, params, mgmt_answer_cb, r);
-        validate_free(&v);
-    }
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    const char *params[] = {ctx->org_id, mgmt_body_text(body, "name"), mgmt_role_name(ctx->role),
+                            ctx->audit_actor};
+    mgmt_query(r, RENAME_SQL, 4, params, mgmt_answer_cb, r);
     json_object_put(body);
 }
 

@@ -5,7 +5,8 @@
  * The caller is a session cookie (with the Origin check of every unsafe
  * method a cookie authenticates, auth.c) or a personal access token of the
  * user; an organization token is a 403 (it has no password). `current` is
- * 1 to 1024 characters, `new` 8 to 1024 (422 with errors otherwise). Each
+ * 1 to 1024 characters, `new` 8 to 1024 (the row's schema: 422 with errors
+ * otherwise). Each
  * attempt takes one from the account's login budget (login_limit.h: 429
  * when spent), so guessing `current` here is no faster than logging in.
  * The check of `current` and the hash of `new` run on the worker's helper
@@ -15,8 +16,9 @@
  * and deletes every other session of the user: the caller's own session,
  * when it came with a cookie, stays. Answers 200 {"ok": true}.
  *
- * The steps, each a callback on the worker's loop: identity (auth.c), the
- * user row (email, hash), the check of current, the new hash, the update.
+ * The steps, each a callback on the worker's loop: the dispatcher (the
+ * identity and the body's schema), the user row (email, hash), the check of
+ * current, the new hash, the update.
  * One struct change carries them and is freed (wiped) by whichever step
  * answers.
  */
@@ -37,7 +39,6 @@
 #include "http/server.h"
 #include "accounts/sessions.h"
 #include "base/token.h"
-#include "mgmt/validate.h"
 
 /* $1 user. */
 static const char USER_SQL[] =
@@ -146,56 +147,37 @@ static void on_user(PGresult *res, const char *error, void *arg)
     }
 }
 
-/* The validated body copied into a new change, or NULL after answering. */
-static struct change *read_body(struct http_request *r)
+/* A new change of the body's passwords (the row's schema checked them:
+ * current 1 to 1024 characters, new 8 to 1024), or NULL after answering. */
+static struct change *change_of(struct http_request *r, const struct json_object *body)
 {
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return NULL;
-    static const char *const allowed[] = {"current", "new", NULL};
-    struct validate v;
-    validate_init(&v);
-    const char *current = NULL, *next = NULL;
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "current", 1, PASSWORD_MAX_LEN, VALIDATE_REQUIRED, &current);
-    validate_string(&v, body, "new", PASSWORD_MIN_LEN, PASSWORD_MAX_LEN, VALIDATE_REQUIRED, &next);
-    struct change *c = NULL;
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else if ((c = calloc(1, sizeof *c)) == NULL) {
-        validate_free(&v);
+    struct change *c = calloc(1, sizeof *c);
+    if (c == NULL) {
         http_send_error(r, 500, "out of memory");
-    } else {
-        c->r = r;
-        snprintf(c->current, sizeof c->current, "%s", current);
-        snprintf(c->next, sizeof c->next, "%s", next);
-        validate_free(&v);
+        return NULL;
     }
-    json_object_put(body);
+    c->r = r;
+    snprintf(c->current, sizeof c->current, "%s", mgmt_body_text(body, "current"));
+    snprintf(c->next, sizeof c->next, "%s", mgmt_body_text(body, "new"));
     return c;
 }
 
-static void on_identity(struct http_request *r, const struct identity *who, bool via_cookie,
-                        void *arg)
+void password_change_put(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    if (who->kind != IDENTITY_USER) {
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    struct change *c = NULL;
+    if (ctx->who.kind != IDENTITY_USER)
         http_send_error(r, 403, "an organization token has no password to change");
-        return;
-    }
-    struct change *c = read_body(r);
+    else
+        c = change_of(r, body);
+    json_object_put(body);
     if (c == NULL)
         return;
-    snprintf(c->user_id, sizeof c->user_id, "%s", who->user_id);
+    snprintf(c->user_id, sizeof c->user_id, "%s", ctx->who.user_id);
     char cookie[TOKEN_MAX_LEN];
-    if (via_cookie && auth_session_cookie(r, cookie, sizeof cookie))
+    if (ctx->via_cookie && auth_session_cookie(r, cookie, sizeof cookie))
         token_digest_hex(cookie, strlen(cookie), c->keep_digest);
     const char *params[] = {c->user_id};
     if (mgmt_query(r, USER_SQL, 1, params, on_user, c) != 0)
         free_change(c);
-}
-
-void password_change_put(struct http_request *r)
-{
-    auth_token_or_cookie(r, on_identity, NULL);
 }

@@ -30,11 +30,6 @@
 #include "mgmt/pagination.h"
 #include "mgmt/validate.h"
 
-#define NAME_MAX_CHARS 200
-#define DESCRIPTION_MAX_CHARS 2000
-#define README_MAX_CHARS 100000
-#define URL_MAX_CHARS 2000
-
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT x.created_at, x.id, ensign_project_form(x) AS "
                                     "item FROM projects x"
@@ -125,40 +120,33 @@ struct project_fields {
     const char *name, *slug, *description, *readme, *url;
 };
 
-static void read_fields(struct validate *v, struct json_object *body, bool create,
-                        struct project_fields *f)
+/* The members of a body the row's schema checked (name 1 to 200
+ * characters, slug the key pattern, description and repository_url at most
+ * 2000, readme at most 100000); absent ones are NULL. */
+static void read_fields(const struct json_object *body, struct project_fields *f)
 {
-    static const char *const allowed[] = {"$schema", "name",           "slug", "description",
-                                          "readme",  "repository_url", NULL};
-    validate_only_fields(v, body, allowed);
-    validate_string(v, body, "name", 1, NAME_MAX_CHARS, create ? VALIDATE_REQUIRED : 0, &f->name);
-    validate_key(v, body, "slug", create ? VALIDATE_NULLABLE : 0, &f->slug);
-    validate_string(v, body, "description", 0, DESCRIPTION_MAX_CHARS, 0, &f->description);
-    validate_string(v, body, "readme", 0, README_MAX_CHARS, 0, &f->readme);
-    validate_string(v, body, "repository_url", 0, URL_MAX_CHARS, 0, &f->url);
+    f->name = mgmt_body_text(body, "name");
+    f->slug = mgmt_body_text(body, "slug");
+    f->description = mgmt_body_text(body, "description");
+    f->readme = mgmt_body_text(body, "readme");
+    f->url = mgmt_body_text(body, "repository_url");
 }
 
 static void write_project(struct http_request *r, const struct mgmt_ctx *ctx, bool create)
 {
-    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
-    struct validate v;
-    validate_init(&v);
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
     struct project_fields f = {0};
-    read_fields(&v, body, create, &f);
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else if (create) {
+    read_fields(body, &f);
+    if (create) {
         const char *creator = ctx->actor_user_id[0] ? ctx->actor_user_id : NULL;
         const char *params[] = {ctx->org_id,   creator,  f.name, f.slug,
                                 f.description, f.readme, f.url,  ctx->audit_actor};
         mgmt_query(r, CREATE_SQL, 8, params, mgmt_answer_cb, r);
-        validate_free(&v);
     } else {
         const char *params[] = {
             ctx->org_id, mgmt_param(r, "project"), f.name, f.slug, f.description, f.readme,
             f.url,       ctx->audit_actor};
         mgmt_query(r, UPDATE_SQL, 8, params, mgmt_answer_cb, r);
-        validate_free(&v);
     }
     json_object_put(body);
 }

@@ -44,12 +44,11 @@
 #include "db/password_pool.h"
 #include "http/server.h"
 #include "base/token.h"
-#include "mgmt/validate.h"
+#include "accounts/schemas.h"
 
 #define SESSION_DAYS 14
 #define TEXT_OF(x) #x
 #define TEXT_OF_VALUE(x) TEXT_OF(x)
-#define EMAIL_MAX_CHARS 320
 
 /* $1 email. */
 static const char USER_SQL[] =
@@ -188,23 +187,17 @@ void sessions_login(struct http_request *r)
 {
     if (!sessions_json_body(r) || !auth_check_same_origin(r) || !login_limit_check_address(r))
         return;
-    struct json_object *body = mgmt_body_object(r);
+    /* The row's schema is the check: email 1 to 320 characters, password
+     * 1 to 1024. */
+    struct json_object *body = mgmt_checked_body(r, schema_acc_login);
     if (body == NULL)
         return;
-    static const char *const allowed[] = {"email", "password", NULL};
-    struct validate v;
-    validate_init(&v);
-    const char *email = NULL, *password = NULL;
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "email", 1, EMAIL_MAX_CHARS, VALIDATE_REQUIRED, &email);
-    validate_string(&v, body, "password", 1, PASSWORD_MAX_LEN, VALIDATE_REQUIRED, &password);
+    const char *email = mgmt_body_text(body, "email");
+    const char *password = mgmt_body_text(body, "password");
     struct login *l = NULL;
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else if (!login_limit_check_account(r, email)) {
-        validate_free(&v);
+    if (!login_limit_check_account(r, email)) {
+        /* answered 429 */
     } else if ((l = calloc(1, sizeof *l)) == NULL) {
-        validate_free(&v);
         http_send_error(r, 500, "out of memory");
     } else {
         l->r = r;
@@ -212,7 +205,6 @@ void sessions_login(struct http_request *r)
         const char *params[] = {email};
         if (mgmt_query(r, USER_SQL, 1, params, on_user, l) != 0)
             free_login(l);
-        validate_free(&v);
     }
     json_object_put(body);
 }

@@ -31,9 +31,6 @@
 #include "base/token.h"
 #include "mgmt/validate.h"
 
-#define NAME_MAX_CHARS 200
-#define EXPIRES_MAX_DAYS 36500
-
 /* $1 user, $2 name, $3 digest, $4 prefix, $5 last four, $6 scopes, $7
  * full, $8 expires_at ("" none), $9 expires_in_days. */
 static const char CREATE_SQL[] =
@@ -114,17 +111,17 @@ static void read_scopes(struct validate *v, struct json_object *body, struct tok
     }
 }
 
+/* The expiry: expires_in_days (0 to 36500) or expires_at (a date-time, as
+ * the row's schema checked), which must lie ahead. */
 static void read_expiry(struct validate *v, struct json_object *body, struct token_fields *f)
 {
-    const char *at = NULL;
-    validate_int(v, body, "expires_in_days", 0, EXPIRES_MAX_DAYS, VALIDATE_NULLABLE, &f->days);
-    if (validate_string(v, body, "expires_at", 1, 64, VALIDATE_NULLABLE, &at) != VALIDATE_SET)
-        return;
+    struct json_object *days = mgmt_body_member(body, "expires_in_days");
+    if (days != NULL)
+        validate_integral(days, &f->days);
+    const char *at = mgmt_body_text(body, "expires_at");
     int64_t ms;
-    if (!validate_timestamp_parse(at, &ms)) {
-        validate_error(v, "expires_at", "an RFC 3339 date-time");
+    if (at == NULL || !validate_timestamp_parse(at, &ms))
         return;
-    }
     if (ms <= (int64_t)time(NULL) * 1000) {
         validate_error(v, "expires_at", "is in the past");
         return;
@@ -132,15 +129,15 @@ static void read_expiry(struct validate *v, struct json_object *body, struct tok
     snprintf(f->expires_at, sizeof f->expires_at, "%s", at);
 }
 
+/* The body's fields (its shape checked by the row's schema), then what
+ * crosses them: a scope or full, an expiry ahead. False after a 422. */
 static bool read_fields(struct http_request *r, struct json_object *body, struct token_fields *f)
 {
-    static const char *const allowed[] = {"$schema", "name",   "expires_at", "expires_in_days",
-                                          "full",    "scopes", NULL};
     struct validate v;
     validate_init(&v);
-    validate_only_fields(&v, body, allowed);
-    validate_string(&v, body, "name", 1, NAME_MAX_CHARS, VALIDATE_REQUIRED, &f->name);
-    validate_bool(&v, body, "full", VALIDATE_NULLABLE, &f->full);
+    f->name = mgmt_body_text(body, "name");
+    struct json_object *full = mgmt_body_member(body, "full");
+    f->full = full != NULL && json_object_get_boolean(full);
     read_scopes(&v, body, f);
     read_expiry(&v, body, f);
     if (validate_ok(&v) && !f->full && f->read_mask == 0)

@@ -1,7 +1,12 @@
 /*
  * agent.c - POST /ai/messages and POST /ai/actions/execute (see agent.h).
  *
- * /ai/messages: token, rate limit, body, organization, then one query for
+ * Both are dispatched rows (routes.c, MGMT_OWN(ANY, FLAGS, false)): the
+ * dispatcher authenticates the caller, checks the flags:read scope and the
+ * body against the row's schema, then calls agent_messages or
+ * agent_execute.
+ *
+ * /ai/messages: rate limit, the byte limits, organization, then one query for
  * the catalogue (agent_catalog.h), then either the language model
  * (agent_llm.c, when agent_llm_url is set; its tool calls checked by
  * agent_tool_check) or the built-in parser (agent_parse.c). "Explain"
@@ -10,7 +15,7 @@
  * is then read by id for its priority, description and conditions.
  * Nothing here writes.
  *
- * /ai/actions/execute: token, body, organization, then the tool's REST
+ * /ai/actions/execute: organization, then the tool's REST
  * request (agent_tools.c) dispatched internally (http_internal_request)
  * through the same router and handler a client's request would reach, with
  * the caller's own Authorization: validation, role checks, rate limit,
@@ -88,15 +93,20 @@ static const char CATALOG_SQL[] =
     "    LEFT JOIN flag_usage_totals t ON t.flag_id = f.id)"
     ")::text";
 
+#define MESSAGE_SCHEMA                                                                             \
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"role\",\"content\"],"     \
+    "\"properties\":{\"role\":{\"enum\":[\"user\",\"assistant\"]},\"content\":{\"type\":"          \
+    "\"string\",\"minLength\":1,\"maxLength\":4000}}}"
+
 const char agent_messages_request_schema[] =
-    "{\"type\":\"object\",\"required\":[\"org_id\",\"messages\"],\"properties\":{"
-    "\"org_id\":{\"type\":\"string\",\"description\":\"organization id or slug\"},"
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"org_id\",\"messages\"],"
+    "\"description\":\"The handler checks the byte limits (4000 per message, 32000 in all) and"
+    " that the last message is the user's.\",\"properties\":{"
+    "\"org_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"
+    "\"description\":\"organization id or slug\"},"
     "\"messages\":{\"description\":\"the conversation, ending with the user's new message (or "
     "one message object)\",\"oneOf\":[{\"type\":\"array\",\"minItems\":1,\"maxItems\":50,"
-    "\"items\":{\"$ref\":\"#/$defs/message\"}},{\"$ref\":\"#/$defs/message\"}]}},"
-    "\"$defs\":{\"message\":{\"type\":\"object\",\"required\":[\"role\",\"content\"],"
-    "\"properties\":{\"role\":{\"enum\":[\"user\",\"assistant\"]},\"content\":{\"type\":"
-    "\"string\",\"minLength\":1,\"maxLength\":4000}}}}}";
+    "\"items\":" MESSAGE_SCHEMA "}," MESSAGE_SCHEMA "]}}}";
 
 const char agent_messages_response_schema[] =
     "{\"type\":\"object\",\"required\":[\"reply\",\"proposals\",\"usage\"],\"properties\":{"
@@ -111,9 +121,12 @@ const char agent_messages_response_schema[] =
     "\"type\":\"integer\"},\"output_tokens\":{\"type\":\"integer\"}}}}}";
 
 const char agent_execute_request_schema[] =
-    "{\"type\":\"object\",\"required\":[\"org_id\",\"tool\",\"input\"],\"properties\":{"
-    "\"org_id\":{\"type\":\"string\"},\"tool\":{\"type\":\"string\"},\"input\":{\"type\":"
-    "\"object\"}}}";
+    "{\"type\":\"object\",\"additionalProperties\":false,"
+    "\"required\":[\"org_id\",\"tool\",\"input\"],\"properties\":{"
+    "\"org_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64},"
+    "\"tool\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64},"
+    "\"input\":{\"type\":\"object\",\"description\":\"the tool's input; the REST operation"
+    " checks it\"}}}";
 
 const char agent_execute_response_schema[] =
     "{\"type\":\"object\",\"required\":[\"result\"],\"properties\":{\"result\":{\"type\":"
@@ -121,25 +134,15 @@ const char agent_execute_response_schema[] =
 
 /* ---- the request body ---- */
 
+/* The byte limit of one message (the row's schema checked its shape and
+ * its length in characters); adds its bytes to *bytes. */
 static void check_message(struct validate *v, const struct json_object *msg, size_t *bytes)
 {
-    static const char *const fields[] = {"role", "content", NULL};
-    if (!json_object_is_type(msg, json_type_object)) {
-        validate_error(v, NULL, "must be an object {role, content}");
-        return;
-    }
-    validate_only_fields(v, msg, fields);
-    const char *role, *content;
-    if (validate_string(v, msg, "role", 1, 16, VALIDATE_REQUIRED, &role) == VALIDATE_SET &&
-        strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0)
-        validate_error(v, "role", "must be user or assistant");
-    if (validate_string(v, msg, "content", 1, AGENT_MESSAGE_MAX_BYTES, VALIDATE_REQUIRED,
-                        &content) == VALIDATE_SET) {
-        size_t len = strlen(content);
-        if (len > AGENT_MESSAGE_MAX_BYTES)
-            validate_error(v, "content", "at most %d bytes", AGENT_MESSAGE_MAX_BYTES);
-        *bytes += len;
-    }
+    const char *content = mgmt_body_text(msg, "content");
+    size_t len = strlen(content);
+    if (len > AGENT_MESSAGE_MAX_BYTES)
+        validate_error(v, "content", "at most %d bytes", AGENT_MESSAGE_MAX_BYTES);
+    *bytes += len;
 }
 
 /*
@@ -148,28 +151,16 @@ static void check_message(struct validate *v, const struct json_object *msg, siz
  */
 static struct json_object *read_messages(struct validate *v, const struct json_object *body)
 {
-    struct json_object *messages;
-    if (!json_object_object_get_ex(body, "messages", &messages) || messages == NULL) {
-        validate_error(v, "messages", "is required");
-        return NULL;
-    }
-    struct json_object *list;
+    struct json_object *messages = mgmt_body_member(body, "messages"), *list;
     if (json_object_is_type(messages, json_type_object)) {
         list = json_object_new_array();
         json_object_array_add(list, json_object_get(messages));
-    } else if (json_object_is_type(messages, json_type_array)) {
-        list = json_object_get(messages);
     } else {
-        validate_error(v, "messages", "must be an array of {role, content} or one such object");
-        return NULL;
+        list = json_object_get(messages);
     }
     size_t n = json_object_array_length(list), bytes = 0;
-    if (n == 0)
-        validate_error(v, "messages", "must not be empty");
-    if (n > AGENT_MESSAGES_MAX)
-        validate_error(v, "messages", "at most %d messages", AGENT_MESSAGES_MAX);
     size_t mark = validate_push_field(v, "messages");
-    for (size_t i = 0; i < n && i < AGENT_MESSAGES_MAX; i++) {
+    for (size_t i = 0; i < n; i++) {
         size_t at = validate_push_index(v, i);
         check_message(v, json_object_array_get_idx(list, i), &bytes);
         validate_pop(v, at);
@@ -178,25 +169,14 @@ static struct json_object *read_messages(struct validate *v, const struct json_o
     if (bytes > AGENT_CONVERSATION_MAX_BYTES)
         validate_error(v, "messages", "at most %d bytes of content in all",
                        AGENT_CONVERSATION_MAX_BYTES);
-    if (validate_ok(v) && n > 0) {
-        struct json_object *last = json_object_array_get_idx(list, n - 1), *role;
-        json_object_object_get_ex(last, "role", &role);
-        if (strcmp(json_object_get_string(role), "user") != 0)
-            validate_error(v, "messages", "the last message must be the user's");
-    }
+    const char *last = mgmt_body_text(json_object_array_get_idx(list, n - 1), "role");
+    if (validate_ok(v) && strcmp(last, "user") != 0)
+        validate_error(v, "messages", "the last message must be the user's");
     if (!validate_ok(v)) {
         json_object_put(list);
         return NULL;
     }
     return list;
-}
-
-/* The org_id member (id or slug), or NULL with the problem in v. */
-static const char *read_org(struct validate *v, const struct json_object *body)
-{
-    const char *org = NULL;
-    validate_string(v, body, "org_id", 1, 64, VALIDATE_REQUIRED, &org);
-    return org;
 }
 
 /* ---- /ai/messages ---- */
@@ -525,6 +505,30 @@ static void on_llm_answer(void *arg, struct json_object *message, struct json_ob
     conversation_free(cv);
 }
 
+/* Asks the configured model (the URL's fragment names the model when
+ * agent_llm_model is empty), or answers with the built-in agent when the
+ * request cannot start. */
+static void ask_model(struct conversation *cv, const char *url)
+{
+    const struct config *cfg = cv->r->server->cfg;
+    char bare[2048];
+    size_t len = strcspn(url, "#");
+    snprintf(bare, sizeof bare, "%.*s", (int)len, url);
+    const char *model = cfg->agent_llm_model[0] ? cfg->agent_llm_model
+                        : url[len] == '#'       ? url + len + 1
+                                                : "";
+    struct agent_llm_endpoint endpoint = {
+        .url = bare, .model = model, .key_file = cfg->agent_llm_key_file};
+    const char *why = NULL;
+    if (agent_llm_ask(cv->r->server->base, &endpoint, cv->messages, &cv->catalog, on_llm_answer, cv,
+                      &why) != 0) {
+        log_warn("agent: cannot start a request to the language model at %s (%s); the built-in "
+                 "agent answers",
+                 bare, why ? why : "unknown");
+        answer_builtin(cv);
+    }
+}
+
 static void on_catalog(PGresult *res, const char *error, void *arg)
 {
     struct conversation *cv = arg;
@@ -543,13 +547,7 @@ static void on_catalog(PGresult *res, const char *error, void *arg)
         answer_builtin(cv);
         return;
     }
-    if (agent_llm_ask(cv->r->server->base, url, cv->messages, &cv->catalog, on_llm_answer, cv) !=
-        0) {
-        log_warn("agent: cannot start a request to the language model at %s (only http:// URLs "
-                 "are supported); the built-in agent answers",
-                 url);
-        answer_builtin(cv);
-    }
+    ask_model(cv, url);
 }
 
 static void on_messages_org(struct http_request *r, const struct mgmt_ctx *ctx, void *arg)
@@ -567,17 +565,16 @@ static void on_messages_org(struct http_request *r, const struct mgmt_ctx *ctx, 
         conversation_free(cv);
 }
 
-static void on_messages_identity(struct http_request *r, const struct identity *who, void *arg)
+void agent_messages(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    if (!ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id)))
+    const struct identity *who = &ctx->who;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    if (!ratelimit_check(r, RATELIMIT_MANAGEMENT, who->token_id, strlen(who->token_id))) {
+        json_object_put(body);
         return;
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
+    }
     struct validate v;
     validate_init(&v);
-    const char *org = read_org(&v, body);
     struct json_object *messages = read_messages(&v, body);
     struct conversation *cv = validate_ok(&v) ? calloc(1, sizeof *cv) : NULL;
     if (cv == NULL) {
@@ -593,14 +590,9 @@ static void on_messages_identity(struct http_request *r, const struct identity *
     cv->r = r;
     cv->messages = messages;
     char org_copy[65];
-    snprintf(org_copy, sizeof org_copy, "%s", org);
+    snprintf(org_copy, sizeof org_copy, "%s", mgmt_body_text(body, "org_id"));
     json_object_put(body);
     mgmt_begin_org(r, who, org_copy, MGMT_FLAGS_READ, on_messages_org, cv);
-}
-
-void agent_messages(struct http_request *r)
-{
-    auth_access_token(r, on_messages_identity, NULL);
 }
 
 /* ---- /ai/actions/execute ---- */
@@ -685,38 +677,19 @@ static void on_execute_org(struct http_request *r, const struct mgmt_ctx *ctx, v
     }
 }
 
-static void on_execute_identity(struct http_request *r, const struct identity *who, void *arg)
+void agent_execute(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    (void)arg;
-    struct json_object *body = mgmt_body_object(r);
-    if (body == NULL)
-        return;
-    static const char *const fields[] = {"org_id", "tool", "input", NULL};
-    struct validate v;
-    validate_init(&v);
-    validate_only_fields(&v, body, fields);
-    const char *org = read_org(&v, body), *tool = NULL;
-    validate_string(&v, body, "tool", 1, 64, VALIDATE_REQUIRED, &tool);
-    struct json_object *input = NULL;
-    if (!json_object_object_get_ex(body, "input", &input))
-        validate_error(&v, "input", "is required");
-    else if (!json_object_is_type(input, json_type_object))
-        validate_error(&v, "input", "must be an object");
-    struct execution *ex = validate_ok(&v) ? calloc(1, sizeof *ex) : NULL;
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    struct execution *ex = calloc(1, sizeof *ex);
     if (ex == NULL) {
-        if (validate_ok(&v))
-            http_send_error(r, 500, "out of memory");
-        else
-            mgmt_send_invalid(r, &v);
-        validate_free(&v);
+        http_send_error(r, 500, "out of memory");
         json_object_put(body);
         return;
     }
-    *ex = (struct execution){.r = r, .body = body, .tool = tool, .input = input};
-    mgmt_begin_org(r, who, org, MGMT_FLAGS_READ, on_execute_org, ex);
-}
-
-void agent_execute(struct http_request *r)
-{
-    auth_access_token(r, on_execute_identity, NULL);
+    *ex = (struct execution){.r = r,
+                             .body = body,
+                             .tool = mgmt_body_text(body, "tool"),
+                             .input = mgmt_body_member(body, "input")};
+    mgmt_begin_org(r, &ctx->who, mgmt_body_text(body, "org_id"), MGMT_FLAGS_READ, on_execute_org,
+                   ex);
 }

@@ -7,10 +7,11 @@
  *                             through the REST route's own handler
  *
  * Errors are Problem bodies (the routes are outside /v1 and /ofrep).
- * Checks in order: access token (401), the management rate limit on
- * /ai/messages (429), the body (400 unparseable, 422 shape and limits),
- * the organization org_id (id or slug; 404 when the caller is not in it,
- * 403 when the token may not read flags). Execute then answers what the
+ * Checks in order: access token (401), the token's flags:read scope (403),
+ * the body (400 unparseable, 422 the row's schema), the management rate
+ * limit on /ai/messages (429), its byte limits (422), the organization
+ * org_id (id or slug; 404 when the caller is not in it, 403 when the token
+ * may not read flags there). Execute then answers what the
  * REST operation answered: {"result": BODY} on success, else its status
  * (403 role, 404, 409, 422 with field errors, 429) as a Problem.
  *
@@ -24,13 +25,15 @@
 #define ENSIGN_AGENT_H
 
 struct http_request;
+struct mgmt_ctx;
 
 #define AGENT_MESSAGE_MAX_BYTES 4000
 #define AGENT_MESSAGES_MAX 50
 #define AGENT_CONVERSATION_MAX_BYTES 32000
 
-void agent_messages(struct http_request *r);
-void agent_execute(struct http_request *r);
+/* The operations of the two rows (the dispatcher checked the body). */
+void agent_messages(struct http_request *r, const struct mgmt_ctx *ctx);
+void agent_execute(struct http_request *r, const struct mgmt_ctx *ctx);
 
 /* JSON Schemas of the bodies, for /openapi.json. */
 extern const char agent_messages_request_schema[];

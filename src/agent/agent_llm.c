@@ -1,59 +1,59 @@
 /*
  * agent_llm.c - the chat-completions client (see agent_llm.h).
  *
- * One evhttp connection per question, freed from the event loop after its
- * request completed (libevent does not allow freeing a connection inside
- * its own request callback). evhttp calls the completion callback exactly
- * once, with a response, with a request whose response code is 0, or with
- * NULL (connection refused, reset, timed out).
+ * One libcurl easy handle per question on the worker's outbound driver
+ * (http/outbound.h: libcurl's multi interface on the worker's event
+ * base, made on first use). The answer is collected into a bounded
+ * buffer; the completion callback runs once from the loop.
  */
 #include "agent/agent_llm.h"
 
-#include <event2/buffer.h>
-#include <event2/dns.h>
+#include <ctype.h>
+#include <errno.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent_tools.h"
+#include "http/outbound.h"
 
 #define PROMPT_FLAGS_MAX 200
+#define KEY_MAX 4096
 
 struct llm_call {
-    struct event_base *base;
-    struct evhttp_connection *conn;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;   /* the request */
+    char *answer; /* the response body, up to AGENT_LLM_MAX_BODY */
+    size_t answer_len;
+    bool too_big;
+    char error[CURL_ERROR_SIZE];
     agent_llm_cb cb;
     void *arg;
 };
 
-static struct evdns_base *dns;
-static struct event_base *dns_event_base;
+static struct outbound *driver;
+static struct event_base *driver_base;
 
-static struct evdns_base *dns_for(struct event_base *base)
+static struct outbound *driver_for(struct event_base *base)
 {
-    if (dns == NULL || dns_event_base != base) {
-        dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-        dns_event_base = base;
+    if (driver == NULL || driver_base != base) {
+        if (!outbound_global_init())
+            return NULL;
+        driver = outbound_new(base);
+        driver_base = base;
     }
-    return dns;
+    return driver;
 }
 
-static void free_connection(evutil_socket_t fd, short what, void *arg)
+static void call_free(struct llm_call *call)
 {
-    (void)fd;
-    (void)what;
-    evhttp_connection_free(arg);
-}
-
-static void finish(struct llm_call *call, struct json_object *message, struct json_object *usage,
-                   const char *error)
-{
-    call->cb(call->arg, message, usage, error);
-    if (event_base_once(call->base, -1, EV_TIMEOUT, free_connection, call->conn, NULL) != 0)
-        evhttp_connection_free_on_completion(call->conn);
+    if (call->easy != NULL)
+        curl_easy_cleanup(call->easy);
+    curl_slist_free_all(call->headers);
+    free(call->body);
+    free(call->answer);
     free(call);
 }
 
@@ -68,37 +68,6 @@ static struct json_object *first_message(struct json_object *answer)
         !json_object_is_type(message, json_type_object))
         return NULL;
     return message;
-}
-
-static void on_answer(struct evhttp_request *req, void *arg)
-{
-    struct llm_call *call = arg;
-    int code = req ? evhttp_request_get_response_code(req) : 0;
-    if (code == 0) {
-        finish(call, NULL, NULL, "no answer (unreachable, connection reset or timed out)");
-        return;
-    }
-    if (code != 200) {
-        char error[64];
-        snprintf(error, sizeof error, "answered HTTP %d", code);
-        finish(call, NULL, NULL, error);
-        return;
-    }
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    const char *text = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    struct json_tokener *tok = json_tokener_new_ex(64);
-    struct json_object *answer = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
-    if (tok != NULL)
-        json_tokener_free(tok);
-    struct json_object *message = first_message(answer), *usage = NULL;
-    if (answer != NULL)
-        json_object_object_get_ex(answer, "usage", &usage);
-    if (message == NULL)
-        finish(call, NULL, NULL, "malformed answer (no choices[0].message object)");
-    else
-        finish(call, message, usage, NULL);
-    json_object_put(answer);
 }
 
 static void add_flag_line(FILE *f, const struct json_object *flag)
@@ -161,62 +130,154 @@ static char *request_body(const char *model, const struct json_object *messages,
     return text;
 }
 
-/* Starts the POST on a new connection; returns 0 or -1 (nothing started). */
-static int send_request(struct llm_call *call, const struct evhttp_uri *uri, const char *body)
+static size_t collect(char *data, size_t size, size_t count, void *arg)
 {
-    const char *host = evhttp_uri_get_host(uri);
-    int port = evhttp_uri_get_port(uri);
-    const char *path = evhttp_uri_get_path(uri);
-    const char *query = evhttp_uri_get_query(uri);
-    char target[2048];
-    snprintf(target, sizeof target, "%s%s%s", path && *path ? path : "/", query ? "?" : "",
-             query ? query : "");
-    call->conn = evhttp_connection_base_new(call->base, dns_for(call->base), host,
-                                            (unsigned short)(port > 0 ? port : 80));
-    if (call->conn == NULL)
-        return -1;
-    evhttp_connection_set_timeout(call->conn, AGENT_LLM_TIMEOUT_S);
-    evhttp_connection_set_retries(call->conn, 0);
-    evhttp_connection_set_max_body_size(call->conn, AGENT_LLM_MAX_BODY);
-    struct evhttp_request *req = evhttp_request_new(on_answer, call);
-    if (req == NULL) {
-        evhttp_connection_free(call->conn);
+    struct llm_call *call = arg;
+    size_t len = size * count;
+    if (call->answer_len + len > AGENT_LLM_MAX_BODY) {
+        call->too_big = true;
+        return 0; /* curl ends the transfer with CURLE_WRITE_ERROR */
+    }
+    char *grown = realloc(call->answer, call->answer_len + len + 1);
+    if (grown == NULL)
+        return 0;
+    call->answer = grown;
+    memcpy(call->answer + call->answer_len, data, len);
+    call->answer_len += len;
+    call->answer[call->answer_len] = '\0';
+    return len;
+}
+
+static void answered(struct llm_call *call, long code)
+{
+    if (code != 200) {
+        char error[64];
+        snprintf(error, sizeof error, "answered HTTP %ld", code);
+        call->cb(call->arg, NULL, NULL, error);
+        return;
+    }
+    struct json_tokener *tok = json_tokener_new_ex(64);
+    struct json_object *answer =
+        tok ? json_tokener_parse_ex(tok, call->answer ? call->answer : "", (int)call->answer_len)
+            : NULL;
+    if (tok != NULL)
+        json_tokener_free(tok);
+    struct json_object *message = first_message(answer), *usage = NULL;
+    if (answer != NULL)
+        json_object_object_get_ex(answer, "usage", &usage);
+    if (message == NULL)
+        call->cb(call->arg, NULL, NULL, "malformed answer (no choices[0].message object)");
+    else
+        call->cb(call->arg, message, usage, NULL);
+    json_object_put(answer);
+}
+
+static void on_done(void *arg, CURL *easy, CURLcode result)
+{
+    struct llm_call *call = arg;
+    long code = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+    if (call->too_big) {
+        call->cb(call->arg, NULL, NULL, "answer larger than 1 MB");
+    } else if (result != CURLE_OK) {
+        char error[CURL_ERROR_SIZE + 64];
+        snprintf(error, sizeof error, "no answer: %s",
+                 call->error[0] ? call->error : curl_easy_strerror(result));
+        call->cb(call->arg, NULL, NULL, error);
+    } else {
+        answered(call, code);
+    }
+    call_free(call);
+}
+
+/* The API key in key_file (its first line, surrounding spaces trimmed)
+ * into out; false, with why, when the file cannot be read or is empty. */
+static bool read_key(const char *key_file, char *out, size_t outlen, const char **why)
+{
+    FILE *f = fopen(key_file, "r");
+    if (f == NULL) {
+        *why = strerror(errno);
+        return false;
+    }
+    bool ok = fgets(out, (int)outlen, f) != NULL;
+    fclose(f);
+    size_t len = ok ? strcspn(out, "\r\n") : 0;
+    out[len] = '\0';
+    while (len > 0 && isspace((unsigned char)out[len - 1]))
+        out[--len] = '\0';
+    size_t lead = strspn(out, " \t");
+    memmove(out, out + lead, len - lead + 1);
+    if (out[0] == '\0') {
+        *why = "the file holds no key";
+        return false;
+    }
+    return true;
+}
+
+static bool add_header(struct llm_call *call, const char *line)
+{
+    struct curl_slist *grown = curl_slist_append(call->headers, line);
+    if (grown == NULL)
+        return false;
+    call->headers = grown;
+    return true;
+}
+
+static bool configure(struct llm_call *call, const char *url)
+{
+    CURL *e = call->easy;
+    return curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, AGENT_LLM_TIMEOUT_S * 1000L) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(call->body)) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_HTTPHEADER, call->headers) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_WRITEDATA, call) == CURLE_OK &&
+           curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->error) == CURLE_OK;
+}
+
+bool agent_llm_url_ok(const char *url)
+{
+    return strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
+}
+
+int agent_llm_ask(struct event_base *base, const struct agent_llm_endpoint *endpoint,
+                  const struct json_object *messages, const struct agent_catalog *catalog,
+                  agent_llm_cb cb, void *arg, const char **why)
+{
+    *why = "out of memory";
+    if (!agent_llm_url_ok(endpoint->url)) {
+        *why = "only http:// and https:// URLs are supported";
         return -1;
     }
-    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
-    evhttp_add_header(headers, "Host", host);
-    evhttp_add_header(headers, "Content-Type", "application/json");
-    evhttp_add_header(headers, "Accept", "application/json");
-    evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
-    if (evhttp_make_request(call->conn, req, EVHTTP_REQ_POST, target) != 0) {
-        /* evhttp_make_request frees req on failure */
-        evhttp_connection_free(call->conn);
+    char key[KEY_MAX], bearer[KEY_MAX + 32];
+    if (endpoint->key_file[0] != '\0' && !read_key(endpoint->key_file, key, sizeof key, why))
+        return -1;
+    struct outbound *out = driver_for(base);
+    struct llm_call *call = calloc(1, sizeof *call);
+    if (out == NULL || call == NULL) {
+        free(call);
+        return -1;
+    }
+    *call = (struct llm_call){.cb = cb, .arg = arg};
+    call->body = request_body(endpoint->model[0] ? endpoint->model : "default", messages, catalog);
+    call->easy = curl_easy_init();
+    bool ok = call->body != NULL && call->easy != NULL &&
+              add_header(call, "Content-Type: application/json") &&
+              add_header(call, "Accept: application/json");
+    if (ok && endpoint->key_file[0] != '\0') {
+        snprintf(bearer, sizeof bearer, "Authorization: Bearer %s", key);
+        ok = add_header(call, bearer);
+    }
+    if (!ok || !configure(call, endpoint->url) ||
+        outbound_add(out, call->easy, on_done, call) != 0) {
+        call_free(call);
         return -1;
     }
     return 0;
-}
-
-int agent_llm_ask(struct event_base *base, const char *url, const struct json_object *messages,
-                  const struct agent_catalog *catalog, agent_llm_cb cb, void *arg)
-{
-    struct evhttp_uri *uri = evhttp_uri_parse(url);
-    if (uri == NULL || evhttp_uri_get_scheme(uri) == NULL ||
-        strcmp(evhttp_uri_get_scheme(uri), "http") != 0 || evhttp_uri_get_host(uri) == NULL) {
-        if (uri != NULL)
-            evhttp_uri_free(uri);
-        return -1;
-    }
-    const char *fragment = evhttp_uri_get_fragment(uri);
-    char *body = request_body(fragment && *fragment ? fragment : "default", messages, catalog);
-    struct llm_call *call = calloc(1, sizeof *call);
-    int rc = -1;
-    if (body != NULL && call != NULL) {
-        *call = (struct llm_call){.base = base, .cb = cb, .arg = arg};
-        rc = send_request(call, uri, body);
-    }
-    if (rc != 0)
-        free(call);
-    free(body);
-    evhttp_uri_free(uri);
-    return rc;
 }

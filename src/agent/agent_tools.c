@@ -405,9 +405,10 @@ static const char *const tool_parameters[] = {
     "{\"type\":\"object\",\"required\":[\"flag\",\"environment\",\"at\",\"changes\"],"
     "\"properties\":{\"flag\":{\"type\":\"string\"},\"environment\":{\"type\":\"string\"},"
     "\"at\":{\"type\":\"string\",\"format\":\"date-time\"},\"changes\":{\"type\":\"object\"}}}",
-    /* restore_revision */
-    "{\"type\":\"object\",\"required\":[\"flag\",\"revision\"],\"properties\":{\"flag\":{"
-    "\"type\":\"string\"},\"revision\":{\"type\":\"string\"}}}",
+    /* restore_revision (parenthesized: clang's -Wstring-concatenation takes a
+     * two-line literal at the end of a list for a missing comma) */
+    ("{\"type\":\"object\",\"required\":[\"flag\",\"revision\"],\"properties\":{\"flag\":{"
+     "\"type\":\"string\"},\"revision\":{\"type\":\"string\"}}}"),
 };
 
 _Static_assert(sizeof tool_parameters / sizeof tool_parameters[0] == TOOL_COUNT,

@@ -13,7 +13,9 @@
  *  - At most 100 attributes, keys 1 to 120 characters and unique within
  *    the entity, dataType string (the default), number or boolean, labels
  *    null or at most 200 strings of at most 120 characters. Attributes
- *    keep the order of the request.
+ *    keep the order of the request. The row's request schema says all of
+ *    it but uniqueness, and the dispatcher enforces it before a handler
+ *    runs (src/mgmt/jsonschema.h); the handlers check the unique keys.
  *  - Each request is one statement building its JSON in PostgreSQL. A
  *    replacement deletes the attributes that are no longer named and
  *    upserts the others (keyed by (entity, key)), so the two parts of the
@@ -35,12 +37,6 @@
 #include "mgmt/audit_record.h"
 #include "mgmt/mgmt.h"
 #include "mgmt/validate.h"
-
-#define LABEL_MAX_CHARS 200
-#define ATTRIBUTES_MAX 100
-#define ATTRIBUTE_KEY_MAX_CHARS 120
-#define LABELS_MAX 200
-#define LABEL_TEXT_MAX_CHARS 120
 
 /* The entity e with the attributes JSON expression attributes. */
 #define ENTITY_CREATED_AT MGMT_SQL_ISO("e.created_at")
@@ -142,85 +138,49 @@ static void send_invalid(struct http_request *r, struct validate *v)
 
 /* ---- attributes ---- */
 
-/* "string" when absent; NULL after an error. */
-static const char *checked_data_type(struct validate *v, const struct json_object *item)
-{
-    const char *type = NULL;
-    enum validate_found found = validate_string(v, item, "dataType", 1, 16, 0, &type);
-    if (found == VALIDATE_ABSENT)
-        return "string";
-    if (found != VALIDATE_SET)
-        return NULL;
-    if (strcmp(type, "string") == 0 || strcmp(type, "number") == 0 || strcmp(type, "boolean") == 0)
-        return type;
-    validate_error(v, "dataType", "must be one of string, number, boolean");
-    return NULL;
-}
-
 /* True when an earlier item of attributes has key. */
 static bool key_seen(struct json_object *attributes, size_t before, const char *key)
 {
     for (size_t i = 0; i < before; i++) {
-        struct json_object *item = json_object_array_get_idx(attributes, i), *other;
-        if (json_object_is_type(item, json_type_object) &&
-            json_object_object_get_ex(item, "key", &other) &&
-            json_object_is_type(other, json_type_string) &&
-            strcmp(json_object_get_string(other), key) == 0)
+        struct json_object *other =
+            mgmt_body_member(json_object_array_get_idx(attributes, i), "key");
+        if (strcmp(json_object_get_string(other), key) == 0)
             return true;
     }
     return false;
 }
 
-/* One attribute at the current path; its normalized form, or NULL. */
-static struct json_object *checked_attribute(struct validate *v, struct json_object *attributes,
-                                             size_t index)
-{
-    static const char *const fields[] = {"key", "dataType", "labels", NULL};
-    struct json_object *item = json_object_array_get_idx(attributes, index);
-    if (!json_object_is_type(item, json_type_object)) {
-        validate_error(v, NULL, "must be an object");
-        return NULL;
-    }
-    validate_only_fields(v, item, fields);
-    const char *key = NULL;
-    struct json_object *labels = NULL;
-    if (validate_string(v, item, "key", 1, ATTRIBUTE_KEY_MAX_CHARS, VALIDATE_REQUIRED, &key) ==
-            VALIDATE_SET &&
-        key_seen(attributes, index, key))
-        validate_error(v, "key", "duplicate attribute key '%s'", key);
-    const char *type = checked_data_type(v, item);
-    if (validate_string_array(v, item, "labels", LABELS_MAX, 0, LABEL_TEXT_MAX_CHARS,
-                              VALIDATE_NULLABLE, &labels) != VALIDATE_SET)
-        labels = NULL;
-    if (!validate_ok(v))
-        return NULL;
-    struct json_object *out = json_object_new_object();
-    json_object_object_add(out, "key", json_object_new_string(key));
-    json_object_object_add(out, "dataType", json_object_new_string(type));
-    json_object_object_add(out, "labels", json_object_get(labels));
-    return out;
-}
-
 /*
- * The attributes array body.attributes as normalized JSON (every item
- * {key, dataType, labels}); NULL when absent or invalid (errors recorded).
+ * The attributes array body.attributes (its shape checked by the row's
+ * schema) as normalized JSON (every item {key, dataType, labels}, dataType
+ * "string" when absent); NULL when absent, or after recording a duplicate
+ * key (the one rule the schema cannot say).
  */
 static struct json_object *checked_attributes(struct validate *v, const struct json_object *body)
 {
-    struct json_object *attributes = NULL;
-    if (validate_array(v, body, "attributes", 0, ATTRIBUTES_MAX, 0, &attributes) != VALIDATE_SET)
+    struct json_object *attributes = mgmt_body_member(body, "attributes");
+    if (attributes == NULL)
         return NULL;
     struct json_object *normalized = json_object_new_array();
-    size_t mark = validate_push_field(v, "attributes");
     size_t n = json_object_array_length(attributes);
     for (size_t i = 0; i < n; i++) {
-        size_t item_mark = validate_push_index(v, i);
-        struct json_object *item = checked_attribute(v, attributes, i);
-        if (item != NULL)
-            json_object_array_add(normalized, item);
-        validate_pop(v, item_mark);
+        struct json_object *item = json_object_array_get_idx(attributes, i);
+        const char *key = json_object_get_string(mgmt_body_member(item, "key"));
+        struct json_object *type = mgmt_body_member(item, "dataType");
+        if (key_seen(attributes, i, key)) {
+            size_t mark = validate_push_field(v, "attributes");
+            validate_push_index(v, i);
+            validate_error(v, "key", "duplicate attribute key '%s'", key);
+            validate_pop(v, mark);
+        }
+        struct json_object *out = json_object_new_object();
+        json_object_object_add(out, "key", json_object_new_string(key));
+        json_object_object_add(
+            out, "dataType",
+            json_object_new_string(type ? json_object_get_string(type) : "string"));
+        json_object_object_add(out, "labels", json_object_get(mgmt_body_member(item, "labels")));
+        json_object_array_add(normalized, out);
     }
-    validate_pop(v, mark);
     if (!validate_ok(v)) {
         json_object_put(normalized);
         return NULL;
@@ -237,14 +197,11 @@ static const char *json_text(struct json_object *value)
 
 void entities_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const char *const fields[] = {"key", "label", "attributes", NULL};
-    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
     struct validate v;
     validate_init(&v);
-    const char *key = NULL, *label = NULL;
-    validate_only_fields(&v, body, fields);
-    validate_key(&v, body, "key", VALIDATE_REQUIRED, &key);
-    validate_string(&v, body, "label", 1, LABEL_MAX_CHARS, VALIDATE_REQUIRED, &label);
+    const char *key = json_object_get_string(mgmt_body_member(body, "key"));
+    const char *label = json_object_get_string(mgmt_body_member(body, "label"));
     struct json_object *attributes = checked_attributes(&v, body);
     if (!validate_ok(&v)) {
         send_invalid(r, &v);
@@ -261,14 +218,11 @@ void entities_create(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void entities_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    static const char *const fields[] = {"label", "attributes", NULL};
-    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
     struct validate v;
     validate_init(&v);
-    const char *label = NULL;
-    validate_only_fields(&v, body, fields);
-    if (validate_string(&v, body, "label", 1, LABEL_MAX_CHARS, 0, &label) != VALIDATE_SET)
-        label = NULL;
+    struct json_object *label_member = mgmt_body_member(body, "label");
+    const char *label = label_member ? json_object_get_string(label_member) : NULL;
     struct json_object *attributes = checked_attributes(&v, body);
     const char *key = mgmt_param(r, "key");
     if (!validate_ok(&v)) {
@@ -307,6 +261,7 @@ void entities_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 
 #define ATTRIBUTE_SCHEMA                                                                           \
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"key\"],"                  \
+    "\"description\":\"Keys are unique within the entity (checked by the handler).\","             \
     "\"properties\":{\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":120},"             \
     "\"dataType\":{\"type\":\"string\",\"enum\":[\"string\",\"number\",\"boolean\"],"              \
     "\"default\":\"string\"},"                                                                     \

@@ -116,24 +116,26 @@ struct change {
     const char *off_key;
 };
 
+/* A variant key member (the row's schema checked its shape) must name a
+ * variant of the flag. */
 static void check_variant_key(struct validate *v, const struct json_object *body, const char *name,
                               const struct validate_refs *refs, const char **out)
 {
-    if (validate_string(v, body, name, 1, VALIDATE_KEY_MAX, 0, out) != VALIDATE_SET)
+    if ((*out = mgmt_body_text(body, name)) == NULL)
         return;
     if (!refs->variant_exists(refs->arg, *out))
         validate_error(v, name, "the flag has no variant %s", *out);
 }
 
+/* The change of the body (its shape checked by the row's schema): the
+ * variants it names exist, defaultVariantKey and defaultServe are not
+ * both given, a rollout's weights are not all zero. */
 static void read_change(struct validate *v, const struct json_object *body,
                         const struct validate_refs *refs, struct change *c)
 {
-    static const char *const fields[] = {"enabled", "defaultVariantKey", "offVariantKey",
-                                         "defaultServe", NULL};
-    validate_only_fields(v, body, fields);
-    bool enabled;
-    if (validate_bool(v, body, "enabled", 0, &enabled) == VALIDATE_SET)
-        c->enabled = enabled ? "t" : "f";
+    struct json_object *enabled = mgmt_body_member(body, "enabled");
+    if (enabled != NULL)
+        c->enabled = json_object_get_boolean(enabled) ? "t" : "f";
     const char *default_key = NULL;
     check_variant_key(v, body, "defaultVariantKey", refs, &default_key);
     check_variant_key(v, body, "offVariantKey", refs, &c->off_key);

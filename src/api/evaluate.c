@@ -24,11 +24,16 @@
 
 /* clang-format off */
 
+/* The context's content is the evaluator's to check (as OFREP reads it: a
+ * targetingKey that is not a string is a 422 at "context"), and the keys of
+ * flags the handler's (a non-string item is named at "flags"): the
+ * schema's descriptions say so, so the dispatcher enforces only the rest. */
 const char evaluate_request_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"context\":{\"type\":[\"object\",\"null\"],"
-    "\"properties\":{\"targetingKey\":{\"type\":\"string\"}},\"additionalProperties\":true},"
-    "\"flags\":{\"type\":\"array\",\"maxItems\":1000,\"items\":{\"type\":\"string\"}}}}";
+    "\"context\":{\"type\":[\"object\",\"null\"],\"description\":\"an OFREP evaluation"
+    " context; the evaluator checks it as OFREP does (targetingKey a string)\"},"
+    "\"flags\":{\"type\":\"array\",\"maxItems\":1000,\"description\":\"flag keys (strings,"
+    " checked by the handler)\"}}}";
 
 #define EVALUATE_ITEM                                                                              \
     "{\"oneOf\":[{\"type\":\"object\",\"required\":[\"key\",\"value\",\"reason\",\"metadata\","    \

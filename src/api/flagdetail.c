@@ -36,7 +36,7 @@
 
 /*
  * Rows: kind, ord (the order within the kind), then text columns a..h:
- *   0 the flag: a its detail JSON, b its variants' JSON array, c its
+ *   0 the flag: a its detail JSON with stale (sql/0015), b its variants' JSON array, c its
  *     revisions' JSON array (the page of sql/0010)
  *   1 an environment's configuration: a environment id, b key, c name,
  *     d enabled, e default variant key, f default serve (JSON), g off
@@ -51,7 +51,10 @@
  */
 const char FLAGDETAIL_SQL[] =
     "WITH fl AS (SELECT f.id FROM flags f WHERE f.org_id = $1::uuid AND f.key = $2)"
-    " SELECT 0 AS kind, 0::bigint AS ord, ensign_flag_detail_json(f)::text,"
+    " SELECT 0 AS kind, 0::bigint AS ord,"
+    "        (ensign_flag_detail_json(f)"
+    "         || jsonb_build_object('stale',"
+    "                               ensign_flag_stale_json(f, $3::interval, $4::timestamptz)))::text,"
     "        COALESCE((SELECT json_agg(ensign_variant_json(v)"
     "                                  ORDER BY v.sort_order, v.created_at, v.id)"
     "                    FROM variants v WHERE v.flag_id = f.id), '[]')::text,"

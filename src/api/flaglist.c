@@ -43,7 +43,10 @@
  * dashboard's per-row switch), one index lookup per flag.
  * The production default's value is the one sql/0012 keeps on the flag
  * (NULL for a rollout: no value; three joins per flag before); the tags
- * come as the JSON text sql/0009 keeps beside them.
+ * come as the JSON text sql/0009 keeps beside them. Why and since when
+ * the flag is stale comes from columns the row has already (sql/0015:
+ * created_at, the usage total's last_seen_at, flags.rolled_out_since kept
+ * by triggers): two inlined expressions per row, no subquery.
  */
 /* The current hour, as an uncorrelated scalar subquery: PostgreSQL
  * computes it once per statement (an InitPlan) rather than once per row
@@ -51,31 +54,46 @@
  * sixth of a 1,000-flag list's execution). */
 #define CURRENT_HOUR "(SELECT date_trunc('hour', now(), 'UTC'))"
 
+/* The horizon (now minus stale_after_days) comes as a parameter: computed
+ * per row and use, now() - interval was most of what stale added (0.2 ms
+ * of 0.3 ms for 1,000 flags). */
+#define STALE_ARGUMENTS                                                                            \
+    "f.permanent, f.created_at, ut.last_seen_at, f.rolled_out_since, $4::timestamptz"
+#define STALE_REASON "ensign_stale_reason(" STALE_ARGUMENTS ")"
+
 #define USAGE_SQL                                                                                  \
     "LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id "                                         \
     "LEFT JOIN flag_usage_series s ON s.flag_id = f.id AND ut.flag_id IS NOT NULL "
 
-const char FLAGLIST_SQL[] =
-    "SELECT f.id, f.key, f.name, f.tags_json, f.type,"
-    "       f.production_value,"
-    "       f.created_at, f.permanent, f.updated_at,"
-    "       f.archived_at, f.description, cu.name, mu.name,"
-    "       f.created_by_user_id, f.maintainer_user_id,"
-    "       ut.total, ut.last_seen_at,"
-    "       CASE WHEN s.newest_hour > " CURRENT_HOUR " THEN 0"
-    "            ELSE (date_part('epoch', " CURRENT_HOUR " - s.newest_hour) / 3600)::bigint END,"
-    "       CASE WHEN s.newest_hour > " CURRENT_HOUR
-    "            THEN array_to_string(ensign_usage_counts(f.id, " CURRENT_HOUR "), ',')"
-    "            ELSE s.counts_text END,"
-    "       (SELECT coalesce(array_to_json(array_agg(e.key ORDER BY e.key))::text, '[]')"
-    "          FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id"
-    "         WHERE fe.flag_id = f.id AND fe.enabled)"
-    "  FROM flags f"
-    "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"
-    "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "
-    USAGE_SQL
+#define FLAGLIST_SELECT                                                                            \
+    "SELECT f.id, f.key, f.name, f.tags_json, f.type,"                                             \
+    "       f.production_value,"                                                                   \
+    "       f.created_at, f.permanent, f.updated_at,"                                              \
+    "       f.archived_at, f.description, cu.name, mu.name,"                                       \
+    "       f.created_by_user_id, f.maintainer_user_id,"                                           \
+    "       ut.total, ut.last_seen_at,"                                                            \
+    "       CASE WHEN s.newest_hour > " CURRENT_HOUR " THEN 0"                                     \
+    "            ELSE (date_part('epoch', " CURRENT_HOUR " - s.newest_hour) / 3600)::bigint END,"  \
+    "       CASE WHEN s.newest_hour > " CURRENT_HOUR                                                \
+    "            THEN array_to_string(ensign_usage_counts(f.id, " CURRENT_HOUR "), ',')"          \
+    "            ELSE s.counts_text END,"                                                          \
+    "       " STALE_REASON ","                                                                     \
+    "       ensign_stale_since(" STALE_ARGUMENTS ", $3::interval),"                                \
+    "       (SELECT coalesce(array_to_json(array_agg(e.key ORDER BY e.key))::text, '[]')"         \
+    "          FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id"          \
+    "         WHERE fe.flag_id = f.id AND fe.enabled)"                                             \
+    "  FROM flags f"                                                                               \
+    "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"                                         \
+    "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "                                        \
+    USAGE_SQL                                                                                      \
     " WHERE f.org_id = $1::uuid AND (f.archived_at IS NOT NULL) = ($2 = 't')"
-    " ORDER BY f.key";
+
+const char FLAGLIST_SQL[] = FLAGLIST_SELECT " ORDER BY f.key";
+
+/* The stale ones only: a statement of its own, so that the whole list does
+ * not test a parameter per row. */
+const char FLAGLIST_STALE_SQL[] =
+    FLAGLIST_SELECT " AND " STALE_REASON " IS NOT NULL ORDER BY f.key";
 
 /* clang-format on */
 
@@ -99,6 +117,8 @@ enum {
     COL_USAGE_LAST_SEEN,
     COL_USAGE_BEHIND,
     COL_USAGE_COUNTS,
+    COL_STALE_REASON,
+    COL_STALE_SINCE,
     COL_ENABLED_IN,
     COL_COUNT
 };
@@ -189,6 +209,24 @@ static void put_usage(struct jsonout *pb, const PGresult *res, int row)
     jsonout_put(pb, "}");
 }
 
+/* null, or {"since": ..., "reason": ...} (jsonb's order, as the detail). */
+static void put_stale(struct jsonout *pb, const PGresult *res, int row)
+{
+    if (PQgetisnull(res, row, COL_STALE_REASON)) {
+        jsonout_put(pb, "null");
+        return;
+    }
+    jsonout_put(pb, "{");
+    jsonout_key(pb, "since", true);
+    jsonout_time(pb, res, row, COL_STALE_SINCE);
+    jsonout_key(pb, "reason", false);
+    jsonout_text(pb, res, row, COL_STALE_REASON);
+    jsonout_put(pb, "}");
+}
+
+/* Members written from several columns, in put_flag's table. */
+enum { MEMBER_USAGE = -1, MEMBER_STALE = -2 };
+
 static void put_flag(struct jsonout *pb, const PGresult *res, int row)
 {
     static const struct {
@@ -201,7 +239,8 @@ static void put_flag(struct jsonout *pb, const PGresult *res, int row)
         {"name", COL_NAME, TEXT},
         {"tags", COL_TAGS, RAW},
         {"type", COL_TYPE, TEXT},
-        {"usage", -1, RAW},
+        {"stale", MEMBER_STALE, RAW},
+        {"usage", MEMBER_USAGE, RAW},
         {"value", COL_VALUE, RAW},
         {"createdAt", COL_CREATED_AT, TIME},
         {"enabledIn", COL_ENABLED_IN, RAW},
@@ -217,7 +256,9 @@ static void put_flag(struct jsonout *pb, const PGresult *res, int row)
     jsonout_put(pb, "{");
     for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
         jsonout_key(pb, members[i].name, i == 0);
-        if (members[i].col < 0)
+        if (members[i].col == MEMBER_STALE)
+            put_stale(pb, res, row);
+        else if (members[i].col == MEMBER_USAGE)
             put_usage(pb, res, row);
         else if (members[i].kind == TEXT)
             jsonout_text(pb, res, row, members[i].col);

@@ -30,20 +30,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/flagdetail.h"
 #include "api/flaglist.h"
+#include "base/config.h"
 #include "http/http.h"
+#include "http/server.h"
 #include "mgmt/mgmt.h"
 #include "api/revisions.h"
 #include "mgmt/validate.h"
 #include "api/variants.h"
-
-#define FLAG_NAME_MAX 200
-#define FLAG_DESCRIPTION_MAX 2000
-#define FLAG_TAGS_MAX 50
-#define FLAG_TAG_MAX 50
-#define FLAG_VARIANTS_MAX 64
 
 /* ---- statements ---- */
 
@@ -202,31 +199,17 @@ struct new_flag {
     struct json_object *variants; /* [{key, value, label}]; owned */
 };
 
-/* The type named by body.type (default boolean), or -1 after an error. */
-static int read_type(struct validate *v, const struct json_object *body)
-{
-    const char *name = NULL;
-    enum validate_found found = validate_string(v, body, "type", 1, 16, 0, &name);
-    if (found == VALIDATE_ABSENT)
-        return FLAG_TYPE_BOOLEAN;
-    int type = found == VALIDATE_SET ? validate_flag_type_from_name(name) : -1;
-    if (found == VALIDATE_SET && type < 0)
-        validate_error(v, "type", "must be one of boolean, string, number, json");
-    return type;
-}
-
+/* The body's members (the row's schema checked them); the variants are
+ * checked against the type (variants.c). */
 static void read_new_flag(struct validate *v, const struct json_object *body, struct new_flag *nf)
 {
-    static const char *const fields[] = {"slug", "description", "type", "variants", "tags", NULL};
-    validate_only_fields(v, body, fields);
-    validate_key(v, body, "slug", VALIDATE_REQUIRED, &nf->key);
-    validate_string(v, body, "description", 0, FLAG_DESCRIPTION_MAX, VALIDATE_NULLABLE,
-                    &nf->description);
-    validate_string_array(v, body, "tags", FLAG_TAGS_MAX, 1, FLAG_TAG_MAX, 0, &nf->tags);
-    int type = read_type(v, body);
-    nf->type = type < 0 ? FLAG_TYPE_BOOLEAN : (enum validate_flag_type)type;
-    if (type >= 0)
-        nf->variants = variants_for_new_flag(v, body, "variants", nf->type, FLAG_VARIANTS_MAX);
+    nf->key = mgmt_body_text(body, "slug");
+    nf->description = mgmt_body_text(body, "description");
+    nf->tags = mgmt_body_member(body, "tags");
+    const char *type = mgmt_body_text(body, "type");
+    nf->type =
+        type ? (enum validate_flag_type)validate_flag_type_from_name(type) : FLAG_TYPE_BOOLEAN;
+    nf->variants = variants_for_new_flag(v, body, "variants", nf->type);
 }
 
 /* The default serve and off variant of every environment (doc/choices.md
@@ -308,13 +291,38 @@ static void on_list_rows(PGresult *res, const char *error, void *arg)
     send_written(r, res, flaglist_json(res), "cannot write the flag list");
 }
 
+/* stale_after_days as the interval the list and detail statements take:
+ * seconds, so that adding it to a timestamptz needs no time zone. */
+static void stale_after(const struct http_request *r, char out[32])
+{
+    snprintf(out, 32, "%lld seconds", (long long)r->server->cfg->stale_after_days * 86400);
+}
+
+/* "t" when the query parameter name is true (or 1), else "f". */
+static const char *query_flag(const struct http_request *r, const char *name)
+{
+    char value[8] = "";
+    http_query_param(r, name, value, sizeof value);
+    return strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ? "t" : "f";
+}
+
+/* Now minus stale_after_days, as a timestamptz text in UTC. */
+static void stale_horizon(const struct http_request *r, char out[32])
+{
+    time_t horizon = time(NULL) - (time_t)r->server->cfg->stale_after_days * 86400;
+    struct tm tm;
+    if (gmtime_r(&horizon, &tm) == NULL || strftime(out, 32, "%Y-%m-%d %H:%M:%S+00", &tm) == 0)
+        snprintf(out, 32, "-infinity");
+}
+
 void flags_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    char archived[8] = "";
-    http_query_param(r, "archived", archived, sizeof archived);
-    const char *params[] = {
-        ctx->org_id, strcmp(archived, "true") == 0 || strcmp(archived, "1") == 0 ? "t" : "f"};
-    mgmt_query(r, FLAGLIST_SQL, 2, params, on_list_rows, r);
+    char after[32], horizon[32];
+    stale_after(r, after);
+    stale_horizon(r, horizon);
+    const char *params[] = {ctx->org_id, query_flag(r, "archived"), after, horizon};
+    bool stale_only = query_flag(r, "stale")[0] == 't';
+    mgmt_query(r, stale_only ? FLAGLIST_STALE_SQL : FLAGLIST_SQL, 4, params, on_list_rows, r);
 }
 
 static void on_flag_not_found(PGresult *res, const char *error, void *arg)
@@ -345,8 +353,11 @@ static void on_detail_rows(PGresult *res, const char *error, void *arg)
 
 void flags_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *params[] = {ctx->org_id, mgmt_param(r, "key")};
-    mgmt_query(r, FLAGDETAIL_SQL, 2, params, on_detail_rows, r);
+    char after[32], horizon[32];
+    stale_after(r, after);
+    stale_horizon(r, horizon);
+    const char *params[] = {ctx->org_id, mgmt_param(r, "key"), after, horizon};
+    mgmt_query(r, FLAGDETAIL_SQL, 4, params, on_detail_rows, r);
 }
 
 void flags_usage(struct http_request *r, const struct mgmt_ctx *ctx)
@@ -371,19 +382,11 @@ static void copy_if_present(struct json_object *patch, const struct json_object 
         json_object_object_add(patch, name, json_object_get(value));
 }
 
-/* The validated patch (only the given members), or NULL with errors in v. */
-static struct json_object *read_patch(struct validate *v, const struct json_object *body)
+/* The patch: the given members of the body (the row's schema checked them). */
+static struct json_object *read_patch(const struct json_object *body)
 {
     static const char *const fields[] = {"name",      "description", "maintainerUserId",
                                          "permanent", "tags",        NULL};
-    validate_only_fields(v, body, fields);
-    validate_string(v, body, "name", 1, FLAG_NAME_MAX, 0, NULL);
-    validate_string(v, body, "description", 0, FLAG_DESCRIPTION_MAX, VALIDATE_NULLABLE, NULL);
-    validate_uuid(v, body, "maintainerUserId", VALIDATE_NULLABLE, NULL);
-    validate_bool(v, body, "permanent", 0, NULL);
-    validate_string_array(v, body, "tags", FLAG_TAGS_MAX, 1, FLAG_TAG_MAX, 0, NULL);
-    if (!validate_ok(v))
-        return NULL;
     struct json_object *patch = json_object_new_object();
     for (const char *const *f = fields; *f; f++)
         copy_if_present(patch, body, *f);
@@ -392,20 +395,13 @@ static struct json_object *read_patch(struct validate *v, const struct json_obje
 
 void flags_update(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    struct json_object *body = ctx->body; /* mgmt_dispatch parsed it; ours to put */
-    struct validate v;
-    validate_init(&v);
-    struct json_object *patch = read_patch(&v, body);
-    if (patch) {
-        const char *params[] = {
-            ctx->org_id,        mgmt_param(r, "key"), json_object_to_json_string(patch),
-            ctx->actor_user_id, ctx->actor_name,      ctx->audit_actor};
-        mgmt_query(r, UPDATE_SQL, 6, params, on_flag_not_found, r);
-    } else {
-        mgmt_send_invalid(r, &v);
-    }
+    struct json_object *body = ctx->body; /* mgmt_dispatch parsed and checked it; ours to put */
+    struct json_object *patch = read_patch(body);
+    const char *params[] = {
+        ctx->org_id,        mgmt_param(r, "key"), json_object_to_json_string(patch),
+        ctx->actor_user_id, ctx->actor_name,      ctx->audit_actor};
+    mgmt_query(r, UPDATE_SQL, 6, params, on_flag_not_found, r);
     json_object_put(patch);
-    validate_free(&v);
     json_object_put(body);
 }
 

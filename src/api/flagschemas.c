@@ -25,12 +25,12 @@
 #define S_SERVE                                                                                    \
     "{\"oneOf\":["                                                                                 \
     "{\"type\":\"object\",\"required\":[\"variant\"],\"additionalProperties\":false,"              \
-    "\"properties\":{\"variant\":{\"type\":\"string\",\"minLength\":1}}},"                          \
+    "\"properties\":{\"variant\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63}}},"         \
     "{\"type\":\"object\",\"required\":[\"rollout\"],\"additionalProperties\":false,"              \
     "\"properties\":{\"rollout\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,"               \
     "\"items\":{\"type\":\"object\",\"required\":[\"variant\",\"weight\"],"                        \
     "\"additionalProperties\":false,\"properties\":{"                                              \
-    "\"variant\":{\"type\":\"string\",\"minLength\":1},"                                            \
+    "\"variant\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"                           \
     "\"weight\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000000}}}},"                       \
     "\"bucketBy\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200}}}]}"
 
@@ -71,6 +71,18 @@
     "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"createdByName\",\"maintainerName\"],"  \
     "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES "}}"
 
+#define S_STALE                                                                                    \
+    "{\"type\":[\"object\",\"null\"],\"required\":[\"reason\",\"since\"],"                    \
+    "\"description\":\"Why and since when the flag is stale (stale_after_days); null when it "    \
+    "is not. A permanent flag never is.\","                                                         \
+    "\"properties\":{\"reason\":{\"enum\":[\"never_evaluated\",\"unused\","                     \
+    "\"fully_rolled_out\"]},\"since\":" S_TIME "}}"
+
+/* The detail form of GET /flags/{key}: the flag's detail form and stale. */
+#define S_FLAG_DETAIL_STALE                                                                        \
+    "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"createdByName\",\"maintainerName\","\
+    "\"stale\"],\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES ",\"stale\":" S_STALE "}}"
+
 #define S_USAGE_SUMMARY                                                                            \
     "{\"type\":[\"object\",\"null\"],\"properties\":{\"total\":{\"type\":\"number\"},"             \
     "\"checksPerHour\":{\"type\":\"number\"},\"lastSeenAt\":" S_NULLABLE_TIME ","                  \
@@ -78,9 +90,9 @@
 
 #define S_FLAG_LIST_ITEM                                                                           \
     "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"value\",\"createdByName\","           \
-    "\"maintainerName\",\"usage\",\"enabledIn\"],"                                                   \
+    "\"maintainerName\",\"usage\",\"stale\",\"enabledIn\"],"                                                   \
     "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES ",\"value\":{},"                       \
-    "\"usage\":" S_USAGE_SUMMARY ",\"enabledIn\":{\"type\":\"array\",\"items\":" S_KEY "}}}"
+    "\"usage\":" S_USAGE_SUMMARY ",\"stale\":" S_STALE ",\"enabledIn\":{\"type\":\"array\",\"items\":" S_KEY "}}}"
 
 #define S_VARIANT                                                                                  \
     "{\"type\":\"object\",\"required\":[\"id\",\"key\",\"value\",\"label\",\"sortOrder\"],"        \
@@ -110,11 +122,22 @@
     "\"offVariantKey\":" S_NULLABLE_STRING ","                                                     \
     "\"rules\":{\"type\":\"array\",\"items\":" S_RULE "}}}"
 
+/* What the handlers check beyond a schema (they need the flag, or cross fields). */
+#define D_RULE                                                                                     \
+    "\"description\":\"The handler checks what needs the flag: the variants a serve names"        \
+    " exist, a rollout's weights are not all zero, the segments and entity attributes the"       \
+    " conditions name exist, each condition's values suit its operator.\","
+#define D_REORDER "\"description\":\"The handler checks that every rule is listed exactly once.\","
+#define D_VARIANTS                                                                                 \
+    "\"description\":\"The handler checks each value against the flag's type (boolean flags"      \
+    " have the fixed variants on and off).\","
+
 #define WRAP(name, schema)                                                                         \
     "{\"type\":\"object\",\"required\":[\"" name "\"],\"properties\":{\"" name "\":" schema "}}"
 
 const char flagschema_flag_create[] =
-    "{\"type\":\"object\",\"required\":[\"slug\"],\"additionalProperties\":false,"
+    "{\"type\":\"object\","
+    D_VARIANTS "\"required\":[\"slug\"],\"additionalProperties\":false,"
     "\"properties\":{\"slug\":" S_KEY ",\"description\":" S_DESCRIPTION(2000) ","
     "\"type\":{\"enum\":[\"boolean\",\"string\",\"number\",\"json\"],\"default\":\"boolean\"},"
     "\"variants\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"object\","
@@ -135,7 +158,7 @@ const char flagschema_flag_list[] =
 
 const char flagschema_flag_detail[] =
     "{\"type\":\"object\",\"required\":[\"flag\",\"revisions\",\"variants\",\"environments\"],"
-    "\"properties\":{\"flag\":" S_FLAG_DETAIL ","
+    "\"properties\":{\"flag\":" S_FLAG_DETAIL_STALE ","
     "\"revisions\":{\"type\":\"array\",\"items\":" S_REVISION "},"
     "\"variants\":{\"type\":\"array\",\"items\":" S_VARIANT "},"
     "\"environments\":{\"type\":\"array\",\"items\":" S_FLAG_ENVIRONMENT "}}}";
@@ -160,11 +183,13 @@ const char flagschema_ack[] =
     "{\"type\":\"object\",\"required\":[\"ok\"],\"properties\":{\"ok\":{\"type\":\"boolean\"}}}";
 
 const char flagschema_variant_create[] =
-    "{\"type\":\"object\",\"required\":[\"value\"],\"additionalProperties\":false,"
+    "{\"type\":\"object\","
+    D_VARIANTS "\"required\":[\"value\"],\"additionalProperties\":false,"
     "\"properties\":{" S_VARIANT_INPUT "}}";
 
 const char flagschema_variant_update[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" S_VARIANT_INPUT "}}";
+    "{\"type\":\"object\","
+    D_VARIANTS "\"additionalProperties\":false,\"properties\":{" S_VARIANT_INPUT "}}";
 
 const char flagschema_variant_answer[] = WRAP("variant", S_VARIANT);
 
@@ -177,28 +202,35 @@ const char flagschema_environment_list[] = WRAP(
 const char flagschema_configure[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"enabled\":{\"type\":\"boolean\"},"
-    "\"defaultVariantKey\":{\"type\":\"string\",\"minLength\":1},"
-    "\"offVariantKey\":{\"type\":\"string\",\"minLength\":1},\"defaultServe\":" S_SERVE "}}";
+    "\"defaultVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"
+    "\"offVariantKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63},"
+    "\"defaultServe\":" S_SERVE "},\"description\":\"The handler checks that the variants named"
+    " exist, that defaultVariantKey and defaultServe are not both given, and that a rollout's"
+    " weights are not all zero.\"}";
 
 const char flagschema_rule_create[] =
-    "{\"type\":\"object\",\"required\":[\"serve\"],\"additionalProperties\":false,"
+    "{\"type\":\"object\","
+    D_RULE "\"required\":[\"serve\"],\"additionalProperties\":false,"
     "\"properties\":{\"serve\":" S_SERVE ",\"description\":" S_DESCRIPTION(500) ","
     "\"conditions\":" S_CONDITIONS ",\"priority\":" S_PRIORITY "}}";
 
 const char flagschema_rule_update[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,"
+    "{\"type\":\"object\","
+    D_RULE "\"additionalProperties\":false,"
     "\"properties\":{\"serve\":" S_SERVE ",\"description\":" S_DESCRIPTION(500) ","
     "\"conditions\":" S_CONDITIONS ",\"priority\":" S_PRIORITY "}}";
 
 const char flagschema_rule_replace[] =
-    "{\"type\":\"object\",\"required\":[\"rules\"],\"additionalProperties\":false,"
+    "{\"type\":\"object\","
+    D_RULE "\"required\":[\"rules\"],\"additionalProperties\":false,"
     "\"properties\":{\"rules\":{\"type\":\"array\",\"maxItems\":200,\"items\":{"
     "\"type\":\"object\",\"required\":[\"serve\"],\"additionalProperties\":false,"
     "\"properties\":{\"serve\":" S_SERVE ",\"description\":" S_DESCRIPTION(500) ","
     "\"conditions\":" S_CONDITIONS "}}}}}";
 
 const char flagschema_rule_reorder[] =
-    "{\"type\":\"object\",\"required\":[\"ruleIds\"],\"additionalProperties\":false,"
+    "{\"type\":\"object\","
+    D_REORDER "\"required\":[\"ruleIds\"],\"additionalProperties\":false,"
     "\"properties\":{\"ruleIds\":{\"type\":\"array\",\"maxItems\":200,"
     "\"items\":{\"type\":\"string\",\"format\":\"uuid\"}}}}";
 

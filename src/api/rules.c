@@ -37,12 +37,10 @@
 #include "api/flagctx.h"
 #include "http/http.h"
 #include "http/json_guard.h"
+#include "mgmt/jsonschema.h"
 #include "mgmt/mgmt.h"
 #include "api/revisions.h"
 #include "mgmt/validate.h"
-
-#define RULES_MAX 200
-#define RULE_DESCRIPTION_MAX 500
 
 /* ---- statements ---- */
 
@@ -203,28 +201,23 @@ static void copy_member(struct json_object *out, const struct json_object *body,
 }
 
 /*
- * Checks one rule object at the current path; returns its canonical form
- * (only the given members; serve canonical; a new object) or NULL when it
- * is not an object.
+ * Checks one rule object at the current path (the row's schema checked its
+ * shape) for what needs the flag and the organization: the variants its
+ * serve names, the segments and entity attributes its conditions name,
+ * each condition's values for its operator, a rollout's weights not all
+ * zero. Returns its canonical form (only the given members; serve
+ * canonical; a new object).
  */
 static struct json_object *read_rule(struct validate *v, const struct json_object *rule,
                                      const struct validate_refs *refs, enum rule_op op)
 {
-    static const char *const fields[] = {"serve", "description", "conditions", "priority", NULL};
-    static const char *const replace_fields[] = {"serve", "description", "conditions", NULL};
-    if (!json_object_is_type(rule, json_type_object)) {
-        validate_error(v, NULL, "must be an object");
-        return NULL;
-    }
-    validate_only_fields(v, rule, op == RULE_REPLACE ? replace_fields : fields);
     struct json_object *out = json_object_new_object();
-    validate_string(v, rule, "description", 0, RULE_DESCRIPTION_MAX, VALIDATE_NULLABLE, NULL);
     copy_member(out, rule, "description");
     if (validate_conditions(v, rule, "conditions", true, refs, NULL) == VALIDATE_SET)
         copy_member(out, rule, "conditions");
     int64_t priority;
-    if (op != RULE_REPLACE &&
-        validate_int(v, rule, "priority", 0, VALIDATE_PRIORITY_MAX, 0, &priority) == VALIDATE_SET)
+    struct json_object *given = mgmt_body_member(rule, "priority");
+    if (op != RULE_REPLACE && given != NULL && validate_integral(given, &priority))
         json_object_object_add(out, "priority", json_object_new_int64(priority));
     struct json_object *serve;
     unsigned serve_flags = op == RULE_UPDATE ? 0 : VALIDATE_REQUIRED;
@@ -236,19 +229,13 @@ static struct json_object *read_rule(struct validate *v, const struct json_objec
 static struct json_object *read_replace(struct validate *v, const struct json_object *body,
                                         const struct validate_refs *refs)
 {
-    static const char *const fields[] = {"rules", NULL};
-    validate_only_fields(v, body, fields);
-    struct json_object *rules;
-    if (validate_array(v, body, "rules", 0, RULES_MAX, VALIDATE_REQUIRED, &rules) != VALIDATE_SET)
-        return NULL;
+    struct json_object *rules = mgmt_body_member(body, "rules");
     struct json_object *out = json_object_new_array();
     size_t mark = validate_push_field(v, "rules");
     for (size_t i = 0; i < json_object_array_length(rules); i++) {
         size_t item = validate_push_index(v, i);
-        struct json_object *rule =
-            read_rule(v, json_object_array_get_idx(rules, i), refs, RULE_REPLACE);
-        if (rule)
-            json_object_array_add(out, rule);
+        json_object_array_add(
+            out, read_rule(v, json_object_array_get_idx(rules, i), refs, RULE_REPLACE));
         validate_pop(v, item);
     }
     validate_pop(v, mark);
@@ -266,21 +253,14 @@ static bool listed_before(struct json_object *ids, size_t i)
     return false;
 }
 
+/* The rule ids (uuids, as the row's schema says), none listed twice. */
 static struct json_object *read_reorder(struct validate *v, const struct json_object *body)
 {
-    static const char *const fields[] = {"ruleIds", NULL};
-    validate_only_fields(v, body, fields);
-    struct json_object *ids;
-    if (validate_array(v, body, "ruleIds", 0, RULES_MAX, VALIDATE_REQUIRED, &ids) != VALIDATE_SET)
-        return NULL;
+    struct json_object *ids = mgmt_body_member(body, "ruleIds");
     size_t mark = validate_push_field(v, "ruleIds");
     for (size_t i = 0; i < json_object_array_length(ids); i++) {
-        struct json_object *id = json_object_array_get_idx(ids, i);
         size_t item = validate_push_index(v, i);
-        if (!json_object_is_type(id, json_type_string) ||
-            !validate_uuid_ok(json_object_get_string(id)))
-            validate_error(v, NULL, "must be a uuid");
-        else if (listed_before(ids, i))
+        if (listed_before(ids, i))
             validate_error(v, NULL, "lists a rule twice");
         validate_pop(v, item);
     }
@@ -367,8 +347,8 @@ static void write_op(struct http_request *r, const struct mgmt_ctx *ctx, enum ru
 }
 
 /*
- * First pass, before the caller is known: only collects the keys the body
- * names (its errors come again later). Answers nothing: a body that does
+ * First pass, before the caller is known: only collects the keys a body of
+ * the schema's shape names (its errors come again later). Answers nothing: a body that does
  * not parse collects nothing and is answered 400 after the caller's checks.
  */
 static void collect_wanted(struct http_request *r, enum rule_op op, struct flagctx_wanted *wanted)
@@ -383,12 +363,15 @@ static void collect_wanted(struct http_request *r, enum rule_op op, struct flagc
     json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
     struct json_object *body = json_tokener_parse_ex(tok, text, (int)len);
     json_tokener_free(tok);
-    if (json_object_is_type(body, json_type_object)) {
-        struct validate v;
-        validate_init(&v);
+    /* read_body trusts the shape the row's schema gives (the dispatcher
+     * checks it again, and answers for it, after the caller's checks). */
+    const struct json_object *schema = jsonschema_parsed(r->match.route->request_schema);
+    struct validate v;
+    validate_init(&v);
+    if (schema != NULL && json_object_is_type(body, json_type_object) &&
+        jsonschema_check(&v, schema, body))
         json_object_put(read_body(&v, op, body, &wanted->refs));
-        validate_free(&v);
-    }
+    validate_free(&v);
     json_object_put(body);
 }
 

@@ -9,9 +9,12 @@
  * Invariants:
  *  - Every answer comes from one statement that builds the JSON body in
  *    PostgreSQL (mgmt.h's house result shape status/body/message).
- *  - Conditions are validated by validate.c (doc/choices.md "Conditions") before
- *    anything is written: at most 50, and a segment never references a
- *    segment. An attribute path whose first element names an entity
+ *  - The body's shape (members, types, lengths, the key pattern, at most 50
+ *    conditions, none naming a segment) is the row's request schema, checked
+ *    by the dispatcher before a handler runs (src/mgmt/jsonschema.h). The
+ *    handler checks what depends on the operator and the database with
+ *    validate.c (doc/choices.md "Conditions") before anything is written. An attribute path whose
+ * first element names an entity
  *    ("user.plan") must name an attribute that entity declares; only
  *    when a condition has such a dotted path is the organization's entity
  *    declarations read first (one more round trip).
@@ -41,9 +44,6 @@
     "json_build_object('id', s.id, 'key', s.key, 'name', s.name,"                                  \
     " 'description', s.description, 'conditions', s.conditions,"                                   \
     " 'createdAt', " SEGMENT_CREATED_AT ", 'updatedAt', " SEGMENT_UPDATED_AT ")"
-
-#define NAME_MAX_CHARS 200
-#define DESCRIPTION_MAX_CHARS 2000
 
 /* A list item: the segment and usedBy, the keys of the flags whose rules
  * use it (the dashboard's segment screen shows them; DELETE's 409 names
@@ -209,16 +209,10 @@ static void send_invalid(struct http_request *r, struct validate *v)
 
 static void write_created(struct segment_write *w)
 {
-    static const char *const fields[] = {"key", "name", "description", "conditions", NULL};
     struct validate v;
     validate_init(&v);
-    const char *key = NULL, *name = NULL, *description = NULL;
-    validate_only_fields(&v, w->body, fields);
-    validate_key(&v, w->body, "key", VALIDATE_REQUIRED, &key);
-    validate_string(&v, w->body, "name", 1, NAME_MAX_CHARS, VALIDATE_REQUIRED, &name);
-    if (validate_string(&v, w->body, "description", 0, DESCRIPTION_MAX_CHARS, VALIDATE_NULLABLE,
-                        &description) != VALIDATE_SET)
-        description = NULL;
+    const char *key = mgmt_body_text(w->body, "key"), *name = mgmt_body_text(w->body, "name");
+    const char *description = mgmt_body_text(w->body, "description");
     const char *conditions = checked_conditions(&v, w, "[]");
     if (!validate_ok(&v)) {
         send_invalid(w->r, &v);
@@ -231,18 +225,12 @@ static void write_created(struct segment_write *w)
 
 static void write_updated(struct segment_write *w)
 {
-    static const char *const fields[] = {"name", "description", "conditions", NULL};
     struct validate v;
     validate_init(&v);
-    const char *name = NULL, *description = NULL;
-    validate_only_fields(&v, w->body, fields);
-    if (validate_string(&v, w->body, "name", 1, NAME_MAX_CHARS, 0, &name) != VALIDATE_SET)
-        name = NULL;
-    enum validate_found found = validate_string(
-        &v, w->body, "description", 0, DESCRIPTION_MAX_CHARS, VALIDATE_NULLABLE, &description);
-    if (found != VALIDATE_SET)
-        description = NULL;
-    const char *set_description = (found == VALIDATE_SET || found == VALIDATE_NULL) ? "t" : "f";
+    const char *name = mgmt_body_text(w->body, "name");
+    const char *description = mgmt_body_text(w->body, "description");
+    const char *set_description =
+        json_object_object_get_ex(w->body, "description", NULL) ? "t" : "f";
     const char *conditions = checked_conditions(&v, w, NULL);
     const char *key = mgmt_param(w->r, "key");
     if (!validate_ok(&v)) {
@@ -342,15 +330,18 @@ void segments_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 
 #define CONDITION_SCHEMA                                                                           \
     "{\"type\":\"object\",\"additionalProperties\":false,"                                         \
-    "\"description\":\"An attribute condition {attribute, operator, values?, caseInsensitive?}"    \
-    " or a segment condition {segment}; both take negate.\","                                      \
+    "\"required\":[\"attribute\",\"operator\"],"                                                   \
+    "\"description\":\"An attribute condition (a segment never names a segment). The handler"      \
+    " checks what depends on the operator: values absent for exists and not_exists, else 1 to"     \
+    " 100 (exactly 1 for single-value operators) of its kind (numbers, semantic versions,"         \
+    " ISO 8601 timestamps, PCRE2 patterns that compile), and that an attribute path naming"        \
+    " an entity names an attribute it declares.\","                                                \
     "\"properties\":{"                                                                             \
     "\"attribute\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},"                       \
     "\"operator\":{\"type\":\"string\",\"enum\":" COND_OPS_SCHEMA_ENUM "},"                        \
     "\"values\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":100,"                              \
     "\"items\":{\"type\":[\"string\",\"number\",\"boolean\"]}},"                                   \
     "\"caseInsensitive\":{\"type\":\"boolean\"},"                                                  \
-    "\"segment\":{\"type\":\"string\",\"minLength\":1},"                                           \
     "\"negate\":{\"type\":\"boolean\"}}}"
 
 #define CONDITIONS_SCHEMA "{\"type\":\"array\",\"maxItems\":50,\"items\":" CONDITION_SCHEMA "}"

@@ -32,8 +32,6 @@
 #include "mgmt/mgmt.h"
 #include "api/revisions.h"
 
-#define VARIANT_LABEL_MAX 120
-
 /* ---- statements ---- */
 
 /* clang-format off */
@@ -175,20 +173,15 @@ static struct json_object *variant_item(const char *key, struct json_object *val
     return item;
 }
 
-/* Checks {value, label} at the current path; returns the label. */
+/* Checks the value of {value, label} (the row's schema checked the shape)
+ * against the flag's type at the current path; returns the label. */
 static const char *check_variant_object(struct validate *v, const struct json_object *item,
-                                        enum validate_flag_type type, bool value_required)
+                                        enum validate_flag_type type)
 {
-    static const char *const fields[] = {"value", "label", NULL};
-    validate_only_fields(v, item, fields);
-    const char *label = NULL;
-    validate_string(v, item, "label", 0, VARIANT_LABEL_MAX, VALIDATE_NULLABLE, &label);
-    struct json_object *value;
-    if (json_object_object_get_ex(item, "value", &value))
+    struct json_object *value = mgmt_body_member(item, "value");
+    if (value != NULL)
         validate_variant_value(v, "value", value, type);
-    else if (value_required)
-        validate_error(v, "value", "is required");
-    return label;
+    return mgmt_body_text(item, "label");
 }
 
 static struct json_object *boolean_variants(void)
@@ -204,12 +197,7 @@ static void add_requested(struct validate *v, struct json_object *list,
                           const struct json_object *item, enum validate_flag_type type, size_t i)
 {
     size_t mark = validate_push_index(v, i);
-    if (!json_object_is_type(item, json_type_object)) {
-        validate_error(v, NULL, "must be an object");
-        validate_pop(v, mark);
-        return;
-    }
-    const char *label = check_variant_object(v, item, type, true);
+    const char *label = check_variant_object(v, item, type);
     validate_pop(v, mark);
     struct json_object *value = NULL;
     json_object_object_get_ex(item, "value", &value);
@@ -223,11 +211,9 @@ static void add_requested(struct validate *v, struct json_object *list,
 }
 
 struct json_object *variants_for_new_flag(struct validate *v, const struct json_object *body,
-                                          const char *name, enum validate_flag_type type,
-                                          size_t max)
+                                          const char *name, enum validate_flag_type type)
 {
-    struct json_object *items = NULL;
-    validate_array(v, body, name, 0, max, 0, &items);
+    struct json_object *items = mgmt_body_member(body, name);
     if (type == FLAG_TYPE_BOOLEAN) {
         if (items && json_object_array_length(items) > 0)
             validate_error(v, name, "boolean flags have the fixed variants on and off");
@@ -273,14 +259,15 @@ static bool flag_writable(struct http_request *r, const struct flagctx *fc)
     return true;
 }
 
-/* Reads {value, label} of a create (value required) or update; NULL after
- * answering 422. The result holds only the given members, canonical. */
+/* Reads {value, label} of a create or update (the row's schema requires
+ * the value of a create), checking the value against the flag's type; NULL
+ * after answering 422. The result holds only the given members, canonical. */
 static struct json_object *read_variant(struct http_request *r, const struct json_object *body,
-                                        enum validate_flag_type type, bool create)
+                                        enum validate_flag_type type)
 {
     struct validate v;
     validate_init(&v);
-    check_variant_object(&v, body, type, create);
+    check_variant_object(&v, body, type);
     if (!validate_ok(&v)) {
         mgmt_send_invalid(r, &v);
         validate_free(&v);
@@ -331,7 +318,7 @@ static void on_create_context(struct http_request *r, const struct flagctx *fc, 
 {
     struct variant_write *w = arg;
     if (fc && flag_writable(r, fc)) {
-        struct json_object *variant = read_variant(r, w->body, fc->type, true);
+        struct json_object *variant = read_variant(r, w->body, fc->type);
         if (variant)
             send_create(r, w, fc, variant);
         json_object_put(variant);
@@ -343,7 +330,7 @@ static void on_update_context(struct http_request *r, const struct flagctx *fc, 
 {
     struct variant_write *w = arg;
     if (fc && flag_writable(r, fc)) {
-        struct json_object *patch = read_variant(r, w->body, fc->type, false);
+        struct json_object *patch = read_variant(r, w->body, fc->type);
         if (patch) {
             const char *params[] = {fc->flag_id,
                                     mgmt_param(r, "variantKey"),

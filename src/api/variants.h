@@ -31,14 +31,14 @@ void variants_new_key(const char *label, const struct json_object *value, long l
                       const struct json_object *used, char out[VALIDATE_KEY_MAX + 1]);
 
 /*
- * The variants of a creation request, body[name] (at most max items of
- * {value, label}), as a new array of {key, value, label} with generated
- * keys; boolean flags get on (true) and off (false) and refuse any given
- * variant. Errors go to v; the result is owned by the caller even then.
+ * The variants of a creation request, body[name] (its shape checked by the
+ * row's schema: at most 64 {value, label}), as a new array of {key, value,
+ * label} with generated keys; each value is checked against type; boolean
+ * flags get on (true) and off (false) and refuse any given variant. Errors
+ * go to v; the result is owned by the caller even then.
  */
 struct json_object *variants_for_new_flag(struct validate *v, const struct json_object *body,
-                                          const char *name, enum validate_flag_type type,
-                                          size_t max);
+                                          const char *name, enum validate_flag_type type);
 
 /* The key of item i of such an array. */
 const char *variants_key_at(const struct json_object *variants, size_t i);

@@ -1,8 +1,9 @@
 /*
  * waitlist.c - the public waitlist intake: POST /v1/waitlist.
  *
- * POST /v1/waitlist in doc/api.md: no credential; {email} of at most 320 characters in email
- * syntax (validate_email_ok, PCRE2), else 422 with field errors; an
+ * POST /v1/waitlist in doc/api.md: no credential; {email} of 3 to 320 characters in email
+ * syntax (the row's request schema, checked with mgmt_checked_body: format
+ * email is validate_email_ok, PCRE2), else 422 with field errors; an
  * address already on the list (compared case-insensitively, the unique
  * index on lower(email)) is a no-op success; {accepted: true} once stored
  * or already there, {accepted: false} only while the configuration says
@@ -26,10 +27,6 @@
 #include "mgmt/mgmt.h"
 #include "eval/ratelimit.h"
 #include "http/server.h"
-#include "mgmt/validate.h"
-
-#define EMAIL_MAX_CHARS 320
-#define EMAIL_MIN_CHARS 3
 
 /* $1 email. A repeat (any case) changes nothing. */
 static const char INSERT_SQL[] =
@@ -39,36 +36,26 @@ static const char INSERT_SQL[] =
 
 const char waitlist_request_schema[] =
     "{\"type\":\"object\",\"required\":[\"email\"],\"additionalProperties\":false,"
-    "\"properties\":{\"email\":{\"type\":\"string\",\"format\":\"email\",\"maxLength\":320}}}";
+    "\"properties\":{\"email\":{\"type\":\"string\",\"minLength\":3,\"maxLength\":320,"
+    "\"format\":\"email\"}}}";
 
 const char waitlist_response_schema[] = "{\"type\":\"object\",\"required\":[\"accepted\"],"
                                         "\"properties\":{\"accepted\":{\"type\":\"boolean\"}}}";
-
-static const char *const allowed_fields[] = {"email", NULL};
 
 void waitlist_submit(struct http_request *r)
 {
     if (!ratelimit_check_address(r, RATELIMIT_WAITLIST))
         return;
-    struct json_object *body = mgmt_body_object(r);
+    /* The row's schema is the check: an email of 3 to 320 characters. */
+    struct json_object *body = mgmt_checked_body(r, waitlist_request_schema);
     if (body == NULL)
         return;
-    struct validate v;
-    validate_init(&v);
-    validate_only_fields(&v, body, allowed_fields);
-    const char *email = NULL;
-    if (validate_string(&v, body, "email", EMAIL_MIN_CHARS, EMAIL_MAX_CHARS, VALIDATE_REQUIRED,
-                        &email) == VALIDATE_SET &&
-        !validate_email_ok(email, strlen(email)))
-        validate_error(&v, "email", "must be an email address");
-    if (!validate_ok(&v)) {
-        mgmt_send_invalid(r, &v);
-    } else if (!r->server->cfg->waitlist_open) {
+    const char *email = mgmt_body_text(body, "email");
+    if (!r->server->cfg->waitlist_open) {
         http_send_json_text(r, 200, "{\"accepted\":false}");
     } else {
         const char *params[] = {email};
         mgmt_query(r, INSERT_SQL, 1, params, mgmt_answer_cb, r);
     }
-    validate_free(&v);
     json_object_put(body);
 }

@@ -56,6 +56,8 @@ enum key_index {
     KEY_REQUEST_TIMEOUT_MS,
     KEY_METRICS_LISTEN,
     KEY_AGENT_LLM_URL,
+    KEY_AGENT_LLM_MODEL,
+    KEY_AGENT_LLM_KEY_FILE,
     KEY_STREAM_MAX_PER_WORKER,
     KEY_STREAM_MAX_PER_KEY,
     KEY_ACCESS_LOG,
@@ -63,6 +65,10 @@ enum key_index {
     KEY_MAX_CONNECTIONS_PER_WORKER,
     KEY_SESSION_COOKIE_SECURE,
     KEY_HEALTHZ_DATABASE_TIMEOUT_MS,
+    KEY_WEBHOOK_ALLOW_PRIVATE,
+    KEY_WEBHOOK_RETRY_BASE_MS,
+    KEY_STALE_AFTER_DAYS,
+    KEY_UNKNOWN_FLAG_SLOTS,
     KEY_UI_DIR,
     KEY_COUNT
 };
@@ -147,11 +153,18 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_AGENT_LLM_URL] = {"agent_llm_url", CONFIG_STRING, "", 0, 0, true,
                            "An OpenAI-compatible chat-completions endpoint for the agent; "
                            "empty uses the built-in one."},
+    [KEY_AGENT_LLM_MODEL] = {"agent_llm_model", CONFIG_STRING, "", 0, 0, true,
+                             "The model named in the agent's chat-completions requests; empty "
+                             "takes agent_llm_url's fragment, else \"default\"."},
+    [KEY_AGENT_LLM_KEY_FILE] = {"agent_llm_key_file", CONFIG_STRING, "", 0, 0, true,
+                                "A file whose first line is the API key the agent sends to "
+                                "agent_llm_url as a Bearer token; empty sends none."},
     [KEY_STREAM_MAX_PER_WORKER] = {"stream_max_per_worker", CONFIG_INT, "10000", 0, 1000000, true,
-                                   "Open change-notification streams allowed per worker."},
+                                   "Open change streams allowed per worker (OFREP and "
+                                   "organization streams together)."},
     [KEY_STREAM_MAX_PER_KEY] = {"stream_max_per_key", CONFIG_INT, "1000", 0, 1000000, true,
-                                "Open change-notification streams allowed per SDK key on each "
-                                "node."},
+                                "Open change streams allowed per SDK key, access token or "
+                                "session on each node."},
     [KEY_ACCESS_LOG] = {"access_log", CONFIG_ACCESSLOG, "management", 0, 0, true,
                         "Which requests get an access line (method, path without query, "
                         "status, duration, bytes): off, management (all but evaluations "
@@ -171,6 +184,24 @@ static const struct config_key keys[KEY_COUNT] = {
                                          "After this many milliseconds without reaching the "
                                          "database, /v1/healthz answers 503; 0 disables the "
                                          "check."},
+    [KEY_WEBHOOK_ALLOW_PRIVATE] = {"webhook_allow_private", CONFIG_BOOL, "off", 0, 0, true,
+                                   "on lets webhooks reach loopback, private, link-local, "
+                                   "unique-local, CGNAT and unspecified addresses (tests, "
+                                   "closed networks); off refuses them at creation and at "
+                                   "every delivery."},
+    [KEY_WEBHOOK_RETRY_BASE_MS] = {"webhook_retry_base_ms", CONFIG_INT, "30000", 10, 3600000, true,
+                                   "First retry delay of a failed webhook delivery; each "
+                                   "further retry waits twice as long (with jitter, at most an "
+                                   "hour) until the delivery is 24 hours old."},
+    [KEY_STALE_AFTER_DAYS] = {"stale_after_days", CONFIG_INT, "30", 1, 36500, true,
+                              "Days after which a flag never evaluated since its creation, "
+                              "not evaluated since, or fully rolled out (every enabled "
+                              "environment without rules, serving one variant) is stale."},
+    [KEY_UNKNOWN_FLAG_SLOTS] = {"unknown_flag_slots", CONFIG_INT, "4096", SLOTS_MIN, SLOTS_MAX,
+                                false,
+                                "Number of shared-memory slots counting the unknown flag keys "
+                                "SDKs ask for (per environment, key and hour), sized at "
+                                "start."},
     [KEY_UI_DIR] = {"ui_dir", CONFIG_STRING, CONFIG_DEFAULT_UI_DIR, 0, 0, true,
                     "Directory of the dashboard's files, served under /ui/ and read at start "
                     "and on reload; a missing directory serves no dashboard."},
@@ -215,6 +246,8 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_REQUEST_TIMEOUT_MS] = SLOT(request_timeout_ms, SLOT_INT),
     [KEY_METRICS_LISTEN] = SLOT(metrics_listen, SLOT_STRING),
     [KEY_AGENT_LLM_URL] = SLOT(agent_llm_url, SLOT_STRING),
+    [KEY_AGENT_LLM_MODEL] = SLOT(agent_llm_model, SLOT_STRING),
+    [KEY_AGENT_LLM_KEY_FILE] = SLOT(agent_llm_key_file, SLOT_STRING),
     [KEY_STREAM_MAX_PER_WORKER] = SLOT(stream_max_per_worker, SLOT_INT),
     [KEY_STREAM_MAX_PER_KEY] = SLOT(stream_max_per_key, SLOT_INT),
     [KEY_ACCESS_LOG] = SLOT(access_log, SLOT_INT),
@@ -222,6 +255,10 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_MAX_CONNECTIONS_PER_WORKER] = SLOT(max_connections_per_worker, SLOT_INT),
     [KEY_SESSION_COOKIE_SECURE] = SLOT(session_cookie_secure, SLOT_BOOL),
     [KEY_HEALTHZ_DATABASE_TIMEOUT_MS] = SLOT(healthz_database_timeout_ms, SLOT_INT),
+    [KEY_WEBHOOK_ALLOW_PRIVATE] = SLOT(webhook_allow_private, SLOT_BOOL),
+    [KEY_WEBHOOK_RETRY_BASE_MS] = SLOT(webhook_retry_base_ms, SLOT_INT),
+    [KEY_STALE_AFTER_DAYS] = SLOT(stale_after_days, SLOT_INT),
+    [KEY_UNKNOWN_FLAG_SLOTS] = SLOT(unknown_flag_slots, SLOT_INT),
     [KEY_UI_DIR] = SLOT(ui_dir, SLOT_STRING),
 };
 

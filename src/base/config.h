@@ -90,6 +90,8 @@ struct config {
     int request_timeout_ms;
     char *metrics_listen;
     char *agent_llm_url;
+    char *agent_llm_model;    /* "": agent_llm_url's fragment, else "default" */
+    char *agent_llm_key_file; /* "": no API key */
     int stream_max_per_worker;
     int stream_max_per_key;
     int access_log;        /* enum config_access_log */
@@ -98,6 +100,10 @@ struct config {
     bool session_cookie_secure;      /* the session cookie carries Secure */
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
     char *ui_dir;                    /* the dashboard's files (http/ui_files.h) */
+    bool webhook_allow_private;      /* webhooks may reach private and loopback addresses */
+    int webhook_retry_base_ms;       /* first retry delay of a failed webhook delivery */
+    int stale_after_days;            /* a flag's stale clocks (flag list and detail) */
+    int unknown_flag_slots;          /* the unknown-key counters in shared memory */
 };
 
 /* The key table, in documentation order. */

@@ -8,11 +8,8 @@
  * batches of AUDITVERIFY_BATCH events from one cursor, so memory stays
  * bounded.
  *
- * A link is broken when an event's seq is not the next number (an event
- * was deleted), its prev_hash is not the previous event's hash, or its
- * stored hash differs from the recomputed one (a hashed column was
- * edited). The chain head (audit_chain_heads) must match the last event
- * (events deleted at the end). Called by ensignctl.c only.
+ * What a broken link is, and the checks, are db/auditwalk.h's (shared
+ * with the HTTP route). Called by ensignctl.c only.
  */
 #ifndef ENSIGN_AUDITVERIFY_H
 #define ENSIGN_AUDITVERIFY_H

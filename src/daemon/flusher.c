@@ -39,6 +39,7 @@
 #include "http/metrics.h"
 #include "daemon/proctitle.h"
 #include "eval/shm.h"
+#include "eval/unknown_flags.h"
 #include "eval/usage.h"
 
 static const char upsert_sql[] =
@@ -189,6 +190,101 @@ static void flush(struct bgloop *loop, struct usage_table *table)
     free(b.entries);
 }
 
+/* ---- unknown flag keys ---- */
+
+static const char unknown_sql[] = "SELECT ensign_unknown_flags_record($1::uuid[], $2::text[],"
+                                  " $3::bigint[], $4::bigint[])";
+
+struct unknown_batch {
+    struct unknown_entry *entries;
+    size_t count, cap;
+    struct unknown_table *table;
+};
+
+static void collect_unknown(const struct unknown_entry *e, void *arg)
+{
+    struct unknown_batch *b = arg;
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        void *grown = realloc(b->entries, cap * sizeof *b->entries);
+        if (grown == NULL) {
+            unknown_flags_add_entry(b->table, e); /* keep it for the next flush */
+            return;
+        }
+        b->entries = grown;
+        b->cap = cap;
+    }
+    b->entries[b->count++] = *e;
+}
+
+enum unknown_column { UCOL_ENV, UCOL_KEY, UCOL_COUNT, UCOL_SEEN, UCOL_ALL };
+
+/* Writes the drained unknown keys in one statement; 0 or -1. */
+static int write_unknown(PGconn *conn, const struct unknown_batch *b)
+{
+    struct array_text cols[UCOL_ALL];
+    memset(cols, 0, sizeof cols);
+    for (size_t i = 0; i < b->count; i++) {
+        const struct unknown_entry *e = &b->entries[i];
+        char env_id[37], number[24];
+        usage_uuid_format(e->environment_id, env_id);
+        array_element(&cols[UCOL_ENV], env_id, i == 0);
+        array_element(&cols[UCOL_KEY], e->key, i == 0);
+        snprintf(number, sizeof number, "%" PRIu64, e->count);
+        array_element(&cols[UCOL_COUNT], number, i == 0);
+        snprintf(number, sizeof number, "%" PRId64, e->last_seen);
+        array_element(&cols[UCOL_SEEN], number, i == 0);
+    }
+    const char *values[UCOL_ALL];
+    bool failed = false;
+    for (int c = 0; c < UCOL_ALL; c++) {
+        array_add(&cols[c], "}", 1);
+        failed = failed || cols[c].failed;
+        values[c] = cols[c].data;
+    }
+    int rc = -1;
+    struct dbsync_error error;
+    if (failed)
+        log_error("unknown flag keys flush: out of memory");
+    else if ((rc = dbsync_command(conn, unknown_sql, UCOL_ALL, values, &error)) != 0)
+        log_warn("unknown flag keys flush failed, keeping them for the next one: %s",
+                 error.message);
+    for (int c = 0; c < UCOL_ALL; c++)
+        free(cols[c].data);
+    return rc;
+}
+
+static void flush_unknown(struct bgloop *loop, struct unknown_table *table)
+{
+    if (table == NULL)
+        return;
+    struct unknown_batch b = {.table = table};
+    unknown_flags_drain(table, (int64_t)time(NULL), collect_unknown, &b);
+    if (b.count > 0) {
+        bool connected = bgloop_ensure_connected(loop);
+        if (!connected || write_unknown(loop->conn, &b) != 0) {
+            if (connected && loop->errors != NULL)
+                atomic_fetch_add_explicit(loop->errors, 1, memory_order_relaxed);
+            for (size_t i = 0; i < b.count; i++)
+                unknown_flags_add_entry(table, &b.entries[i]);
+            if (loop->conn != NULL && PQstatus(loop->conn) != CONNECTION_OK)
+                bgloop_disconnect(loop);
+        }
+    }
+    free(b.entries);
+}
+
+static void report_unknown_drops(struct unknown_table *table, uint64_t *reported)
+{
+    uint64_t dropped = table != NULL ? unknown_flags_dropped(table) : 0;
+    if (dropped == *reported)
+        return;
+    log_warn("unknown flag key table full: %" PRIu64
+             " requests not counted so far (raise unknown_flag_slots)",
+             dropped);
+    *reported = dropped;
+}
+
 static void report_drops(struct usage_table *table, uint64_t *reported)
 {
     uint64_t dropped = usage_dropped(table);
@@ -237,19 +333,22 @@ int flusher_main(const struct config *cfg, struct shm_region *shm, int workers_f
     if (shm->metrics != NULL)
         loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     long long next_flush = bgloop_now_ms() + cfg->usage_flush_interval_ms;
-    uint64_t drops_reported = 0;
+    uint64_t drops_reported = 0, unknown_drops_reported = 0;
     while (!bgloop_stopping()) {
         long long wait = next_flush - bgloop_now_ms();
         bgloop_wait(&loop, wait > 0 ? (int)wait : 0);
         if (bgloop_stopping() || bgloop_now_ms() < next_flush)
             continue;
         flush(&loop, shm->usage);
+        flush_unknown(&loop, shm->unknown);
         report_drops(shm->usage, &drops_reported);
+        report_unknown_drops(shm->unknown, &unknown_drops_reported);
         next_flush = bgloop_now_ms() + cfg->usage_flush_interval_ms;
     }
     wait_for_workers(workers_fd, master, cfg->shutdown_timeout_ms + 1000);
     loop.retry_at_ms = 0; /* the last flush tries to connect whatever the backoff */
     flush(&loop, shm->usage);
+    flush_unknown(&loop, shm->unknown);
     if (loop.conn != NULL)
         PQfinish(loop.conn);
     return EXIT_SUCCESS;

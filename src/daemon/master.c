@@ -59,6 +59,7 @@
 #include "http/access_log.h"
 #include "http/ui_files.h"
 #include "base/config.h"
+#include "daemon/deliverer.h"
 #include "daemon/flusher.h"
 #include "eval/heartbeat.h"
 #include "daemon/listener.h"
@@ -76,7 +77,7 @@
 #define STALL_CHECK_MAX_MS 100
 #define READY_WAIT_MS 5000
 
-enum child_role { ROLE_WORKER, ROLE_REFRESHER, ROLE_FLUSHER };
+enum child_role { ROLE_WORKER, ROLE_REFRESHER, ROLE_FLUSHER, ROLE_DELIVERER };
 
 struct child {
     bool used;
@@ -121,7 +122,10 @@ static const char *role_name(const struct child *c, char *buf, size_t len)
     if (c->role == ROLE_WORKER)
         snprintf(buf, len, "worker %d", c->slot);
     else
-        snprintf(buf, len, "%s", c->role == ROLE_REFRESHER ? "refresher" : "flusher");
+        snprintf(buf, len, "%s",
+                 c->role == ROLE_REFRESHER ? "refresher"
+                 : c->role == ROLE_FLUSHER ? "flusher"
+                                           : "deliverer");
     return buf;
 }
 
@@ -159,6 +163,8 @@ static int run_child(struct master *m, const struct child *c)
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
         return flusher_main(&m->cfg, &m->shm, m->workers_pipe[0], m->pid);
+    case ROLE_DELIVERER:
+        return deliverer_main(&m->cfg);
     }
     return EXIT_FAILURE;
 }
@@ -207,6 +213,7 @@ static void start_generation(struct master *m)
         add_child(m, ROLE_WORKER, slot);
     add_child(m, ROLE_REFRESHER, 0);
     add_child(m, ROLE_FLUSHER, 0);
+    add_child(m, ROLE_DELIVERER, 0);
 }
 
 /* Asks every child but the flusher to stop (the flusher waits for the workers). */

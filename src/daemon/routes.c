@@ -45,10 +45,16 @@
 #include "api/members.h"
 #include "api/sdkkeys.h"
 #include "api/segments.h"
+#include "api/unknownflags.h"
+/* section includes: webhooks */
+#include "api/webhook_deliveries.h"
+#include "api/webhooks.h"
 /* section includes: waitlist */
 #include "api/waitlist.h"
 /* section includes: audit log */
 #include "accounts/audit.h"
+#include "accounts/audit_verify.h"
+#include "accounts/org_events.h"
 
 /*
  * A row of an organization operation: the dispatcher (mgmt_dispatch)
@@ -102,7 +108,8 @@ static const struct route route_table[] = {
     OP(POST, "/v1/orgs/{org}/flags", flags_create, "Create a flag (disabled in every environment)",
        NEED(MEMBER, FLAGS, true), flagschema_flag_create, flagschema_flag_answer, 201),
     OP(GET, "/v1/orgs/{org}/flags", flags_list,
-       "List the active flags (?archived=true: the archived ones) with value and usage",
+       "List the active flags (?archived=true: the archived ones; ?stale=true: only the stale "
+       "ones) with value, usage and stale",
        NEED(VIEWER, FLAGS, false), NULL, flagschema_flag_list, 200),
     OP(GET, FLAG_PATH, flags_get,
        "Read a flag with its revisions, variants and environment configurations",
@@ -201,9 +208,42 @@ static const struct route route_table[] = {
        NEED(ADMIN, FLAGS, false), NULL, sdkkeys_list_schema, 200),
     OP(POST, "/v1/orgs/{org}/sdk-keys/{id}/revoke", sdkkeys_revoke, "Revoke an SDK key",
        NEED(ADMIN, FLAGS, true), NULL, segments_ack_schema, 200),
+    OP(GET, "/v1/orgs/{org}/unknown-flags", unknownflags_list,
+       "List the flag keys SDKs asked for that name no flag, most recently seen first "
+       "(?environment=KEY: one environment)",
+       NEED(VIEWER, FLAGS, false), NULL, unknownflags_list_schema, 200),
+
+/* section: webhooks (/v1/orgs/{org}/webhooks; doc/choices.md "Webhooks") */
+#define HOOK_PATH "/v1/orgs/{org}/webhooks/{id}"
+    OP(POST, "/v1/orgs/{org}/webhooks", webhooks_create,
+       "Create a webhook for audit action patterns (the signing secret is shown once)",
+       NEED(ADMIN, AUDIT, true), webhooks_create_schema, webhooks_created_schema, 201),
+    OP(GET, "/v1/orgs/{org}/webhooks", webhooks_list, "List the webhooks (never their secrets)",
+       NEED(ADMIN, AUDIT, false), NULL, webhooks_list_schema, 200),
+    OP(GET, HOOK_PATH, webhooks_get, "Read a webhook", NEED(ADMIN, AUDIT, false), NULL,
+       webhooks_one_schema, 200),
+    OP(PATCH, HOOK_PATH, webhooks_update,
+       "Update a webhook's url, events, description or active (reactivating resets its failures)",
+       NEED(ADMIN, AUDIT, true), webhooks_update_schema, webhooks_one_schema, 200),
+    OP(DELETE, HOOK_PATH, webhooks_delete, "Delete a webhook and its deliveries",
+       NEED(ADMIN, AUDIT, true), NULL, webhooks_ack_schema, 200),
+    OP(GET, HOOK_PATH "/deliveries", webhook_deliveries_list,
+       "A webhook's deliveries, newest first (?limit=, 1 to 200, default 50)",
+       NEED(ADMIN, AUDIT, false), NULL, webhook_deliveries_list_schema, 200),
+    OP(POST, HOOK_PATH "/deliveries/{deliveryId}/redeliver", webhook_deliveries_redeliver,
+       "Send a delivery's event again as a new delivery (409 while the webhook is inactive)",
+       NEED(ADMIN, AUDIT, true), NULL, webhook_deliveries_one_schema, 201),
+#undef HOOK_PATH
+
     OP(GET, "/v1/orgs/{org}/members", members_v1_list,
        "List the organization's members with their roles", NEED(VIEWER, MEMBERS, false), NULL,
        members_v1_list_schema, 200),
+
+    /* section: the organization change stream (doc/choices.md "The organization change stream") */
+    OP(GET, "/v1/orgs/{org}/events", org_events_open,
+       "The organization's audit events as they happen (text/event-stream; Last-Event-ID replays "
+       "up to 1,000)",
+       NEED(VIEWER, AUDIT, false), NULL, org_events_schema, 200),
 
     /* section: waitlist */
     {METHOD_POST, "/v1/waitlist", waitlist_submit,
@@ -245,6 +285,9 @@ static const struct route route_table[] = {
     OP(PUT, "/orgs/{slug}/audit/config", audit_config_put,
        "Turn the disclosure of actor IP addresses on or off (admin)", NEED(ADMIN, AUDIT, true),
        audit_config_schema, audit_config_schema, 200),
+    OP(GET, "/orgs/{slug}/audit/verify", audit_verify,
+       "Check the organization's audit hash chain as ensignctl audit verify does (admin)",
+       NEED(ADMIN, AUDIT, false), NULL, audit_verify_schema, 200),
 
 /* section: the root API, accounts. A list answers GET and QUERY alike. */
 /* Internal operations (Ensign-Internal-Key): never a browser's. */
@@ -287,9 +330,10 @@ static const struct route route_table[] = {
      schema_acc_login, schema_acc_session, 200, NO_OP},
     {METHOD_DELETE, "/v1/session", sessions_logout, "Log out: ends the cookie's session",
      ROUTE_AUTH_NONE, NULL, schema_acc_ack, 200, NO_OP},
-    {METHOD_PUT, "/v1/session/password", password_change_put,
+    {METHOD_PUT, "/v1/session/password", mgmt_dispatch,
      "Change the caller's password {current, new}; ends the user's other sessions",
-     ROUTE_AUTH_TOKEN_OR_COOKIE, schema_acc_password_change, schema_acc_ack, 200, NO_OP},
+     ROUTE_AUTH_TOKEN_OR_COOKIE, schema_acc_password_change, schema_acc_ack, 200,
+     MGMT_IDENTITY_WRITE, password_change_put, NULL},
     OWN_LIST("/me/tokens", tokens_list, ACCOUNT(TOKENS, false),
              "List the caller's personal access tokens", schema_acc_token_list),
     OWN(POST, "/me/tokens", tokens_create, ACCOUNT(TOKENS, true),
@@ -382,14 +426,14 @@ static const struct route route_table[] = {
 #undef ACC
 
     /* section: agent (the root API) */
-    {METHOD_POST, "/ai/messages", agent_messages,
+    {METHOD_POST, "/ai/messages", mgmt_dispatch,
      "Send a conversation to the agent: a reply and proposed actions (nothing is written)",
      ROUTE_AUTH_TOKEN_OR_COOKIE, agent_messages_request_schema, agent_messages_response_schema, 200,
-     NO_OP},
-    {METHOD_POST, "/ai/actions/execute", agent_execute,
+     MGMT_OWN(ANY, FLAGS, false), agent_messages, NULL},
+    {METHOD_POST, "/ai/actions/execute", mgmt_dispatch,
      "Execute one confirmed agent action as the caller, through its REST operation",
      ROUTE_AUTH_TOKEN_OR_COOKIE, agent_execute_request_schema, agent_execute_response_schema, 200,
-     NO_OP},
+     MGMT_OWN(ANY, FLAGS, false), agent_execute, NULL},
 };
 
 const struct route *routes_table(size_t *count)

@@ -71,6 +71,7 @@
 #include "eval/served_snapshot.h"
 #include "http/server.h"
 #include "eval/streams.h"
+#include "accounts/org_events.h"
 #include "eval/usage_batch.h"
 #include "base/work_pool.h"
 
@@ -302,6 +303,7 @@ static void teardown(struct worker_runtime *rt)
     intake_end();
     if (rt->w.db != NULL)
         db_close(rt->w.db);
+    org_events_free(rt->w.org_events); /* after db_close: none of its reads is pending */
     free(rt->w.openapi_json);
     free(rt->w.api_doc);
     served_snapshot_free(rt->w.snapshot);
@@ -382,6 +384,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
         close(access_log_fd);
     rt->w.eval_scratch = eval_scratch_new();
     rt->w.usage_batch = usage_batch_new();
+    usage_batch_set_unknown(rt->w.usage_batch, shm != NULL ? shm->unknown : NULL);
     rt->w.snapshot = served_snapshot_new(cfg->state_dir, shm, rt->w.usage_batch);
     rt->w.requests_served =
         shm != NULL && shm->header != NULL ? &shm->header->requests_served : NULL;
@@ -399,6 +402,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
         start_heartbeat(rt);
         rt->w.streams = streams_hub_new(&rt->w);
         rt->w.db = db_open(rt->w.base, cfg->database, cfg->statement_timeout_ms);
+        rt->w.org_events = rt->w.db != NULL ? org_events_new(&rt->w) : NULL;
         rt->w.passwords = password_pool_new(rt->w.base); /* NULL: logins answer 503 */
         if (rt->w.metrics != NULL)
             db_count_errors(rt->w.db, &rt->w.metrics->database_errors);

@@ -43,7 +43,14 @@
  * plan whose result type changed under a schema change) did not run: it
  * is sent again at once as text, and stays text in that session.
  *
- * Called by worker.c (db_open/db_close) and by management handlers.
+ * Notifications: the session's read event runs whether a query is in
+ * flight or not, so a NOTIFY of a channel the session LISTENs on (a
+ * LISTEN is an ordinary db_query) reaches the db_listen callback as soon
+ * as it arrives; a new session forgets every LISTEN, which is why the
+ * callback also hears of each new session.
+ *
+ * Called by worker.c (db_open/db_close), by management handlers and by
+ * accounts/org_events.c (db_listen).
  */
 #include "db/db.h"
 
@@ -115,7 +122,9 @@ struct db {
     bool preparing;                /* the result awaited is the PQsendPrepare's */
     struct db_stmt stmts[DB_PREPARED_MAX];
     size_t nstmts;
-    PGresult *last; /* latest result of the query in flight */
+    PGresult *last;         /* latest result of the query in flight */
+    db_notify_cb on_notify; /* db_listen: NOTIFY messages and new sessions */
+    void *listen_arg;
     char error[DB_ERROR_LEN];
     _Atomic uint64_t *errors; /* /metrics counter, or NULL */
 };
@@ -452,6 +461,8 @@ static void finish_setup(struct db *db)
     db->down = false;
     db->backoff_ms = DB_BACKOFF_MIN_MS;
     db->state = DB_READY;
+    if (db->on_notify != NULL)
+        db->on_notify(NULL, NULL, db->listen_arg);
 }
 
 static void finish_job(struct db *db)
@@ -528,11 +539,15 @@ static void collect_results(struct db *db)
     }
 }
 
-static void drain_notifications(PGconn *conn)
+/* Hands each NOTIFY to the listener (db_listen), or drops it. */
+static void drain_notifications(struct db *db)
 {
     PGnotify *n;
-    while ((n = PQnotifies(conn)))
+    while ((n = PQnotifies(db->conn))) {
+        if (db->on_notify != NULL)
+            db->on_notify(n->relname, n->extra, db->listen_arg);
         PQfreemem(n);
+    }
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
@@ -544,7 +559,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         connection_down(db, "connection lost", PQerrorMessage(db->conn));
         return;
     }
-    drain_notifications(db->conn);
+    drain_notifications(db);
     collect_results(db);
     if (db->conn && PQstatus(db->conn) == CONNECTION_BAD)
         connection_down(db, "connection lost", PQerrorMessage(db->conn));
@@ -668,6 +683,14 @@ struct db *db_open(struct event_base *base, const char *conninfo, int statement_
     }
     start_connect(db);
     return db;
+}
+
+void db_listen(struct db *db, db_notify_cb cb, void *arg)
+{
+    if (db == NULL)
+        return;
+    db->on_notify = cb;
+    db->listen_arg = arg;
 }
 
 void db_count_errors(struct db *db, _Atomic uint64_t *counter)

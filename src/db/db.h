@@ -58,6 +58,16 @@ void db_close(struct db *db);
 int db_query(struct db *db, const char *sql, int nparams, const char *const *values,
              db_result_cb cb, void *arg);
 
+/*
+ * The one listener of db's notifications (LISTEN is a db_query of the
+ * caller's): cb(channel, payload, arg) for each NOTIFY the session
+ * receives, and cb(NULL, NULL, arg) each time a new session is ready (the
+ * previous session's LISTENs are gone, and notifications sent meanwhile
+ * were missed). Replaces any earlier listener; cb NULL removes it.
+ */
+typedef void (*db_notify_cb)(const char *channel, const char *payload, void *arg);
+void db_listen(struct db *db, db_notify_cb cb, void *arg);
+
 /* A SQLSTATE of a failed result, or "" (e.g. "23505" unique violation). */
 const char *db_sqlstate(const PGresult *res);
 

@@ -72,6 +72,16 @@ enum cond_value_kind {
 #define COND_OPS_SCHEMA_NEXT_(id, name, kind, one, twin) ",\"" name "\""
 #define COND_OPS_SCHEMA_ENUM COND_OPS(COND_OPS_SCHEMA_FIRST_, COND_OPS_SCHEMA_NEXT_) "]"
 
+/*
+ * The PCRE2 compile options of a `matches` pattern, caseless when its
+ * condition says caseInsensitive: the one constant of the management
+ * validator (src/mgmt/validate.c) and the snapshot compiler and loader
+ * (snapshot_rules.c, snapshot.c), so a pattern valid for one is valid for
+ * the other. Expanded where pcre2.h is included.
+ */
+#define COND_PATTERN_OPTIONS(caseless)                                                             \
+    (PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | ((caseless) ? PCRE2_CASELESS : 0u))
+
 struct cond_op {
     const char *name;          /* as in the API */
     enum cond_value_kind kind; /* what its values must be */

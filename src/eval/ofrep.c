@@ -421,6 +421,16 @@ static void count_usage(const struct call *c, const struct snapshot_flag *flag,
                       res->variant_index, c->now_us / 1000000);
 }
 
+/* A key that names no flag of the environment: counted beside the usage
+ * counts, in the same batch (usage_batch.h). Only the single route asks
+ * for a key; the bulk route answers the environment's flags. */
+static void count_unknown(const struct call *c, const char *key, size_t len)
+{
+    struct usage_table *table = c->w->shm != NULL ? c->w->shm->usage : NULL;
+    usage_batch_count_unknown(c->w->usage_batch, table, c->s, (uint32_t)(c->env - c->s->envs), key,
+                              len, c->now_us / 1000000);
+}
+
 static void write_result(struct http_answer *t, const struct call *c,
                          const struct snapshot_flag *flag, const struct eval_result *res)
 {
@@ -480,9 +490,12 @@ static bool key_pattern_ok(const char *key, size_t len)
 static void evaluate_one(struct call *c)
 {
     size_t len = strlen(c->key);
+    bool could_be_key = key_pattern_ok(c->key, len);
     const struct snapshot_flag *flag =
-        key_pattern_ok(c->key, len) ? snapshot_flag_by_key(c->s, c->env, c->key, len) : NULL;
+        could_be_key ? snapshot_flag_by_key(c->s, c->env, c->key, len) : NULL;
     if (flag == NULL) {
+        if (could_be_key)
+            count_unknown(c, c->key, len);
         fail(c, 404, "FLAG_NOT_FOUND", "no flag with this key in the SDK key's environment");
         return;
     }

@@ -18,6 +18,7 @@
 #include "http/metrics.h"
 #include "eval/ratelimit.h"
 #include "eval/stream_slots.h"
+#include "eval/unknown_flags.h"
 #include "eval/usage.h"
 
 struct shm_user {
@@ -83,6 +84,22 @@ static void usage_attach(struct shm_region *region, void *area)
     region->usage = area;
 }
 
+static size_t unknown_size(const struct config *cfg)
+{
+    return unknown_flags_area_size((size_t)cfg->unknown_flag_slots);
+}
+
+static void unknown_init(void *area, size_t size, const struct config *cfg)
+{
+    (void)size;
+    unknown_flags_area_init(area, (size_t)cfg->unknown_flag_slots);
+}
+
+static void unknown_attach(struct shm_region *region, void *area)
+{
+    region->unknown = area;
+}
+
 static void metrics_init(void *area, size_t size, const struct config *cfg)
 {
     (void)size;
@@ -121,6 +138,7 @@ static const struct shm_user shm_users[] = {
     {"header", header_size, header_init, header_attach},
     {"ratelimit", ratelimit_size, ratelimit_init, ratelimit_attach},
     {"usage", usage_size, usage_init, usage_attach},
+    {"unknown_flags", unknown_size, unknown_init, unknown_attach},
     {"metrics", metrics_area_size, metrics_init, metrics_attach},
     {"heartbeat", heartbeat_size, heartbeat_init, heartbeat_attach},
     {"streams", stream_slots_shm_size, stream_slots_shm_init, stream_slots_shm_attach},
@@ -168,6 +186,7 @@ void shm_destroy(struct shm_region *shm)
     shm->base = NULL;
     shm->header = NULL;
     shm->usage = NULL;
+    shm->unknown = NULL;
     shm->ratelimit = NULL;
     shm->metrics = NULL;
     shm->heartbeat = NULL;

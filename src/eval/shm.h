@@ -6,7 +6,7 @@
  * snapshot generation, process counters, the healthz checks of health.h),
  * then one area per user, each sized by that user's size function and
  * prepared by its init function
- * (the rate-limit buckets, the usage counters). Fixed size from the
+ * (the rate-limit buckets, the usage counters, the unknown-key counters). Fixed size from the
  * configuration: nothing is allocated after start.
  */
 #ifndef ENSIGN_SHM_H
@@ -33,6 +33,7 @@ struct shm_header {
 };
 
 struct usage_table;
+struct unknown_table;
 struct ratelimit_table;
 struct metrics_area;
 struct heartbeat_table;
@@ -42,6 +43,7 @@ struct accept_balance;
 struct shm_region {
     struct shm_header *header;
     struct usage_table *usage;         /* evaluation counters (usage.h) */
+    struct unknown_table *unknown;     /* unknown flag keys (unknown_flags.h) */
     struct ratelimit_table *ratelimit; /* token buckets (ratelimit.h) */
     struct metrics_area *metrics;      /* /metrics counters (metrics.h) */
     struct heartbeat_table *heartbeat; /* workers' liveness (heartbeat.h) */

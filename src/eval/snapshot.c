@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/hex.h"
+#include "eval/cond_ops.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the snapshot format is little-endian native structs"
@@ -482,11 +483,8 @@ static pcre2_code *compile_pattern(const struct snapshot *s, const struct snapsh
 {
     int code;
     PCRE2_SIZE offset;
-    uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
-    if (p->caseless)
-        options |= PCRE2_CASELESS;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)snapshot_string(s, p->text), p->text.len, options,
-                                   &code, &offset, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)snapshot_string(s, p->text), p->text.len,
+                                   COND_PATTERN_OPTIONS(p->caseless), &code, &offset, NULL);
     if (re != NULL)
         (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter otherwise */
     return re;

@@ -583,8 +583,8 @@ static bool pattern_compiles(const char *text, size_t len, bool caseless)
 {
     int code;
     PCRE2_SIZE offset;
-    uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (caseless ? PCRE2_CASELESS : 0);
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)text, len, options, &code, &offset, NULL);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)text, len, COND_PATTERN_OPTIONS(caseless), &code, &offset, NULL);
     pcre2_code_free(re);
     return re != NULL;
 }

@@ -60,8 +60,17 @@ struct channel;
 
 struct stream {
     struct stream *prev, *next;
-    struct channel *channel;
+    struct channel *channel; /* NULL for a tap (struct stream_tap) */
     struct evhttp_request *req;
+};
+
+/* A stream whose events come from a layer above (streams_tap_open). */
+struct stream_tap {
+    struct stream st; /* first: a tap's stream is the tap */
+    struct stream_hub *hub;
+    uint8_t digest[STREAM_SLOTS_DIGEST_LEN];
+    streams_tap_gone_cb gone;
+    void *arg;
 };
 
 struct channel {
@@ -79,9 +88,10 @@ struct channel {
 };
 
 struct stream_hub {
+    struct stream *taps; /* the taps' streams */
     struct http_server *w;
     struct channel *buckets[CHANNEL_BUCKETS];
-    size_t open;
+    size_t open;   /* streams and taps */
     size_t ending; /* ended streams whose connection is not closed yet */
     bool closed;   /* draining: no new streams */
     uint64_t seen_published;
@@ -170,20 +180,32 @@ static bool write_now(struct bufferevent *bev, const struct evhttp_request *req,
     return true;
 }
 
-static void send_text(struct stream_hub *hub, struct stream *st, const char *text, size_t len)
+/* Writes text to st unless more than backlog_max bytes wait for the
+ * client already (then false: text is dropped). */
+static bool send_text_within(struct stream_hub *hub, struct stream *st, const char *text,
+                             size_t len, size_t backlog_max)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(st->req);
     struct bufferevent *bev = evcon != NULL ? evhttp_connection_get_bufferevent(evcon) : NULL;
     if (bev == NULL)
-        return;
+        return false;
     size_t queued = evbuffer_get_length(bufferevent_get_output(bev));
-    if (queued > OUTPUT_BACKLOG_MAX)
-        return; /* a stuck client: the write timeout ends it */
+    if (queued > backlog_max)
+        return false;
     if (queued == 0 && monotonic_ms() < hub->direct_until && write_now(bev, st->req, text, len))
-        return;
+        return true;
     evbuffer_add(hub->scratch, text, len);
     evhttp_send_reply_chunk(st->req, hub->scratch);
     evbuffer_drain(hub->scratch, evbuffer_get_length(hub->scratch));
+    return true;
+}
+
+/* An OFREP event or a heartbeat: dropped for a client OUTPUT_BACKLOG_MAX
+ * behind (a stuck client: the write timeout ends it; the next event says
+ * the same, newer). */
+static void send_text(struct stream_hub *hub, struct stream *st, const char *text, size_t len)
+{
+    send_text_within(hub, st, text, len, OUTPUT_BACKLOG_MAX);
 }
 
 /* The refetchEvaluation event of ch's environment into out. */
@@ -209,9 +231,28 @@ static size_t format_event(const struct snapshot *s, const struct snapshot_env *
 
 /* ---- ending streams ---- */
 
+static void unlink_tap(struct stream_hub *hub, struct stream_tap *tap)
+{
+    struct stream *st = &tap->st;
+    if (st->prev != NULL)
+        st->prev->next = st->next;
+    else
+        hub->taps = st->next;
+    if (st->next != NULL)
+        st->next->prev = st->prev;
+    hub->open--;
+    struct stream_slots *slots = slots_of(hub);
+    if (slots != NULL)
+        stream_slots_release(slots, tap->digest, (int32_t)getpid());
+}
+
 static void unlink_stream(struct stream_hub *hub, struct stream *st)
 {
     struct channel *ch = st->channel;
+    if (ch == NULL) {
+        unlink_tap(hub, (struct stream_tap *)st);
+        return;
+    }
     if (st->prev != NULL)
         st->prev->next = st->next;
     else
@@ -259,11 +300,15 @@ static void on_connection_close(struct evhttp_connection *evcon, void *arg)
     (void)evcon;
     struct stream *st = arg;
     struct channel *ch = st->channel;
-    struct stream_hub *hub = ch->hub;
+    struct stream_tap *tap = ch == NULL ? (struct stream_tap *)st : NULL;
+    struct stream_hub *hub = ch != NULL ? ch->hub : tap->hub;
     struct evhttp_request *req = st->req;
     unlink_stream(hub, st);
+    if (tap != NULL)
+        tap->gone(tap->arg);
     free(st);
-    free_channel_if_empty(hub, ch);
+    if (ch != NULL)
+        free_channel_if_empty(hub, ch);
     if (evhttp_request_get_connection(req) == NULL)
         evhttp_request_free(req);
     stop_timers_if_idle(hub);
@@ -291,7 +336,8 @@ static void end_stream(struct stream_hub *hub, struct stream *st)
     evhttp_send_reply_end(st->req);
     unlink_stream(hub, st);
     free(st);
-    free_channel_if_empty(hub, ch);
+    if (ch != NULL)
+        free_channel_if_empty(hub, ch);
 }
 
 static void end_channel(struct stream_hub *hub, struct channel *ch)
@@ -376,6 +422,8 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
         for (struct channel *ch = hub->buckets[b]; ch != NULL; ch = ch->next_in_bucket)
             for (struct stream *st = ch->streams; st != NULL; st = st->next)
                 send_text(hub, st, comment, sizeof comment - 1);
+    for (struct stream *st = hub->taps; st != NULL; st = st->next)
+        send_text(hub, st, comment, sizeof comment - 1);
 }
 
 static void start_timers(struct stream_hub *hub)
@@ -446,6 +494,11 @@ void streams_close_all(struct stream_hub *hub)
     for (size_t b = 0; b < CHANNEL_BUCKETS; b++)
         while (hub->buckets[b] != NULL)
             end_channel(hub, hub->buckets[b]);
+    while (hub->taps != NULL) {
+        struct stream_tap *tap = (struct stream_tap *)hub->taps;
+        tap->gone(tap->arg);
+        end_stream(hub, &tap->st);
+    }
     stop_timers_if_idle(hub);
 }
 
@@ -527,8 +580,9 @@ static bool missed_change(const struct channel *ch, uint64_t current, const char
     return seen < ch->tracked_since || seen < ch->changed_gen;
 }
 
-/* Why a stream of digest cannot open now (NULL: it can). */
-static const char *over_cap(struct stream_hub *hub, const uint8_t *digest)
+/* Why a stream of digest cannot open now (NULL: it can, and holds its
+ * count in stream_slots). */
+static const char *over_cap(struct stream_hub *hub, const uint8_t *digest, const char *key_full)
 {
     const struct config *cfg = hub->w->cfg;
     if (hub->closed)
@@ -538,7 +592,7 @@ static const char *over_cap(struct stream_hub *hub, const uint8_t *digest)
     struct stream_slots *slots = slots_of(hub);
     if (slots != NULL &&
         !stream_slots_acquire(slots, digest, (int32_t)getpid(), (uint32_t)cfg->stream_max_per_key))
-        return "too many open streams for this SDK key";
+        return key_full;
     return NULL;
 }
 
@@ -639,12 +693,71 @@ void streams_open(struct http_request *r)
         refuse(r, 401, "unknown or revoked stream token");
         return;
     }
-    const char *why = over_cap(hub, digest);
+    const char *why = over_cap(hub, digest, "too many open streams for this SDK key");
     if (why != NULL) {
         refuse(r, 503, why);
         return;
     }
     attach_stream(r, hub, s, env, digest, digest_hex);
+}
+
+/* ---- taps: streams fed from above ---- */
+
+const char *streams_tap_admit(struct stream_hub *hub, const uint8_t digest[STREAM_SLOTS_DIGEST_LEN])
+{
+    if (hub == NULL)
+        return "change streams are not offered";
+    return over_cap(hub, digest, "too many open streams for this credential");
+}
+
+void streams_tap_unadmit(struct stream_hub *hub, const uint8_t digest[STREAM_SLOTS_DIGEST_LEN])
+{
+    struct stream_slots *slots = slots_of(hub);
+    if (slots != NULL)
+        stream_slots_release(slots, digest, (int32_t)getpid());
+}
+
+struct stream_tap *streams_tap_open(struct http_request *r,
+                                    const uint8_t digest[STREAM_SLOTS_DIGEST_LEN],
+                                    streams_tap_gone_cb gone, void *arg)
+{
+    struct stream_hub *hub = r->server->streams;
+    struct stream_tap *tap = calloc(1, sizeof *tap);
+    if (tap == NULL)
+        return NULL;
+    tap->hub = hub;
+    memcpy(tap->digest, digest, sizeof tap->digest);
+    tap->gone = gone;
+    tap->arg = arg;
+    struct stream *st = &tap->st;
+    st->next = hub->taps;
+    if (hub->taps != NULL)
+        hub->taps->prev = st;
+    hub->taps = st;
+    hub->open++;
+    st->req = http_start_stream(r, "text/event-stream");
+    evhttp_clear_headers(evhttp_request_get_input_headers(st->req));
+    struct evkeyvalq *out = evhttp_request_get_output_headers(st->req);
+    evhttp_clear_headers(out);
+    evhttp_add_header(out, "Connection", "close");
+    tune_connection(evhttp_request_get_connection(st->req), st);
+    if (hub->seen_published == 0)
+        hub->seen_published = published_generation(hub);
+    start_timers(hub);
+    return tap;
+}
+
+bool streams_tap_send(struct stream_tap *tap, const char *text, size_t len)
+{
+    tap->hub->direct_until = monotonic_ms() + DIRECT_WRITE_MS;
+    return send_text_within(tap->hub, &tap->st, text, len, STREAMS_TAP_BACKLOG_MAX);
+}
+
+void streams_tap_end(struct stream_tap *tap)
+{
+    struct stream_hub *hub = tap->hub;
+    end_stream(hub, &tap->st);
+    stop_timers_if_idle(hub);
 }
 
 /* ---- the URL a bulk answer advertises ---- */

@@ -39,19 +39,22 @@
  * so clients reconnect to the new workers); every open stream holds one
  * count in shared memory, released when it ends however it ends.
  *
- * Called by: the route table (streams_open), ofrep.c (streams_entry_json)
- * and the worker (hub life, drain).
+ * Called by: the route table (streams_open), ofrep.c (streams_entry_json),
+ * accounts/org_events.c (taps) and the worker (hub life, drain).
  */
 #ifndef ENSIGN_STREAMS_H
 #define ENSIGN_STREAMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define STREAMS_HEARTBEAT_MS 25000
 #define STREAMS_WATCH_MS 20
 #define STREAMS_RETRY_MS 1000
 #define STREAMS_INACTIVITY_DELAY_SEC 120
 #define STREAMS_ENTRY_MAX 768 /* an eventStreams entry, JSON */
+#define STREAMS_TAP_BACKLOG_MAX (2u << 20)
 
 struct http_request;
 struct http_server;
@@ -86,6 +89,35 @@ void streams_open(struct http_request *r);
 size_t streams_entry_json(struct http_request *r, const struct snapshot *s,
                           const struct snapshot_env *env, const char *digest_hex, char *out,
                           size_t outlen);
+
+/*
+ * Taps: event streams whose events come from a layer above the core (the
+ * organization change stream, accounts/org_events.h), kept by the same
+ * hub so that they share its caps, heartbeat, write timeout and drain.
+ * digest keys the per-credential count in stream_slots (the cap
+ * stream_max_per_key).
+ *
+ * streams_tap_admit: NULL when one more stream may open (its count is then
+ * held: streams_tap_open takes it over, streams_tap_unadmit gives it
+ * back), else why not (the caller answers 503 in its own envelope).
+ * streams_tap_open: starts r's text/event-stream answer; NULL when out of
+ * memory (the count is still held). gone(arg) runs once when the stream
+ * ends without streams_tap_end (the client left, a stuck write, a drain);
+ * the tap is freed right after it. streams_tap_send writes one piece of
+ * event text, or returns false, writing nothing, when more than
+ * STREAMS_TAP_BACKLOG_MAX bytes already wait for the client (a tap's
+ * events are not to be dropped: its owner ends the stream, and the client
+ * catches up when it reconnects); streams_tap_end ends the stream cleanly
+ * and frees the tap.
+ */
+struct stream_tap;
+typedef void (*streams_tap_gone_cb)(void *arg);
+const char *streams_tap_admit(struct stream_hub *hub, const uint8_t digest[32]);
+void streams_tap_unadmit(struct stream_hub *hub, const uint8_t digest[32]);
+struct stream_tap *streams_tap_open(struct http_request *r, const uint8_t digest[32],
+                                    streams_tap_gone_cb gone, void *arg);
+bool streams_tap_send(struct stream_tap *tap, const char *text, size_t len);
+void streams_tap_end(struct stream_tap *tap);
 
 /* The response schema of the stream route for /openapi.json. */
 extern const char streams_response_schema[];

@@ -3,7 +3,9 @@
  *
  * Open addressing over BATCH_SLOTS slots keyed by the snapshot (one
  * organization's part) and flag index << 32 | variant index, plus one (0
- * marks an empty slot); flushed when half full.
+ * marks an empty slot); the unknown keys in UNKNOWN_SLOTS more, keyed by
+ * the snapshot, the environment index and the key's bytes (a count of 0
+ * marks an empty one). Flushed when either is half full.
  */
 #include "eval/usage_batch.h"
 
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "eval/snapshot.h"
+#include "eval/unknown_flags.h"
 #include "eval/usage.h"
 
 #define BATCH_SLOTS 1024 /* a power of two */
@@ -23,11 +26,26 @@ struct batch_slot {
     uint64_t count;
 };
 
+#define UNKNOWN_SLOTS BATCH_SLOTS /* as many distinct keys between flushes as flags */
+#define UNKNOWN_MAX_USED (UNKNOWN_SLOTS / 2)
+
+struct unknown_slot {
+    const struct snapshot *s; /* the part the environment index refers to */
+    uint64_t count;           /* 0: empty */
+    uint64_t hash;            /* of (s, env, key): compared before the key */
+    uint32_t env;
+    uint32_t len;
+    char key[UNKNOWN_KEY_MAX + 1];
+};
+
 struct usage_batch {
     int64_t hour;
     int64_t last_seen;
     size_t used;
+    size_t unknown_used;
+    struct unknown_table *unknown;
     struct batch_slot slots[BATCH_SLOTS];
+    struct unknown_slot unknown_slots[UNKNOWN_SLOTS];
 };
 
 struct usage_batch *usage_batch_new(void)
@@ -69,9 +87,63 @@ static void publish_entry(const struct usage_batch *b, struct usage_table *table
     usage_add_entry(table, &e);
 }
 
+void usage_batch_set_unknown(struct usage_batch *b, struct unknown_table *unknown)
+{
+    if (b != NULL)
+        b->unknown = unknown;
+}
+
+/* The environment whose id was parsed last (most entries of a flush share
+ * one). */
+struct env_cache {
+    const struct snapshot *s;
+    uint32_t env;
+    bool ok;
+    uint8_t id[USAGE_ID_BYTES];
+};
+
+/* Moves one unknown key's count into the shared table, if its len bytes
+ * follow the key pattern (no NUL among them either). */
+static void publish_unknown(const struct usage_batch *b, const struct unknown_slot *slot,
+                            struct env_cache *cache)
+{
+    const struct snapshot *s = slot->s;
+    if (!unknown_flags_key_ok(slot->key, slot->len))
+        return;
+    if (cache->s != s || cache->env != slot->env) {
+        cache->s = s;
+        cache->env = slot->env;
+        cache->ok = usage_uuid_parse(snapshot_string(s, s->envs[slot->env].id), cache->id);
+    }
+    if (!cache->ok)
+        return;
+    struct unknown_entry e = {.hour = b->hour, .count = slot->count, .last_seen = b->last_seen};
+    memcpy(e.environment_id, cache->id, USAGE_ID_BYTES);
+    memcpy(e.key, slot->key, slot->len + 1);
+    unknown_flags_add_entry(b->unknown, &e);
+}
+
+static void flush_unknown(struct usage_batch *b)
+{
+    struct env_cache cache = {.s = NULL};
+    for (size_t i = 0; i < UNKNOWN_SLOTS && b->unknown_used > 0; i++) {
+        if (b->unknown_slots[i].count == 0)
+            continue;
+        if (b->unknown != NULL)
+            publish_unknown(b, &b->unknown_slots[i], &cache);
+        b->unknown_slots[i].count = 0;
+        b->unknown_used--;
+    }
+    b->unknown_used = 0;
+}
+
 void usage_batch_flush(struct usage_batch *b, struct usage_table *table)
 {
-    if (b == NULL || b->used == 0)
+    if (b == NULL)
+        return;
+    if (b->unknown_used > 0)
+        flush_unknown(b);
+    if (b->used == 0)
         return;
     for (size_t i = 0; i < BATCH_SLOTS; i++) {
         if (b->slots[i].key == 0)
@@ -86,7 +158,9 @@ void usage_batch_flush(struct usage_batch *b, struct usage_table *table)
 /* True when the pending entries cannot take a count made at hour. */
 static bool must_flush(const struct usage_batch *b, int64_t hour)
 {
-    return b->used > 0 && (b->used >= BATCH_MAX_USED || b->hour != hour);
+    bool pending = b->used > 0 || b->unknown_used > 0;
+    return pending &&
+           (b->used >= BATCH_MAX_USED || b->unknown_used >= UNKNOWN_MAX_USED || b->hour != hour);
 }
 
 void usage_batch_count(struct usage_batch *b, struct usage_table *table, const struct snapshot *s,
@@ -109,4 +183,56 @@ void usage_batch_count(struct usage_batch *b, struct usage_table *table, const s
         b->used++;
     }
     b->slots[i].count++;
+}
+
+/* A hash of the key, eight bytes at a time (the last word overlaps the one
+ * before it: fixed-size loads only), with the part and the environment. */
+static uint64_t unknown_hash(const struct snapshot *s, uint32_t env, const char *key, size_t len)
+{
+    uint64_t h = mix((uint64_t)(uintptr_t)s ^ ((uint64_t)env << 32 | len));
+    uint64_t word = 0;
+    if (len < 8) {
+        for (size_t i = 0; i < len; i++)
+            word = word << 8 | (unsigned char)key[i];
+        return mix(h ^ word) | 1;
+    }
+    for (size_t i = 0; i + 8 < len; i += 8) {
+        memcpy(&word, key + i, 8);
+        h = mix(h ^ word);
+    }
+    memcpy(&word, key + len - 8, 8);
+    return mix(h ^ word) | 1; /* never 0 */
+}
+
+void usage_batch_count_unknown(struct usage_batch *b, struct usage_table *table,
+                               const struct snapshot *s, uint32_t env, const char *key, size_t len,
+                               int64_t now_s)
+{
+    /* the length bounds the copy; the pattern is checked once per flush
+     * (publish_unknown), not per count (the caller checked it too) */
+    if (b == NULL || len == 0 || len > UNKNOWN_KEY_MAX)
+        return;
+    int64_t hour = now_s / 3600;
+    if (must_flush(b, hour))
+        usage_batch_flush(b, table);
+    b->hour = hour;
+    b->last_seen = now_s;
+    uint64_t hash = unknown_hash(s, env, key, len);
+    size_t i = (size_t)hash & (UNKNOWN_SLOTS - 1);
+    struct unknown_slot *slot = &b->unknown_slots[i];
+    while (slot->count != 0 && (slot->hash != hash || slot->s != s || slot->env != env ||
+                                slot->len != len || memcmp(slot->key, key, len) != 0)) {
+        i = (i + 1) & (UNKNOWN_SLOTS - 1);
+        slot = &b->unknown_slots[i];
+    }
+    if (slot->count == 0) {
+        slot->s = s;
+        slot->hash = hash;
+        slot->env = env;
+        slot->len = (uint32_t)len;
+        memcpy(slot->key, key, len);
+        slot->key[len] = '\0';
+        b->unknown_used++;
+    }
+    slot->count++;
 }

@@ -3,12 +3,13 @@
  * memory and moved into the shared usage table (usage.h) in batches.
  *
  * Owns a small fixed-size hash map from (snapshot, flag entry, variant) to a
- * count; the snapshot is the mapped part the flag was found in. Counting an evaluation is an
- * increment in this worker's own memory: no atomics, no shared cache lines, no uuid parsing on the
- * evaluation path. usage_batch_flush turns each entry into the usage table's key (flag id,
- * environment id, variant key, hour) and adds it there; the worker flushes every
- * USAGE_BATCH_FLUSH_MS, before it unmaps the snapshot the entries refer to, and before it exits, so
- * the flusher (stopped after the last worker) sees every count.
+ * count, and a second one from (snapshot, environment entry, key) to a count
+ * for the keys asked for that name no flag (unknown_flags.h); the snapshot is the mapped part the
+ * flag was found in. Counting an evaluation is an increment in this worker's own memory: no
+ * atomics, no shared cache lines, no uuid parsing on the evaluation path. usage_batch_flush turns
+ * each entry into the usage table's key (flag id, environment id, variant key, hour) and adds it
+ * there; the worker flushes every USAGE_BATCH_FLUSH_MS, before it unmaps the snapshot the entries
+ * refer to, and before it exits, so the flusher (stopped after the last worker) sees every count.
  *
  * Invariants: every entry refers to the snapshot it was counted in, which
  * its owner keeps mapped until the next flush (served_snapshot.c flushes
@@ -17,16 +18,27 @@
  * first. A worker that dies loses at most one
  * batch interval of counts.
  *
- * Called by the OFREP handlers (usage_batch_count) and the worker
- * (usage_batch_flush on its timer, remap and exit).
+ * Counting an unknown key is about the work of counting a flag: a hash of
+ * at most 63 bytes (eight at a time) and a probe of private memory of the
+ * same size as the flags' (as many distinct keys between two flushes);
+ * the caller checked the key against the flag key pattern, and the
+ * shared table checks it again once per flush (a key that fails it is
+ * not counted).
+ *
+ * Called by the OFREP handlers (usage_batch_count, usage_batch_count_unknown)
+ * and the worker (usage_batch_set_unknown at start, usage_batch_flush on its
+ * timer, remap and exit).
  */
 #ifndef ENSIGN_USAGE_BATCH_H
 #define ENSIGN_USAGE_BATCH_H
 
 #include <stdint.h>
 
+#include <stddef.h>
+
 struct snapshot;
 struct usage_table;
+struct unknown_table;
 struct usage_batch;
 
 #define USAGE_BATCH_FLUSH_MS 100
@@ -44,7 +56,21 @@ void usage_batch_free(struct usage_batch *b);
 void usage_batch_count(struct usage_batch *b, struct usage_table *table, const struct snapshot *s,
                        uint32_t flag, uint32_t variant, int64_t now_s);
 
-/* Adds every pending count to table and empties the batch. */
+/* Where the unknown keys' counts go at each flush (NULL: nowhere). */
+void usage_batch_set_unknown(struct usage_batch *b, struct unknown_table *unknown);
+
+/*
+ * Counts one request for key (len bytes) that names no flag in
+ * s->envs[env] at unix time now_s; a key outside the flag key pattern is
+ * not counted (dropped here when longer than 63 bytes, at the flush
+ * otherwise). s must stay mapped until the next flush.
+ */
+void usage_batch_count_unknown(struct usage_batch *b, struct usage_table *table,
+                               const struct snapshot *s, uint32_t env, const char *key, size_t len,
+                               int64_t now_s);
+
+/* Adds every pending count to table (the unknown keys' to the table of
+ * usage_batch_set_unknown) and empties the batch. */
 void usage_batch_flush(struct usage_batch *b, struct usage_table *table);
 
 #endif

@@ -30,6 +30,7 @@ struct ofrep_state;     /* eval/ofrep.c: the OFREP handlers' caches */
 struct usage_batch;     /* eval/usage_batch.h */
 struct metrics_block;   /* http/metrics.h: this worker's counters */
 struct stream_hub;      /* eval/streams.h: the worker's open event streams */
+struct org_events;      /* accounts/org_events.h: the organization change streams */
 struct answer_pool;     /* http/answer.h: blocks for answer bodies */
 struct early_write;     /* http/early_write.h: answers written in their turn */
 struct access_log;      /* http/access_log.h: this worker's access lines */
@@ -54,6 +55,7 @@ struct http_server {
     struct ofrep_state *ofrep;         /* created by the OFREP handlers on first use */
     struct usage_batch *usage_batch;   /* evaluation counts not yet in shared memory */
     struct stream_hub *streams;        /* change streams (NULL: none offered) */
+    struct org_events *org_events;     /* organization change streams (NULL: none offered) */
     struct answer_pool *answers;       /* created by the first pooled answer */
     struct early_write *early;         /* NULL: answers wait for the write event */
     struct access_log *access_log;     /* http/access_log.h; NULL: access_log = off */

@@ -11,7 +11,9 @@
  * auth_credential_digest). mgmt_dispatch is the dispatcher of every
  * route row with an operation. mgmt_begin_org (organization named
  * in the body, caller already authenticated) looks up the organization
- * alone.
+ * alone. The body of a row with a request schema is checked against that
+ * schema (jsonschema.c) before its operation runs: the row's schema, the
+ * one /openapi.json shows, is what is enforced.
  *
  * Invariants: a caller outside the organization always gets the same 404
  * whether or not the organization exists; a callback runs only after every
@@ -29,6 +31,7 @@
 
 #include "http/http.h"
 #include "eval/ratelimit.h"
+#include "mgmt/jsonschema.h"
 #include "mgmt/validate.h"
 #include "http/server.h"
 
@@ -301,7 +304,27 @@ void mgmt_begin_org(struct http_request *r, const struct identity *who, const ch
 
 /* ---- the dispatcher ---- */
 
-/* The row's operation, with the answer row of its load's statement (or NULL). */
+struct json_object *mgmt_checked_body(struct http_request *r, const char *schema_text)
+{
+    const struct json_object *schema = jsonschema_parsed(schema_text);
+    if (schema == NULL) {
+        http_send_error(r, 500, "the route's request schema does not parse");
+        return NULL;
+    }
+    struct json_object *body = mgmt_body_object(r);
+    if (body == NULL)
+        return NULL;
+    struct validate v;
+    validate_init(&v);
+    if (jsonschema_check(&v, schema, body))
+        return body;
+    json_object_put(body);
+    mgmt_send_invalid(r, &v);
+    return NULL;
+}
+
+/* The row's operation, with the answer row of its load's statement (or
+ * NULL), once its body passed the row's request schema. */
 static void run_op_with(struct http_request *r, const struct mgmt_ctx *ctx, const PGresult *res,
                         void *arg)
 {
@@ -309,7 +332,8 @@ static void run_op_with(struct http_request *r, const struct mgmt_ctx *ctx, cons
     const struct route *route = r->match.route;
     struct mgmt_ctx call = *ctx;
     call.row = res;
-    if (route->request_schema != NULL && (call.body = mgmt_body_object(r)) == NULL)
+    if (route->request_schema != NULL &&
+        (call.body = mgmt_checked_body(r, route->request_schema)) == NULL)
         return;
     route->op(r, &call);
 }
@@ -523,4 +547,18 @@ struct json_object *mgmt_body_object(struct http_request *r)
     validate_error(&v, NULL, "the request body must be a JSON object");
     http_send_validation_error(r, "validation failed", validate_take_errors(&v));
     return NULL;
+}
+
+struct json_object *mgmt_body_member(const struct json_object *body, const char *name)
+{
+    struct json_object *value = NULL;
+    if (body == NULL || !json_object_object_get_ex(body, name, &value))
+        return NULL;
+    return value;
+}
+
+const char *mgmt_body_text(const struct json_object *body, const char *name)
+{
+    struct json_object *value = mgmt_body_member(body, name);
+    return json_object_is_type(value, json_type_string) ? json_object_get_string(value) : NULL;
 }

@@ -72,6 +72,14 @@ enum mgmt_role { MGMT_ROLE_VIEWER, MGMT_ROLE_MEMBER, MGMT_ROLE_ADMIN, MGMT_ROLE_
         MGMT_ROLE_VIEWER, 0, false, NULL, NULL, ROUTE_CALLER_IDENTITY                              \
     }
 
+/* The need of an operation on the caller's own credential (PUT
+ * /v1/session/password): any credential, no scope, a write. The dispatcher
+ * adds no management rate limit (the operation spends the login budget). */
+#define MGMT_IDENTITY_WRITE                                                                        \
+    {                                                                                              \
+        MGMT_ROLE_VIEWER, 0, true, NULL, NULL, ROUTE_CALLER_IDENTITY                               \
+    }
+
 /* The need of an internal operation (the access token of a user, a deleted
  * one's too, and the Ensign-Internal-Key header; no scope; always rate
  * limited as a write). */
@@ -102,8 +110,8 @@ struct mgmt_ctx {
     struct json_object *body;               /* mgmt_dispatch: the parsed request body of a row
                                                with a request schema, the operation's to put;
                                                else NULL */
-    bool via_cookie;                        /* MGMT_IDENTITY rows: the credential was the
-                                               session cookie */
+    bool via_cookie;                        /* MGMT_IDENTITY(_WRITE) rows: the credential
+                                               was the session cookie */
     const PGresult *row;                    /* a row with load: the answer of its statement
                                                (extras from MGMT_ROW_FIRST on), valid during
                                                the call; else NULL */
@@ -128,8 +136,9 @@ void mgmt_dispatch(struct http_request *r);
  * organization token on an ACCOUNT row, 403 the scope, 429 (writes), then
  * the body as above and the operation, with ctx->who and actor_user_id
  * set and no organization (org_id "").
- * A row whose need is MGMT_IDENTITY: 401 (auth.h auth_token_or_cookie),
- * then the operation with ctx->who and ctx->via_cookie.
+ * A row whose need is MGMT_IDENTITY or MGMT_IDENTITY_WRITE: 401 (auth.h
+ * auth_token_or_cookie), then the body as above and the operation with
+ * ctx->who and ctx->via_cookie.
  * A row whose need is MGMT_INTERNAL: 401 (auth.h auth_internal: a deleted
  * user's token is taken), 403 the Ensign-Internal-Key, 403 an organization
  * token, 429, then the body and the operation, as for MGMT_OWN.
@@ -235,6 +244,23 @@ void mgmt_answer_cb(PGresult *res, const char *error, void *arg);
  * after answering 400 (unparseable, empty) or 422 (not an object).
  */
 struct json_object *mgmt_body_object(struct http_request *r);
+
+/*
+ * mgmt_body_object, then the body checked against the schema text (a
+ * route row's request schema; src/mgmt/jsonschema.h): the body (caller
+ * owns), or NULL after answering 400, 422 (every field the schema refuses)
+ * or 500 (a schema that does not parse). The dispatcher's check, also used
+ * by the rows that are not dispatched (the login, the waitlist).
+ */
+struct json_object *mgmt_checked_body(struct http_request *r, const char *schema_text);
+
+/*
+ * Members of a body the row's request schema checked (so their types are
+ * known): the member name of body, or NULL when absent or JSON null; and
+ * the text of a string member, or NULL when absent or null.
+ */
+struct json_object *mgmt_body_member(const struct json_object *body, const char *name);
+const char *mgmt_body_text(const struct json_object *body, const char *name);
 
 struct validate;
 

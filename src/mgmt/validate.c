@@ -306,6 +306,12 @@ static bool string_length_ok(struct validate *v, const char *name, struct json_o
     return true;
 }
 
+bool validate_length_ok(struct validate *v, const struct json_object *value, size_t min_chars,
+                        size_t max_chars)
+{
+    return string_length_ok(v, NULL, (struct json_object *)value, min_chars, max_chars);
+}
+
 enum validate_found validate_string(struct validate *v, const struct json_object *obj,
                                     const char *name, size_t min_chars, size_t max_chars,
                                     unsigned flags, const char **out)
@@ -333,9 +339,7 @@ enum validate_found validate_key(struct validate *v, const struct json_object *o
     if (found != VALIDATE_SET)
         return found;
     if (!validate_key_ok(s)) {
-        validate_error(v, name,
-                       "must be lowercase letters, digits and inner hyphens "
-                       "(^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$)");
+        validate_error(v, name, VALIDATE_KEY_MESSAGE);
         return VALIDATE_INVALID;
     }
     if (out)
@@ -390,6 +394,11 @@ static bool integral_value(struct json_object *value, int64_t *out)
         return false;
     *out = (int64_t)d;
     return true;
+}
+
+bool validate_integral(const struct json_object *value, int64_t *out)
+{
+    return integral_value((struct json_object *)value, out);
 }
 
 enum validate_found validate_int(struct validate *v, const struct json_object *obj,
@@ -521,11 +530,12 @@ bool validate_email_ok(const char *s, size_t len)
     return rc >= 0;
 }
 
-static void check_pattern(struct validate *v, const char *pattern, size_t len)
+static void check_pattern(struct validate *v, const char *pattern, size_t len, bool caseless)
 {
     int code;
     PCRE2_SIZE offset;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF, &code, &offset, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, len, COND_PATTERN_OPTIONS(caseless), &code,
+                                   &offset, NULL);
     if (re != NULL) {
         pcre2_code_free(re);
         return;
@@ -537,7 +547,8 @@ static void check_pattern(struct validate *v, const char *pattern, size_t len)
 }
 
 /* Checks one item of values at the current path for kind. */
-static void check_value(struct validate *v, struct json_object *value, enum cond_value_kind kind)
+static void check_value(struct validate *v, struct json_object *value, enum cond_value_kind kind,
+                        bool caseless)
 {
     bool is_string = json_object_is_type(value, json_type_string);
     const char *s = is_string ? json_object_get_string(value) : "";
@@ -555,7 +566,7 @@ static void check_value(struct validate *v, struct json_object *value, enum cond
         if (!is_string)
             validate_error(v, NULL, "must be a string");
         else if (kind == COND_VALUES_PATTERN)
-            check_pattern(v, s, len);
+            check_pattern(v, s, len, caseless);
         break;
     case COND_VALUES_NUMBER:
         if (!is_finite_number(value))
@@ -587,10 +598,14 @@ static void check_values(struct validate *v, const struct json_object *cond, enu
     size_t max = cond_ops[op].single_value ? 1 : VALIDATE_VALUES_MAX;
     if (validate_array(v, cond, "values", 1, max, VALIDATE_REQUIRED, &values) != VALIDATE_SET)
         return;
+    struct json_object *caseless = NULL;
+    json_object_object_get_ex(cond, "caseInsensitive", &caseless);
+    bool fold =
+        json_object_is_type(caseless, json_type_boolean) && json_object_get_boolean(caseless);
     size_t mark = validate_push_field(v, "values");
     for (size_t i = 0; i < json_object_array_length(values); i++) {
         size_t item = validate_push_index(v, i);
-        check_value(v, json_object_array_get_idx(values, i), kind);
+        check_value(v, json_object_array_get_idx(values, i), kind, fold);
         validate_pop(v, item);
     }
     validate_pop(v, mark);

@@ -42,6 +42,11 @@
 #define VALIDATE_WEIGHT_MAX 1000000              /* rollout weight */
 #define VALIDATE_BUCKET_BY_MAX 200               /* bucketBy characters */
 
+/* The key pattern (validate_key_ok) as the schemas write it, and its message. */
+#define VALIDATE_KEY_PATTERN "^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$"
+#define VALIDATE_KEY_MESSAGE                                                                       \
+    "must be lowercase letters, digits and inner hyphens (" VALIDATE_KEY_PATTERN ")"
+
 struct validate {
     struct json_object *errors; /* NULL until the first error; owned */
     size_t count;               /* messages recorded so far */
@@ -135,6 +140,14 @@ bool validate_timestamp_parse(const char *s, int64_t *ms);
  * bytes; it may come out empty.
  */
 void validate_slugify(const char *text, char out[VALIDATE_KEY_MAX + 1]);
+
+/* Whether the string value has min_chars to max_chars characters of valid
+ * UTF-8; records the message at the current path when not. */
+bool validate_length_ok(struct validate *v, const struct json_object *value, size_t min_chars,
+                        size_t max_chars);
+
+/* A JSON integer, or a double without a fraction within 2^53, as *out. */
+bool validate_integral(const struct json_object *value, int64_t *out);
 
 /* ---- field helpers (see the header comment for the return value) ---- */
 

@@ -13,7 +13,9 @@ from test_members import OrgTestCase
 FLAG_FIELDS = {"id", "key", "name", "description", "type", "permanent", "tags",
                "maintainerUserId", "createdByUserId", "archivedAt", "createdAt", "updatedAt"}
 FLAG_DETAIL_FIELDS = FLAG_FIELDS | {"createdByName", "maintainerName"}
-FLAG_LIST_FIELDS = FLAG_DETAIL_FIELDS | {"value", "usage", "enabledIn"}
+FLAG_LIST_FIELDS = FLAG_DETAIL_FIELDS | {"value", "usage", "stale", "enabledIn"}
+# GET /flags/{key}'s flag: the detail form and stale (sql/0015).
+FLAG_DETAIL_STALE_FIELDS = FLAG_DETAIL_FIELDS | {"stale"}
 VARIANT_FIELDS = {"id", "key", "value", "label", "sortOrder"}
 RULE_FIELDS = {"id", "priority", "description", "conditions", "serve", "createdAt", "updatedAt"}
 REVISION_FIELDS = {"id", "action", "summary", "changes", "userName", "createdAt"}

@@ -14,7 +14,11 @@ Run by tests/e2e/run (each class has its own database and ensignd).
 
 import http.server
 import json
+import os
 import socket
+import ssl
+import subprocess
+import tempfile
 import threading
 import time
 
@@ -500,6 +504,7 @@ class FakeModel(http.server.BaseHTTPRequestHandler):
     """Answers chat completions by the last user message's first word."""
 
     requests = []
+    authorizations = []
 
     def log_message(self, *args):
         pass
@@ -507,6 +512,7 @@ class FakeModel(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeModel.requests.append(body)
+        FakeModel.authorizations.append(self.headers.get("Authorization"))
         word = body["messages"][-1]["content"].split()[0]
         if word == "fail":
             self.send_response(500)
@@ -633,6 +639,106 @@ class AgentModelTest(AgentCase):
         body = self.ask("slow archive llm-flag")
         self.assertLess(time.monotonic() - started, 9)
         self.assertEqual(body["proposals"]["actions"][0]["tool"], "archive_flag")
+
+
+class AgentModelKeyTest(AgentCase):
+    """agent_llm_model and agent_llm_key_file: the model named by the key,
+    the API key sent as a Bearer token, read at each question."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.key_dir = tempfile.TemporaryDirectory()
+        cls.key_file = os.path.join(cls.key_dir.name, "llm.key")
+        with open(cls.key_file, "w") as f:
+            f.write("  sk-test-first  \n")
+        cls.fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
+        cls.fake.daemon_threads = True
+        threading.Thread(target=cls.fake.serve_forever, daemon=True).start()
+        port = cls.fake.server_address[1]
+        cls.settings = {**AgentCase.settings,
+                        "agent_llm_url": f"http://127.0.0.1:{port}/v1/chat/completions#ignored",
+                        "agent_llm_model": "named-model",
+                        "agent_llm_key_file": cls.key_file}
+        try:
+            super().setUpClass()
+        except BaseException:
+            cls.fake.shutdown()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.fake.shutdown()
+            cls.fake.server_close()
+            cls.key_dir.cleanup()
+
+    def test_model_and_key(self):
+        self.create_flag({"slug": "llm-flag", "type": "boolean"})
+        self.ask("good please enable llm-flag")
+        self.assertEqual(FakeModel.requests[-1]["model"], "named-model")
+        self.assertEqual(FakeModel.authorizations[-1], "Bearer sk-test-first")
+        # a rotated key is read at the next question, no reload
+        with open(self.key_file, "w") as f:
+            f.write("sk-test-second\n")
+        self.ask("good please enable llm-flag")
+        self.assertEqual(FakeModel.authorizations[-1], "Bearer sk-test-second")
+        # an unreadable key file: the built-in agent answers, the log says why
+        sent = len(FakeModel.requests)
+        os.unlink(self.key_file)
+        body = self.ask("archive llm-flag")
+        self.assertEqual(body["proposals"]["actions"][0]["tool"], "archive_flag")
+        self.assertEqual(len(FakeModel.requests), sent)
+        self.assertTrue(harness.wait_for(
+            lambda: "No such file or directory" in self.server.stderr(), 5))
+        self.assertNotIn("sk-test", self.server.stderr())
+
+
+class AgentTlsModelTest(AgentCase):
+    """An https:// endpoint is verified: a self-signed certificate gets no
+    question, and the built-in agent answers."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tls_dir = tempfile.TemporaryDirectory()
+        cert, key = (os.path.join(cls.tls_dir.name, n) for n in ("cert.pem", "key.pem"))
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                        "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True,
+                       timeout=60)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        FakeModel.requests.clear()
+        cls.fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
+        cls.fake.socket = context.wrap_socket(cls.fake.socket, server_side=True)
+        cls.fake.daemon_threads = True
+        threading.Thread(target=cls.fake.serve_forever, daemon=True).start()
+        port = cls.fake.server_address[1]
+        cls.settings = {**AgentCase.settings,
+                        "agent_llm_url": f"https://127.0.0.1:{port}/v1/chat/completions"}
+        try:
+            super().setUpClass()
+        except BaseException:
+            cls.fake.shutdown()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.fake.shutdown()
+            cls.fake.server_close()
+            cls.tls_dir.cleanup()
+
+    def test_self_signed_endpoint_is_refused(self):
+        self.create_flag({"slug": "tls-flag", "type": "boolean"})
+        body = self.ask("good archive tls-flag")
+        self.assertEqual(body["proposals"]["actions"][0]["tool"], "archive_flag")
+        self.assertEqual(FakeModel.requests, [])
+        self.assertTrue(harness.wait_for(lambda: "language model" in self.server.stderr(), 5))
+        self.assertRegex(self.server.stderr(), r"(?i)certificate|SSL")
 
 
 class AgentUnreachableModelTest(AgentCase):

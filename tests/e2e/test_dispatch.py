@@ -22,6 +22,17 @@ def operations(document):
                 yield method.upper(), path, operation
 
 
+def wrong_value(member):
+    """A value of a type the member's schema refuses (check_routes picks the same)."""
+    types = member.get("type")
+    if types is None:
+        return None if "not" in member else 7
+    types = [types] if isinstance(types, str) else types
+    if "array" not in types:
+        return []
+    return "text" if "object" in types else {}
+
+
 def schemes(operation):
     return {name for requirement in operation.get("security", []) for name in requirement}
 
@@ -62,6 +73,11 @@ class DispatchTest(OrgTestCase):
                 segment = values.get(segment[1:-1], "no-such-thing")
             out.append(segment)
         return "/".join(out)
+
+    def assertRefused(self, response, field, method, path):
+        """A 422 (either document's envelope) whose errors name field."""
+        self.assertEqual(response.status, 422, (method, path, field, response))
+        self.assertIn(field, response.json.get("errors", {}), (method, path, response.json))
 
     def send(self, method, path, token=None, body=None, headers=None):
         sent = dict(headers or {})
@@ -108,6 +124,29 @@ class DispatchTest(OrgTestCase):
         response = self.send("POST", "/orgs/acme/members", "admin", body={"login": 5})
         self.assertEqual(response.status, 422, response)
         self.assertIn("login", response.json.get("errors", {}), response.json)
+
+    def test_every_rows_request_schema_is_enforced_by_the_dispatcher(self):
+        """Every documented operation with a request body (organization,
+        account, any-token and identity rows: the agent's and the password
+        change's too): the schema /openapi.json shows refuses, with a 422
+        from the dispatcher naming the member, an unknown member and each
+        declared member given a value of the wrong type; nothing is written."""
+        before = self.database.query("SELECT count(*) FROM audit_events")
+        checked = 0
+        for method, path, operation in operations(self.document):
+            if "requestBody" not in operation or operation.get("x-ensign-caller") not in (
+                    "organization", "account", "any", "identity"):
+                continue  # internal rows also want the Ensign-Internal-Key
+            schema = operation["requestBody"]["content"]["application/json"]["schema"]
+            target = self.concrete(path)
+            response = self.send(method, target, "owner", body={"zz-not-a-member": 1})
+            self.assertRefused(response, "zz-not-a-member", method, path)
+            for name, member in schema["properties"].items():
+                response = self.send(method, target, "owner", body={name: wrong_value(member)})
+                self.assertRefused(response, name, method, path)
+            checked += 1
+        self.assertGreater(checked, 25)
+        self.assertEqual(self.database.query("SELECT count(*) FROM audit_events"), before)
 
     def test_the_body_is_parsed_after_the_checks_and_before_the_operation(self):
         """A row with a request schema: the dispatcher parses the body once
@@ -166,10 +205,15 @@ class DispatchTest(OrgTestCase):
             caller = operation.get("x-ensign-caller")
             callers.setdefault(caller, 0)
             callers[caller] += 1
-            if caller == "identity":
+            if caller == "identity" and method == "GET":
                 self.assertNotIn("x-ensign-scope", operation, (method, path))
                 response = self.send(method, path, "org")
                 self.assertEqual(response.status, 200, (method, path, response))
+            if caller == "identity" and method != "GET":  # the password change: no password
+                self.assertNotIn("x-ensign-scope", operation, (method, path))
+                response = self.send(method, path, "org",
+                                     body={"current": "x" * 8, "new": "y" * 8})
+                self.assertEqual(response.status, 403, (method, path, response))
             if caller == "internal":
                 self.assertNotIn("x-ensign-scope", operation, (method, path))
                 self.assertEqual(schemes(operation), {"accessToken"}, (method, path))
@@ -183,9 +227,10 @@ class DispatchTest(OrgTestCase):
             else:
                 self.assertNotIn(response.status, (401, 403), (method, path, response))
         self.assertGreaterEqual(callers.get("account", 0), 8, callers)
-        self.assertGreaterEqual(callers.get("any", 0), 1, callers)
+        self.assertGreaterEqual(callers.get("any", 0), 3, callers)  # GET /orgs, the agent's two
         self.assertEqual(callers.get("internal", 0), 4, callers)
-        self.assertEqual(callers.get("identity", 0), 2, callers)  # /v1/me, /me
+        # /v1/me, /me, PUT /v1/session/password
+        self.assertEqual(callers.get("identity", 0), 3, callers)
         self.assertGreater(callers.get("organization", 0), 40, callers)
 
     # ---- the session cookie ----

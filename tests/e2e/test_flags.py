@@ -13,7 +13,8 @@ import unittest
 
 import harness
 from flagfixture import (ENV_CONFIG_FIELDS, ENVIRONMENT_KEYS, FLAG_DETAIL_FIELDS,
-                         FLAG_LIST_FIELDS, REVISION_FIELDS, VARIANT_FIELDS, FlagTestCase)
+                         FLAG_DETAIL_STALE_FIELDS, FLAG_LIST_FIELDS, REVISION_FIELDS,
+                         VARIANT_FIELDS, FlagTestCase)
 
 
 class FlagCreateTest(FlagTestCase):
@@ -36,7 +37,9 @@ class FlagCreateTest(FlagTestCase):
 
         detail = self.detail("new-checkout")
         self.assertEqual(set(detail), {"flag", "revisions", "variants", "environments"})
-        self.assertEqual(detail["flag"], made)
+        self.assertEqual(set(detail["flag"]), FLAG_DETAIL_STALE_FIELDS)
+        self.assertIsNone(detail["flag"]["stale"])  # just created
+        self.assertEqual({k: v for k, v in detail["flag"].items() if k != "stale"}, made)
         self.assertEqual([(v["key"], v["value"]) for v in detail["variants"]],
                          [("on", True), ("off", False)])
         for variant in detail["variants"]:

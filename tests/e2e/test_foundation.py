@@ -22,7 +22,7 @@ import harness
 
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 WORKER_TITLES = ("ensignd: worker 0", "ensignd: worker 1")
-SERVICE_TITLES = ("ensignd: refresher", "ensignd: flusher")
+SERVICE_TITLES = ("ensignd: refresher", "ensignd: flusher", "ensignd: deliverer")
 
 
 def random_secret(prefix):

@@ -39,7 +39,10 @@ class FormerBodiesTestCase(FlagTestCase):
         wrote it (the newest REVISION_WINDOW revisions; '[]' without any)."""
         flag = self.flag_id(key)
         parts = {
-            "flag": f"SELECT ensign_flag_detail_json(f)::text FROM flags f WHERE f.id = '{flag}'",
+            "flag": "SELECT (ensign_flag_detail_json(f) || jsonb_build_object('stale',"
+                    " ensign_flag_stale_json(f, interval '2592000 seconds',"
+                    " now() - interval '30 days')))::text"
+                    f" FROM flags f WHERE f.id = '{flag}'",
             "revisions": "SELECT COALESCE(json_agg(ensign_revision_json(r)"
                          " ORDER BY r.created_at DESC, r.id DESC)::text, '[]')"
                          " FROM (SELECT * FROM revisions r"

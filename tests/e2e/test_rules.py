@@ -199,9 +199,15 @@ class RulesTest(FlagTestCase):
             {"attribute": "country", "operator": "like", "values": ["NL"]}]}]
         errors = self.assertInvalid(self.replace(rules), "rules[3].conditions[0].operator")
         self.assertEqual(set(errors), {"rules[3].conditions[0].operator"})
+        # the row's schema refuses the shape before the handler looks the
+        # variants up (src/mgmt/jsonschema.h); then the handler names them
         errors = self.assertInvalid(self.replace([{"serve": rollout(("red", 1), ("nope", 2))},
                                                   {"color": 1, "serve": serve("red")}]),
-                                    "rules[0].serve.rollout[1].variant", "rules[1].color")
+                                    "rules[1].color")
+        self.assertEqual(set(errors), {"rules[1].color"})
+        self.assertInvalid(self.replace([{"serve": serve("red")},
+                                         {"serve": rollout(("red", 1), ("nope", 2))}]),
+                           "rules[1].serve.rollout[1].variant")
 
     # ---- conditions ----
 

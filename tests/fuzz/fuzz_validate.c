@@ -14,13 +14,21 @@
  * matches the key pattern, an integer is in bounds, a slug is a key or
  * empty); the canonical form of a valid serve validates again; the errors
  * collected form a JSON object whose text json-c reads back.
+ *
+ * The body is also checked against request schemas of the route table
+ * (src/mgmt/jsonschema.c): it answers as its collector does, its errors
+ * read back, and a rule body the schema accepts passes validate.c's own
+ * field helpers for the members the handler then reads without checking.
  */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "accounts/schemas.h"
+#include "api/flagschemas.h"
 #include "fuzz_common.h"
+#include "mgmt/jsonschema.h"
 #include "mgmt/validate.h"
 
 static bool segment_exists(void *arg, const char *key)
@@ -120,6 +128,36 @@ static void check_errors(struct validate *v)
     json_object_put(errors);
 }
 
+/* A rule body the schema took: the members rules.c reads unchecked hold. */
+static void check_accepted_rule(struct json_object *body)
+{
+    struct validate v;
+    validate_init(&v);
+    validate_string(&v, body, "description", 0, 500, VALIDATE_NULLABLE, NULL);
+    validate_int(&v, body, "priority", 0, VALIDATE_PRIORITY_MAX, 0, NULL);
+    require(validate_ok(&v), "a rule body the schema accepts fails validate.c's field helpers");
+    validate_free(&v);
+}
+
+static void check_schemas(struct json_object *body)
+{
+    static const char *const texts[] = {flagschema_rule_create,  flagschema_rule_replace,
+                                        flagschema_flag_create,  flagschema_configure,
+                                        schema_acc_token_create, schema_acc_profile};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const struct json_object *schema = jsonschema_parsed(texts[i]);
+        require(schema != NULL, "a request schema does not parse");
+        struct validate v;
+        validate_init(&v);
+        bool ok = jsonschema_check(&v, schema, body);
+        require(ok == validate_ok(&v), "jsonschema_check disagrees with its collector");
+        if (ok && texts[i] == flagschema_rule_create)
+            check_accepted_rule(body);
+        check_errors(&v);
+        validate_free(&v);
+    }
+}
+
 /* The pure checks, on the raw text. */
 static void check_text(const char *text, size_t size)
 {
@@ -148,6 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_errors(&v);
         validate_free(&v);
         check_serve(body);
+        check_schemas(body);
     }
     json_object_put(body);
     return 0;

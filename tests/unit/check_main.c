@@ -19,7 +19,9 @@ int main(void)
     srunner_add_suite(runner, suite_eval());
     srunner_add_suite(runner, suite_openapi());
     srunner_add_suite(runner, suite_validate());
+    srunner_add_suite(runner, suite_jsonschema());
     srunner_add_suite(runner, suite_usage());
+    srunner_add_suite(runner, suite_unknown_flags());
     srunner_add_suite(runner, suite_ratelimit());
     srunner_add_suite(runner, suite_metrics());
     srunner_add_suite(runner, suite_heartbeat());
@@ -44,6 +46,7 @@ int main(void)
     srunner_add_suite(runner, suite_login_limit());
     srunner_add_suite(runner, suite_intake());
     srunner_add_suite(runner, suite_ui_files());
+    srunner_add_suite(runner, suite_webhook_target());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

@@ -12,11 +12,18 @@
  * no organization (the caller's own account, any token) is not under one;
  * x-ensign-caller, x-ensign-role and x-ensign-scope are the row's need. Nothing here is copied from
  * the table: the expectations are derived from each row's fields.
+ *
+ * Every dispatched row's request schema (the one /openapi.json shows) is
+ * in the subset the dispatcher enforces (src/mgmt/jsonschema.h), refuses
+ * an unknown member and a member of the wrong type; the e2e tests/e2e/test_dispatch.py sends the
+ * same bodies through the dispatcher.
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/cond_ops.h"
+#include "mgmt/jsonschema.h"
 #include "mgmt/mgmt.h"
 #include "http/openapi.h"
 #include "daemon/routes.h"
@@ -125,8 +132,13 @@ static void check_dispatched(const struct route *route)
         return;
     }
     if (route->need.caller == ROUTE_CALLER_IDENTITY) {
-        ck_assert_msg(scope == 0 && !route->need.write && route->method == METHOD_GET,
-                      "%s: identity: no scope, a read", route->pattern);
+        /* who the caller is (a read), or a change of its own credential
+         * (a write with a body) */
+        bool read = !route->need.write && route->method == METHOD_GET;
+        bool own_write =
+            route->need.write && route->method != METHOD_GET && route->request_schema != NULL;
+        ck_assert_msg(scope == 0 && (read || own_write),
+                      "%s: identity: no scope, a read or a write with a body", route->pattern);
         return;
     }
     ck_assert_msg(scope != 0 && (scope & (scope - 1)) == 0 && (scope & ~AUTH_SCOPE_ALL) == 0,
@@ -171,6 +183,126 @@ static void check_need(const struct route *route, struct json_object *op)
     ck_assert_str_eq(colon + 1, route->need.write ? "write" : "read");
 }
 
+/* Whether the type keyword of schema (a name or a list) names type. */
+static bool names_type(struct json_object *schema, const char *type)
+{
+    struct json_object *types;
+    if (!json_object_object_get_ex(schema, "type", &types))
+        return false;
+    if (json_object_is_type(types, json_type_string))
+        return strcmp(json_object_get_string(types), type) == 0;
+    for (size_t i = 0; i < json_object_array_length(types); i++)
+        if (strcmp(json_object_get_string(json_object_array_get_idx(types, i)), type) == 0)
+            return true;
+    return false;
+}
+
+/* A JSON text of a value of the wrong type for property (null when it has no type). */
+static const char *wrong_value(struct json_object *property)
+{
+    if (!json_object_object_get_ex(property, "type", NULL))
+        return json_object_object_get_ex(property, "not", NULL) ? "null" : "7";
+    if (!names_type(property, "array"))
+        return "[]";
+    return names_type(property, "object") ? "\"text\"" : "{}";
+}
+
+/* Expects body (text) to be refused by schema with a message at path. */
+static void expect_refused(const struct route *route, const struct json_object *schema,
+                           const char *body_text, const char *path)
+{
+    struct json_object *body = json_tokener_parse(body_text);
+    struct validate v;
+    validate_init(&v);
+    bool ok = jsonschema_check(&v, schema, body);
+    ck_assert_msg(!ok && v.errors && json_object_object_get_ex(v.errors, path, NULL),
+                  "%s %s: %s not refused at %s (%s)", router_method_name(route->method),
+                  route->pattern, body_text, path,
+                  v.errors ? json_object_to_json_string(v.errors) : "no errors");
+    validate_free(&v);
+    json_object_put(body);
+}
+
+/* The row's request schema is enforced as written: supported keywords,
+ * unknown members and wrongly typed ones refused. */
+static void check_schema_enforced(const struct route *route)
+{
+    if (route->request_schema == NULL || route->op == NULL)
+        return;
+    const struct json_object *schema = jsonschema_parsed(route->request_schema);
+    ck_assert_msg(schema != NULL, "%s: the request schema does not parse", route->pattern);
+    const char *bad = NULL;
+    ck_assert_msg(jsonschema_supported(schema, &bad), "%s %s: keyword %s is not enforced",
+                  router_method_name(route->method), route->pattern, bad ? bad : "?");
+    struct json_object *extra, *properties;
+    ck_assert_msg(json_object_object_get_ex(schema, "additionalProperties", &extra) &&
+                      json_object_is_type(extra, json_type_boolean) &&
+                      !json_object_get_boolean(extra),
+                  "%s %s: a request body names its members (additionalProperties: false)",
+                  router_method_name(route->method), route->pattern);
+    expect_refused(route, schema, "{\"zz-not-a-member\": 1}", "zz-not-a-member");
+    ck_assert(json_object_object_get_ex(schema, "properties", &properties));
+    json_object_object_foreach(properties, name, property)
+    {
+        char text[256];
+        snprintf(text, sizeof text, "{\"%s\": %s}", name, wrong_value(property));
+        expect_refused(route, schema, text, name);
+    }
+}
+
+START_TEST(every_request_schema_is_enforced)
+{
+    size_t count, with_schema = 0;
+    const struct route *routes = routes_table(&count);
+    for (size_t i = 0; i < count; i++) {
+        check_schema_enforced(&routes[i]);
+        with_schema += routes[i].request_schema != NULL;
+    }
+    ck_assert_uint_gt(with_schema, 20);
+    ck_assert_uint_lt(with_schema, JSONSCHEMA_PARSED_MAX);
+}
+END_TEST
+
+/* The operator enum of every condition of schema (the array at
+ * conditions.items, its branches included), checked against cond_ops[]. */
+static size_t check_operator_enums(const struct json_object *schema)
+{
+    size_t found = 0;
+    if (json_object_is_type(schema, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(schema); i++)
+            found += check_operator_enums(json_object_array_get_idx(schema, i));
+        return found;
+    }
+    if (!json_object_is_type(schema, json_type_object))
+        return 0;
+    json_object_object_foreach((struct json_object *)schema, key, value)
+    {
+        struct json_object *list;
+        if (strcmp(key, "operator") == 0 && json_object_object_get_ex(value, "enum", &list)) {
+            ck_assert_uint_eq(json_object_array_length(list), SNAPSHOT_OP_COUNT);
+            for (int op = 0; op < SNAPSHOT_OP_COUNT; op++)
+                ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(list, op)),
+                                 cond_ops[op].name);
+            found++;
+        } else {
+            found += check_operator_enums(value);
+        }
+    }
+    return found;
+}
+
+/* The condition schemas' operators are the operator table's, in its order. */
+START_TEST(condition_operators_come_from_the_table)
+{
+    size_t count, found = 0;
+    const struct route *routes = routes_table(&count);
+    for (size_t i = 0; i < count; i++)
+        if (routes[i].request_schema != NULL && routes[i].op != NULL)
+            found += check_operator_enums(jsonschema_parsed(routes[i].request_schema));
+    ck_assert_uint_ge(found, 5); /* rules (create, update, replace) and segments (create, update) */
+}
+END_TEST
+
 START_TEST(every_row_is_what_openapi_says)
 {
     size_t count;
@@ -203,6 +335,8 @@ int main(void)
     Suite *s = suite_create("routes");
     TCase *tc = tcase_create("table");
     tcase_add_test(tc, every_row_is_what_openapi_says);
+    tcase_add_test(tc, every_request_schema_is_enforced);
+    tcase_add_test(tc, condition_operators_come_from_the_table);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -17,7 +17,9 @@ Suite *suite_env_evaluate(void);
 Suite *suite_eval(void);
 Suite *suite_openapi(void);
 Suite *suite_validate(void);
+Suite *suite_jsonschema(void);
 Suite *suite_usage(void);
+Suite *suite_unknown_flags(void);
 Suite *suite_ratelimit(void);
 Suite *suite_metrics(void);
 Suite *suite_heartbeat(void);
@@ -42,5 +44,6 @@ Suite *suite_work_pool(void);
 Suite *suite_login_limit(void);
 Suite *suite_intake(void);
 Suite *suite_ui_files(void);
+Suite *suite_webhook_target(void);
 
 #endif

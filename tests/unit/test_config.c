@@ -189,6 +189,8 @@ START_TEST(test_table_order_and_flags)
         {"request_timeout_ms", "10000", true},
         {"metrics_listen", "", false},
         {"agent_llm_url", "", true},
+        {"agent_llm_model", "", true},
+        {"agent_llm_key_file", "", true},
         {"stream_max_per_worker", "10000", true},
         {"stream_max_per_key", "1000", true},
         {"access_log", "management", true},
@@ -196,6 +198,10 @@ START_TEST(test_table_order_and_flags)
         {"max_connections_per_worker", "10000", true},
         {"session_cookie_secure", "off", true},
         {"healthz_database_timeout_ms", "60000", true},
+        {"webhook_allow_private", "off", true},
+        {"webhook_retry_base_ms", "30000", true},
+        {"stale_after_days", "30", true},
+        {"unknown_flag_slots", "4096", false},
         {"ui_dir", DATADIR "/ensign/ui", true},
     };
     size_t n;
@@ -236,6 +242,8 @@ START_TEST(test_table_bounds)
         {"stream_max_per_worker", 0, 1000000},
         {"stream_max_per_key", 0, 1000000},
         {"max_connections_per_worker", 16, 1000000},
+        {"stale_after_days", 1, 36500},
+        {"unknown_flag_slots", 1024, 16777216},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -441,7 +449,7 @@ START_TEST(test_bool_defaults_are_on_or_off)
                           strcmp(keys[i].default_value, "off") == 0,
                       "%s defaults to %s", keys[i].name, keys[i].default_value);
     }
-    ck_assert_uint_eq(bools, 2);
+    ck_assert_uint_eq(bools, 3);
 }
 END_TEST
 
@@ -474,6 +482,8 @@ static const char *const changed_values[] = {
     "request_timeout_ms = 100",
     "metrics_listen = 127.0.0.1:9100",
     "agent_llm_url = http://127.0.0.1:8000/v1/chat/completions",
+    "agent_llm_model = llama3",
+    "agent_llm_key_file = /etc/ensign/llm.key",
     "stream_max_per_worker = 1",
     "stream_max_per_key = 1",
     "access_log = all",
@@ -481,6 +491,10 @@ static const char *const changed_values[] = {
     "max_connections_per_worker = 16",
     "session_cookie_secure = on",
     "healthz_database_timeout_ms = 0",
+    "webhook_allow_private = on",
+    "webhook_retry_base_ms = 10",
+    "stale_after_days = 1",
+    "unknown_flag_slots = 1024",
     "ui_dir = /srv/ui",
 };
 
@@ -528,13 +542,15 @@ START_TEST(test_reload_keeps_restart_only_keys)
     ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed),
                      (int)restart_only);
     ck_assert_str_eq(changed, expected);
-    ck_assert_str_eq(changed, "state_dir, user, usage_slots, ratelimit_slots, metrics_listen");
+    ck_assert_str_eq(changed, "state_dir, user, usage_slots, ratelimit_slots, metrics_listen, "
+                              "unknown_flag_slots");
     /* the restart-only keys hold the running values */
     ck_assert_str_eq(fresh.state_dir, LOCALSTATEDIR "/lib/ensign");
     ck_assert_str_eq(fresh.user, "");
     ck_assert_int_eq(fresh.usage_slots, 65536);
     ck_assert_int_eq(fresh.ratelimit_slots, 65536);
     ck_assert_str_eq(fresh.metrics_listen, "");
+    ck_assert_int_eq(fresh.unknown_flag_slots, 4096);
     /* every other key holds the file's value */
     ck_assert_str_eq(fresh.listen, "0.0.0.0:9090");
     ck_assert_str_eq(fresh.listen_host, "0.0.0.0");
@@ -548,6 +564,7 @@ START_TEST(test_reload_keeps_restart_only_keys)
     ck_assert_str_eq(fresh.access_log_path, "/tmp/access.log");
     ck_assert_int_eq(fresh.session_cookie_secure, true);
     ck_assert_int_eq(fresh.healthz_database_timeout_ms, 0);
+    ck_assert_int_eq(fresh.stale_after_days, 1);
     /* the running config is untouched, and a second pass finds nothing to keep */
     ck_assert_str_eq(running.user, "");
     ck_assert_str_eq(running.listen, "127.0.0.1:8080");

@@ -1,7 +1,8 @@
 /*
  * test_usage.c - the shared-memory usage counters: counting, draining,
  * putting back, a full table, reclaiming old hours, concurrent adds, and
- * the uuid helpers; and a worker's private batch of counts.
+ * the uuid helpers; and a worker's private batch of counts, the unknown
+ * flag keys' included.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
 #include "suites.h"
+#include "eval/unknown_flags.h"
 #include "eval/usage.h"
 #include "eval/usage_batch.h"
 
@@ -415,6 +417,123 @@ START_TEST(batch_flushes_itself_when_the_hour_changes)
 }
 END_TEST
 
+struct unknown_collected {
+    struct unknown_entry e[256];
+    size_t n;
+    uint64_t total;
+};
+
+static void collect_unknown(const struct unknown_entry *e, void *arg)
+{
+    struct unknown_collected *c = arg;
+    if (c->n < sizeof c->e / sizeof c->e[0])
+        c->e[c->n++] = *e;
+    c->total += e->count;
+}
+
+static struct unknown_table *new_unknown_table(size_t slots)
+{
+    void *area = malloc(unknown_flags_area_size(slots));
+    ck_assert_ptr_nonnull(area);
+    return unknown_flags_area_init(area, slots);
+}
+
+static void count_unknown(struct usage_batch *b, struct usage_table *t, const struct snapshot *s,
+                          const char *key, int64_t now)
+{
+    usage_batch_count_unknown(b, t, s, 0, key, strlen(key), now);
+}
+
+START_TEST(batch_unknown_keys_reach_their_table_on_flush)
+{
+    struct usage_table *t = new_table(1024);
+    struct unknown_table *u = new_unknown_table(1024);
+    struct snapshot s;
+    open_snapshot(5, &s);
+    struct usage_batch *b = usage_batch_new();
+    usage_batch_set_unknown(b, u);
+    count_unknown(b, t, &s, "Not-A-Key", NOW);              /* outside the pattern */
+    usage_batch_count_unknown(b, t, &s, 0, "a\0b", 3, NOW); /* a NUL inside: not "a" */
+    char too_long[80];
+    memset(too_long, 'k', sizeof too_long);
+    usage_batch_count_unknown(b, t, &s, 0, too_long, sizeof too_long, NOW);
+    count_unknown(b, t, &s, "other", NOW);
+    count_unknown(b, t, &s, "typo-flag", NOW);
+    count_unknown(b, t, &s, "typo-flag", NOW + 1);
+    struct unknown_collected before = {.n = 0};
+    ck_assert_uint_eq(unknown_flags_drain(u, NOW, collect_unknown, &before), 0);
+    usage_batch_flush(b, t);
+    struct unknown_collected c = {.n = 0};
+    ck_assert_uint_eq(unknown_flags_drain(u, NOW + 1, collect_unknown, &c), 2);
+    ck_assert_uint_eq(c.total, 3);
+    uint8_t env_id[16];
+    usage_uuid_parse(ENV_P, env_id);
+    for (size_t i = 0; i < c.n; i++) {
+        ck_assert_mem_eq(c.e[i].environment_id, env_id, 16);
+        ck_assert_uint_eq(c.e[i].count, strcmp(c.e[i].key, "typo-flag") == 0 ? 2 : 1);
+        ck_assert_int_eq(c.e[i].last_seen, NOW + 1);
+    }
+    struct collected usage = {.n = 0};
+    ck_assert_uint_eq(usage_drain(t, NOW, collect, &usage), 0); /* no flag counted */
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(u);
+    free(t);
+}
+END_TEST
+
+/* Half full of distinct unknown keys, the batch flushes before it takes
+ * another, as it does for flags. */
+START_TEST(batch_flushes_itself_when_half_full_of_unknown_keys)
+{
+    struct usage_table *t = new_table(1024);
+    struct unknown_table *u = new_unknown_table(4096);
+    struct snapshot s;
+    open_snapshot(5, &s);
+    struct usage_batch *b = usage_batch_new();
+    usage_batch_set_unknown(b, u);
+    for (unsigned i = 0; i < 1000; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k-%u", i);
+        count_unknown(b, t, &s, key, NOW);
+    }
+    struct unknown_collected *c = calloc(1, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    size_t early = unknown_flags_drain(u, NOW, collect_unknown, c);
+    ck_assert_uint_gt(early, 0); /* flushed on its own before the explicit flush */
+    uint64_t total = c->total;
+    usage_batch_flush(b, t);
+    c->n = 0;
+    c->total = 0;
+    unknown_flags_drain(u, NOW, collect_unknown, c);
+    ck_assert_uint_eq(total + c->total, 1000);
+    ck_assert_uint_eq(unknown_flags_dropped(u), 0);
+    free(c);
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(u);
+    free(t);
+}
+END_TEST
+
+/* Without a table for them (a worker without shared memory), unknown keys
+ * are forgotten at the flush. */
+START_TEST(batch_without_unknown_table_forgets_them)
+{
+    struct usage_table *t = new_table(1024);
+    struct snapshot s;
+    open_snapshot(5, &s);
+    struct usage_batch *b = usage_batch_new();
+    count_unknown(b, t, &s, "typo-flag", NOW);
+    usage_batch_flush(b, t);
+    struct collected usage = {.n = 0};
+    ck_assert_uint_eq(usage_drain(t, NOW, collect, &usage), 0);
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(t);
+}
+END_TEST
+
 Suite *suite_usage(void)
 {
     Suite *s = suite_create("usage");
@@ -433,6 +552,9 @@ Suite *suite_usage(void)
     tcase_add_test(batch, batch_counts_reach_the_table_on_flush);
     tcase_add_test(batch, batch_flushes_itself_when_the_hour_changes);
     tcase_add_test(batch, batch_counts_flags_of_several_parts_apart);
+    tcase_add_test(batch, batch_unknown_keys_reach_their_table_on_flush);
+    tcase_add_test(batch, batch_flushes_itself_when_half_full_of_unknown_keys);
+    tcase_add_test(batch, batch_without_unknown_table_forgets_them);
     suite_add_tcase(s, batch);
     return s;
 }
