@@ -34,41 +34,47 @@ export default async function historyScreen(main, ctx) {
       })));
   };
 
+  // The form is made once: a live update redraws the list, never a
+  // half-filled form.
+  const listBox = h('div');
+  const listError = errorSlot();
+  const at = h('input', { type: 'datetime-local', required: true });
+  const env = h('select', null, state.environments.map((e) => h('option', { value: e.key, selected: e.key === state.env }, e.name)));
+  const action = h('select', null, h('option', { value: 'on' }, 'turn on'), h('option', { value: 'off' }, 'turn off'));
+  const formError = errorSlot();
+  const form = h('form', { class: 'card', 'aria-label': 'Schedule a change' },
+    h('div', { class: 'row' }, field('When', at), field('In environment', env), field('Change', action)),
+    formError, h('button', { type: 'submit', class: 'primary' }, 'Schedule'));
+
   const loadSchedules = async () => {
-    const error = errorSlot();
     let schedules = [];
-    try { schedules = (await api.get(`${base}/schedules`)).schedules || []; } catch (err) { showError(error, err); }
-    const at = h('input', { type: 'datetime-local', required: true });
-    const env = h('select', null, state.environments.map((e) => h('option', { value: e.key, selected: e.key === state.env }, e.name)));
-    const action = h('select', null, h('option', { value: 'on' }, 'turn on'), h('option', { value: 'off' }, 'turn off'));
-    const formError = errorSlot();
-    const form = h('form', { class: 'card', 'aria-label': 'Schedule a change' },
-      h('div', { class: 'row' }, field('When', at), field('In environment', env), field('Change', action)),
-      formError, h('button', { type: 'submit', class: 'primary' }, 'Schedule'));
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      const time = new Date(at.value);
-      if (Number.isNaN(time.getTime())) { showError(formError, { message: 'Choose a date and time.' }); return; }
-      try {
-        await api.post(`${base}/schedules`, { at: time.toISOString(), environment: env.value, changes: { enabled: action.value === 'on' } });
-        await loadSchedules();
-      } catch (err) { showError(formError, err); }
-    });
-    fill(schedulesBox, h('h2', { id: 'schedules-title' }, 'Scheduled changes'), error,
-      schedules.length ? h('table', { class: 'list' },
-        h('thead', null, h('tr', null, ['When', 'Environment', 'Change', 'Status', ''].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', null, schedules.map((s) => {
-          const rowError = errorSlot();
-          const cancel = async () => {
-            if (!(await confirmDialog('Cancel this scheduled change?', `${JSON.stringify(s.changes)} at ${when(s.at)}`))) return;
-            try { await api.del(`${base}/schedules/${encodeURIComponent(s.id)}`); await loadSchedules(); } catch (err) { showError(rowError, err); }
-          };
-          return h('tr', null, h('td', null, when(s.at)), h('td', null, s.environment), h('td', null, h('code', null, JSON.stringify(s.changes))),
-            h('td', null, s.status, s.error ? h('div', { class: 'error' }, s.error) : null),
-            h('td', null, s.status === 'pending' ? h('button', { type: 'button', onclick: cancel, 'aria-label': `Cancel schedule at ${when(s.at)}` }, 'Cancel schedule') : null, rowError));
-        }))) : h('p', { class: 'muted' }, 'Nothing scheduled.'),
-      form);
+    try { schedules = (await api.get(`${base}/schedules`)).schedules || []; showError(listError, null); } catch (err) { showError(listError, err); }
+    if (!ctx.isCurrent()) return;
+    fill(listBox, schedules.length ? h('table', { class: 'list' },
+      h('thead', null, h('tr', null, ['When', 'Environment', 'Change', 'Status', ''].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, schedules.map((s) => {
+        const rowError = errorSlot();
+        const cancel = async () => {
+          if (!(await confirmDialog('Cancel this scheduled change?', `${JSON.stringify(s.changes)} at ${when(s.at)}`))) return;
+          try { await api.del(`${base}/schedules/${encodeURIComponent(s.id)}`); await loadSchedules(); } catch (err) { showError(rowError, err); }
+        };
+        return h('tr', null, h('td', null, when(s.at)), h('td', null, s.environment), h('td', null, h('code', null, JSON.stringify(s.changes))),
+          h('td', null, s.status, s.error ? h('div', { class: 'error' }, s.error) : null),
+          h('td', null, s.status === 'pending' ? h('button', { type: 'button', onclick: cancel, 'aria-label': `Cancel schedule at ${when(s.at)}` }, 'Cancel schedule') : null, rowError));
+      }))) : h('p', { class: 'muted' }, 'Nothing scheduled.'));
   };
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const time = new Date(at.value);
+    if (Number.isNaN(time.getTime())) { showError(formError, { message: 'Choose a date and time.' }); return; }
+    try {
+      await api.post(`${base}/schedules`, { at: time.toISOString(), environment: env.value, changes: { enabled: action.value === 'on' } });
+      showError(formError, null);
+      await loadSchedules();
+    } catch (err) { showError(formError, err); }
+  });
+  fill(schedulesBox, h('h2', { id: 'schedules-title' }, 'Scheduled changes'), listError, listBox, form);
 
   fill(main, h('p', null, h('a', { href: `#/flags/${encodeURIComponent(key)}` }, `← ${key}`)), h('h1', null, `History of ${key}`), schedulesBox, revisionsBox);
   await Promise.all([loadRevisions(), loadSchedules()]);

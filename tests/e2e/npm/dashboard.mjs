@@ -437,7 +437,11 @@ await check('schedule_a_change', async () => {
   await page.getByLabel('When').fill(local);
   await page.getByRole('combobox', { name: 'In environment' }).selectOption('development');
   await page.getByRole('button', { name: 'Schedule', exact: true }).click();
-  await page.getByRole('button', { name: /^Cancel schedule/ }).waitFor();
+  const form = page.getByRole('form', { name: 'Schedule a change' });
+  await waitFor(async () => (await page.getByRole('button', { name: /^Cancel schedule/ }).count()) > 0
+    || (await form.getByRole('alert').count()) > 0, 8000, 'the schedule listed');
+  const refused = await form.getByRole('alert').count();
+  assert(refused === 0, `refused: ${refused ? await form.getByRole('alert').textContent() : ''}`);
   return 'scheduled, listed as pending';
 });
 
