@@ -39,6 +39,8 @@
  * behind the current one. When the newest hour is ahead of the current one
  * (a clock ahead), the 24 hours up to the current one are read from
  * flag_usage_hours instead (ensign_usage_counts of sql/0008, behind 0).
+ * enabledIn lists the keys of the environments where the flag is on (the
+ * dashboard's per-row switch), one index lookup per flag.
  * The production default's value is the one sql/0012 keeps on the flag
  * (NULL for a rollout: no value; three joins per flag before); the tags
  * come as the JSON text sql/0009 keeps beside them. Why and since when
@@ -76,7 +78,10 @@
     "            THEN array_to_string(ensign_usage_counts(f.id, " CURRENT_HOUR "), ',')"          \
     "            ELSE s.counts_text END,"                                                          \
     "       " STALE_REASON ","                                                                     \
-    "       ensign_stale_since(" STALE_ARGUMENTS ", $3::interval)"                                 \
+    "       ensign_stale_since(" STALE_ARGUMENTS ", $3::interval),"                                \
+    "       (SELECT coalesce(array_to_json(array_agg(e.key ORDER BY e.key))::text, '[]')"         \
+    "          FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id"          \
+    "         WHERE fe.flag_id = f.id AND fe.enabled)"                                             \
     "  FROM flags f"                                                                               \
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"                                         \
     "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "                                        \
@@ -114,6 +119,7 @@ enum {
     COL_USAGE_COUNTS,
     COL_STALE_REASON,
     COL_STALE_SINCE,
+    COL_ENABLED_IN,
     COL_COUNT
 };
 
@@ -237,6 +243,7 @@ static void put_flag(struct jsonout *pb, const PGresult *res, int row)
         {"usage", MEMBER_USAGE, RAW},
         {"value", COL_VALUE, RAW},
         {"createdAt", COL_CREATED_AT, TIME},
+        {"enabledIn", COL_ENABLED_IN, RAW},
         {"permanent", COL_PERMANENT, BOOL},
         {"updatedAt", COL_UPDATED_AT, TIME},
         {"archivedAt", COL_ARCHIVED_AT, TIME},

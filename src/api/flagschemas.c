@@ -90,9 +90,9 @@
 
 #define S_FLAG_LIST_ITEM                                                                           \
     "{\"type\":\"object\",\"required\":[" FLAG_REQUIRED ",\"value\",\"createdByName\","           \
-    "\"maintainerName\",\"usage\",\"stale\"],"                                                     \
+    "\"maintainerName\",\"usage\",\"stale\",\"enabledIn\"],"                                                   \
     "\"properties\":{" FLAG_PROPERTIES "," NAMES_PROPERTIES ",\"value\":{},"                       \
-    "\"usage\":" S_USAGE_SUMMARY ",\"stale\":" S_STALE "}}"
+    "\"usage\":" S_USAGE_SUMMARY ",\"stale\":" S_STALE ",\"enabledIn\":{\"type\":\"array\",\"items\":" S_KEY "}}}"
 
 #define S_VARIANT                                                                                  \
     "{\"type\":\"object\",\"required\":[\"id\",\"key\",\"value\",\"label\",\"sortOrder\"],"        \

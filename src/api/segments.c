@@ -45,10 +45,22 @@
     " 'description', s.description, 'conditions', s.conditions,"                                   \
     " 'createdAt', " SEGMENT_CREATED_AT ", 'updatedAt', " SEGMENT_UPDATED_AT ")"
 
+/* A list item: the segment and usedBy, the keys of the flags whose rules
+ * use it (the dashboard's segment screen shows them; DELETE's 409 names
+ * the same flags). */
+#define SEGMENT_LIST_FORM                                                                          \
+    "json_build_object('id', s.id, 'key', s.key, 'name', s.name,"                                  \
+    " 'description', s.description, 'conditions', s.conditions,"                                   \
+    " 'createdAt', " SEGMENT_CREATED_AT ", 'updatedAt', " SEGMENT_UPDATED_AT ","                   \
+    " 'usedBy', (SELECT COALESCE(json_agg(DISTINCT f.key ORDER BY f.key), '[]'::json)"             \
+    "              FROM rules r JOIN flags f ON f.id = r.flag_id"                                  \
+    "             WHERE f.org_id = s.org_id"                                                       \
+    "               AND r.conditions @> jsonb_build_array(jsonb_build_object('segment', s.key))))"
+
 /* $1 org id. */
 static const char LIST_SQL[] =
     "SELECT 200 AS status,"
-    " json_build_object('segments', COALESCE(json_agg(" SEGMENT_FORM " ORDER BY s.key),"
+    " json_build_object('segments', COALESCE(json_agg(" SEGMENT_LIST_FORM " ORDER BY s.key),"
     " '[]'::json))::text AS body, NULL::text AS message"
     " FROM segments s WHERE s.org_id = $1";
 
@@ -365,9 +377,20 @@ const char segments_one_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"segment\"],"
     "\"properties\":{\"segment\":" SEGMENT_SCHEMA "}}";
 
+#define SEGMENT_LIST_ITEM_SCHEMA                                                                   \
+    "{\"type\":\"object\",\"additionalProperties\":false,"                                         \
+    "\"required\":[\"id\",\"key\",\"name\",\"description\",\"conditions\",\"createdAt\","          \
+    "\"updatedAt\",\"usedBy\"],\"properties\":{"                                                   \
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},\"key\":{\"type\":\"string\"},"              \
+    "\"name\":{\"type\":\"string\"},\"description\":{\"type\":[\"string\",\"null\"]},"             \
+    "\"conditions\":" CONDITIONS_SCHEMA ","                                                        \
+    "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"                                \
+    "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"},"                                \
+    "\"usedBy\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}"
+
 const char segments_list_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"segments\"],"
-    "\"properties\":{\"segments\":{\"type\":\"array\",\"items\":" SEGMENT_SCHEMA "}}}";
+    "\"properties\":{\"segments\":{\"type\":\"array\",\"items\":" SEGMENT_LIST_ITEM_SCHEMA "}}}";
 
 const char segments_ack_schema[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"ok\"],"

@@ -69,6 +69,7 @@ enum key_index {
     KEY_WEBHOOK_RETRY_BASE_MS,
     KEY_STALE_AFTER_DAYS,
     KEY_UNKNOWN_FLAG_SLOTS,
+    KEY_UI_DIR,
     KEY_COUNT
 };
 
@@ -201,6 +202,9 @@ static const struct config_key keys[KEY_COUNT] = {
                                 "Number of shared-memory slots counting the unknown flag keys "
                                 "SDKs ask for (per environment, key and hour), sized at "
                                 "start."},
+    [KEY_UI_DIR] = {"ui_dir", CONFIG_STRING, CONFIG_DEFAULT_UI_DIR, 0, 0, true,
+                    "Directory of the dashboard's files, served under /ui/ and read at start "
+                    "and on reload; a missing directory serves no dashboard."},
 };
 
 /* Where each key's value lives in struct config, and how wide it is. */
@@ -255,6 +259,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_WEBHOOK_RETRY_BASE_MS] = SLOT(webhook_retry_base_ms, SLOT_INT),
     [KEY_STALE_AFTER_DAYS] = SLOT(stale_after_days, SLOT_INT),
     [KEY_UNKNOWN_FLAG_SLOTS] = SLOT(unknown_flag_slots, SLOT_INT),
+    [KEY_UI_DIR] = SLOT(ui_dir, SLOT_STRING),
 };
 
 static const char *const log_level_names[] = {

@@ -26,6 +26,10 @@
 #endif
 #define CONFIG_DEFAULT_PATH SYSCONFDIR "/ensign/ensign.conf"
 #define CONFIG_DEFAULT_STATE_DIR LOCALSTATEDIR "/lib/ensign"
+#ifndef DATADIR
+#define DATADIR "/usr/share"
+#endif
+#define CONFIG_DEFAULT_UI_DIR DATADIR "/ensign/ui"
 
 enum config_type {
     CONFIG_STRING,     /* any string */
@@ -95,6 +99,7 @@ struct config {
     int max_connections_per_worker;
     bool session_cookie_secure;      /* the session cookie carries Secure */
     int healthz_database_timeout_ms; /* 503 after this long without the database; 0: never */
+    char *ui_dir;                    /* the dashboard's files (http/ui_files.h) */
     bool webhook_allow_private;      /* webhooks may reach private and loopback addresses */
     int webhook_retry_base_ms;       /* first retry delay of a failed webhook delivery */
     int stale_after_days;            /* a flag's stale clocks (flag list and detail) */

@@ -57,6 +57,7 @@
 
 #include "http/accept_balance.h"
 #include "http/access_log.h"
+#include "http/ui_files.h"
 #include "base/config.h"
 #include "daemon/deliverer.h"
 #include "daemon/flusher.h"
@@ -100,6 +101,7 @@ struct master {
     int ready_pipe[2];   /* workers write a byte once they serve; -1 when absent */
     int workers_pipe[2]; /* write end held by workers, read by the flusher; -1 when absent */
     int access_log_fd;   /* access_log_path opened for this generation, or -1 */
+    struct ui_files *ui; /* ui_dir as read for this generation, or NULL */
     pid_t pid;
     struct child children[MAX_CHILDREN];
     unsigned generation;
@@ -157,7 +159,8 @@ static int run_child(struct master *m, const struct child *c)
     switch (c->role) {
     case ROLE_WORKER:
         return worker_main(c->slot, child_slot(m, c), &m->cfg, &m->shm, m->sockets.fds,
-                           m->sockets.count, m->metrics_fd, m->ready_pipe[1], m->access_log_fd);
+                           m->sockets.count, m->metrics_fd, m->ready_pipe[1], m->access_log_fd,
+                           m->ui);
     case ROLE_REFRESHER:
         return refresher_main(&m->cfg, &m->shm);
     case ROLE_FLUSHER:
@@ -478,6 +481,23 @@ static int prepare_reload(struct master *m, struct config *fresh, int *access_fd
     return 0;
 }
 
+/*
+ * Reads ui_dir for the next generation (doc/ensign.conf.5 ui_dir): the
+ * workers forked from now on serve it; those running keep their own copy.
+ * A directory that cannot be read serves no dashboard, said once here.
+ */
+static void load_ui(struct master *m)
+{
+    char err[512];
+    ui_files_free(m->ui);
+    m->ui = ui_files_load(m->cfg.ui_dir, err, sizeof err);
+    if (m->ui == NULL)
+        log_warn("the dashboard is not served: %s", err);
+    else
+        log_info("dashboard: %zu files from %s (%zu bytes, %zu gzipped)", m->ui->count,
+                 m->cfg.ui_dir, m->ui->bytes, m->ui->gz_bytes);
+}
+
 static void reload(struct master *m)
 {
     struct config fresh;
@@ -492,6 +512,7 @@ static void reload(struct master *m)
     config_free(&m->cfg);
     m->cfg = fresh;
     log_set_level((enum log_level)m->cfg.log_level);
+    load_ui(m);
     m->generation++;
     drain_ready_pipe(m);
     start_generation(m);
@@ -594,6 +615,7 @@ static int start_up(struct master *m)
         log_error("%s", err);
         return -1;
     }
+    load_ui(m);
     return 0;
 }
 
@@ -684,6 +706,8 @@ int master_run(const char *config_path, struct config *cfg)
             close(m.workers_pipe[i]);
     }
     shm_destroy(&m.shm);
+    ui_files_free(m.ui);
+    m.ui = NULL;
     config_free(&m.cfg);
     return status;
 }

@@ -11,6 +11,7 @@
 #include "accounts/me.h"
 #include "daemon/healthz_route.h"
 #include "http/meta.h"
+#include "http/ui_route.h"
 #include "daemon/metrics_route.h"
 /* section includes: evaluation */
 #include "eval/ofrep.h"
@@ -262,6 +263,19 @@ static const struct route route_table[] = {
     {METHOD_POST, "/v1/waitlist", waitlist_submit,
      "Join the waitlist (no credential; rate limited per client address)", ROUTE_AUTH_NONE,
      waitlist_request_schema, waitlist_response_schema, 200, NO_OP},
+
+    /* section: the dashboard (files from ui_dir, read at start; never the database) */
+    {METHOD_GET, "/", ui_redirect, "Redirect (302) to the dashboard at /ui/", ROUTE_AUTH_NONE, NULL,
+     NULL, 302, NO_OP},
+    {METHOD_GET, "/ui", ui_redirect, "Redirect (302) to /ui/", ROUTE_AUTH_NONE, NULL, NULL, 302,
+     NO_OP},
+    {METHOD_GET, "/ui/", ui_serve, "The dashboard (index.html)", ROUTE_AUTH_NONE, NULL, NULL, 200,
+     NO_OP},
+    {METHOD_GET, "/ui/{file}", ui_serve,
+     "A dashboard file (strong ETag, gzip when accepted, the dashboard's CSP)", ROUTE_AUTH_NONE,
+     NULL, NULL, 200, NO_OP},
+    {METHOD_GET, "/ui/{folder}/{file}", ui_serve, "A dashboard file in a folder", ROUTE_AUTH_NONE,
+     NULL, NULL, 200, NO_OP},
 
     /* section: the root API (no prefix) */
     {METHOD_GET, "/openapi.json", meta_openapi, "This OpenAPI document", ROUTE_AUTH_NONE, NULL,

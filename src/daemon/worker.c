@@ -355,7 +355,7 @@ static void tune_malloc(void)
 
 int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
                 struct shm_region *shm, const int *fds, size_t nfds, int metrics_fd, int ready_fd,
-                int access_log_fd)
+                int access_log_fd, const struct ui_files *ui)
 {
     char role[32];
     snprintf(role, sizeof role, "worker %d", index);
@@ -374,6 +374,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
     rt->heartbeat_slot = heartbeat_slot;
     rt->w.cfg = cfg;
     rt->w.shm = shm;
+    rt->w.ui = ui;
     rt->w.routes = routes_table(&rt->w.route_count);
     rt->w.api_doc = apidoc_markdown(rt->w.routes, rt->w.route_count);
     rt->w.base = new_event_base();

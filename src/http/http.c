@@ -4,8 +4,9 @@
  *
  * Invariants:
  *  - Every response carries a JSON content type (application/json, or
- *    application/problem+json for Problem bodies), except 204 preflight and
- *    304, which carry no body.
+ *    application/problem+json for Problem bodies), except 204 preflight,
+ *    304 and redirects, which carry no body, /metrics (text) and the
+ *    dashboard's files (http_send_static, their own types).
  *  - Each dispatched request is answered exactly once; the answer frees the
  *    struct http_request. worker->in_flight counts dispatched, unanswered
  *    requests (internal ones included), which is what a draining worker
@@ -491,6 +492,24 @@ void http_send_text(struct http_request *r, int status, const char *content_type
     evbuffer_add(evhttp_request_get_output_buffer(r->req), text, len);
     send_reply(r, status);
     release(r, status, len);
+}
+
+void http_send_static(struct http_request *r, int status, const char *content_type,
+                      const void *body, size_t len)
+{
+    if (r->sink != NULL) {
+        internal_capture(r, status, (const char *)body, len);
+        return;
+    }
+    add_body_headers(r, content_type);
+    evbuffer_add_reference(evhttp_request_get_output_buffer(r->req), body, len, NULL, NULL);
+    send_reply(r, status);
+    release(r, status, len);
+}
+
+void http_send_empty(struct http_request *r, int status)
+{
+    send_raw(r, status, NULL, NULL);
 }
 
 void http_send_answer(struct http_request *r, int status, struct http_answer *a)

@@ -4,7 +4,8 @@
  * Owns struct http_request (the parsed method, path, query, surface and
  * route parameters of one evhttp request) and every way of answering:
  * JSON bodies, the surface's error body, 405 with Allow, CORS headers on
- * /ofrep. Every response is JSON with a JSON content type. A handler must
+ * /ofrep. Every response is JSON with a JSON content type, except the
+ * dashboard's files (http_send_static) and /metrics (http_send_text). A handler must
  * answer exactly once, now or later (after an asynchronous query); the
  * answer releases the http_request. If the client went away meanwhile,
  * the answer is dropped quietly. An internal request (http_internal_request)
@@ -117,6 +118,14 @@ void http_send_eval_error(struct http_request *r, int status, const char *key,
 /* Answers status with a text body of length len (copied), e.g. /metrics. */
 void http_send_text(struct http_request *r, int status, const char *content_type, const char *text,
                     size_t len);
+
+/* Answers status with body (len bytes) by reference, not copied: body must
+ * outlive the worker's loop (the dashboard's files, ui_files.h). */
+void http_send_static(struct http_request *r, int status, const char *content_type,
+                      const void *body, size_t len);
+
+/* Answers status with no body (a redirect, with its Location added first). */
+void http_send_empty(struct http_request *r, int status);
 
 /* 405 with an Allow header listing methods. */
 void http_send_method_not_allowed(struct http_request *r, unsigned methods);

@@ -35,6 +35,7 @@ struct answer_pool;     /* http/answer.h: blocks for answer bodies */
 struct early_write;     /* http/early_write.h: answers written in their turn */
 struct access_log;      /* http/access_log.h: this worker's access lines */
 struct work_pool;       /* base/work_pool.h: helper threads for slow work (scrypt) */
+struct ui_files;        /* http/ui_files.h: the dashboard's files */
 
 struct http_server {
     int index; /* 0-based worker slot */
@@ -59,6 +60,7 @@ struct http_server {
     struct early_write *early;         /* NULL: answers wait for the write event */
     struct access_log *access_log;     /* http/access_log.h; NULL: access_log = off */
     struct work_pool *passwords;       /* scrypt off the loop (db/password_pool.h), or NULL */
+    const struct ui_files *ui;         /* the dashboard (the master's copy), or NULL */
     unsigned long in_flight;           /* dispatched, unanswered requests */
     bool draining;                     /* answers carry Connection: close */
 };

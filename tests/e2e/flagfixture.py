@@ -13,7 +13,7 @@ from test_members import OrgTestCase
 FLAG_FIELDS = {"id", "key", "name", "description", "type", "permanent", "tags",
                "maintainerUserId", "createdByUserId", "archivedAt", "createdAt", "updatedAt"}
 FLAG_DETAIL_FIELDS = FLAG_FIELDS | {"createdByName", "maintainerName"}
-FLAG_LIST_FIELDS = FLAG_DETAIL_FIELDS | {"value", "usage", "stale"}
+FLAG_LIST_FIELDS = FLAG_DETAIL_FIELDS | {"value", "usage", "stale", "enabledIn"}
 # GET /flags/{key}'s flag: the detail form and stale (sql/0015).
 FLAG_DETAIL_STALE_FIELDS = FLAG_DETAIL_FIELDS | {"stale"}
 VARIANT_FIELDS = {"id", "key", "value", "label", "sortOrder"}

@@ -205,6 +205,7 @@ class FlagReadTest(FlagTestCase):
         self.assertIs(by_key["list-bool"]["value"], True)
         self.assertEqual(by_key["list-string"]["value"], "alpha")
         self.assertIsNone(by_key["list-empty"]["value"])
+        self.assertEqual(by_key["list-bool"]["enabledIn"], [])
         self.assertEqual(by_key["list-bool"]["createdByName"], "Mel Member")
         self.assertIsNone(by_key["list-bool"]["maintainerName"])
         self.assertIsNone(by_key["list-bool"]["usage"])

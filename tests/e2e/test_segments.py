@@ -46,7 +46,7 @@ class SegmentsTest(OrgTestCase):
         self.assertEqual(read, {"segment": made})
         listed = self.assertStatus(self.call("GET", "/acme/segments", "viewer"), 200)
         self.assertEqual(set(listed), {"segments"})
-        self.assertIn(made, listed["segments"])
+        self.assertIn({**made, "usedBy": []}, listed["segments"])
 
         changed = self.assertStatus(self.call("PATCH", "/acme/segments/beta-testers", "member",
                                               body={"name": "Beta", "description": None,

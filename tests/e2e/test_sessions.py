@@ -90,7 +90,10 @@ class LoginSafetyTest(SessionCase):
     @classmethod
     def prepare(cls):
         super().prepare()
-        make_user(cls, "sam@example.com")
+        cls.sam_token = make_user(cls, "sam@example.com")
+        cls.database.query("INSERT INTO org_members (org_id, user_id, role)"
+                           " SELECT o.id, u.id, 'admin' FROM orgs o, users u"
+                           " WHERE o.slug = 'acme' AND u.email = 'sam@example.com'")
 
     def test_login_takes_json_only(self):
         for refused in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
@@ -134,6 +137,40 @@ class LoginSafetyTest(SessionCase):
         self.assertEqual(out.status, 200, out)
         self.assertEqual(self.me(cookie).status, 401)
 
+    def test_cross_site_writes_with_the_cookie_on_every_surface(self):
+        """The dashboard's writes (/v1, the unprefixed routes, /ai) with the
+        cookie: a form posted from another site is a 403 and changes
+        nothing; the same origin goes through; a bearer token is unaffected
+        by Origin."""
+        cookie = self.cookie_of(self.login("sam@example.com"))
+        form = {"Cookie": cookie, "Origin": "http://evil.example",
+                "Content-Type": "application/x-www-form-urlencoded"}
+        for method, path, body in (
+                ("POST", "/v1/orgs/acme/flags", b"slug=evil"),
+                ("POST", "/ai/actions/execute", b'{"org_id":"acme","tool":"create_flag",'
+                                                b'"input":{"slug":"evil"}}'),
+                ("POST", "/orgs/acme/invitations", b'{"login":"x@example.com"}'),
+                ("DELETE", "/orgs/acme/members/00000000-0000-0000-0000-000000000000", None)):
+            response = self.server.request(method, path, headers=form, body=body)
+            self.assertEqual(response.status, 403, (path, response))
+        cross = {"Cookie": cookie, "Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"}
+        response = self.server.request("POST", "/v1/orgs/acme/flags", headers=cross,
+                                       body=b'{"slug": "evil"}')
+        self.assertEqual(response.status, 403, response)
+        bearer = {"Authorization": f"Bearer {self.sam_token}"}
+        self.assertEqual(self.server.request("GET", "/v1/orgs/acme/flags/evil",
+                                             headers=bearer).status, 404)
+        same = {"Cookie": cookie, "Sec-Fetch-Site": "same-origin",
+                "Content-Type": "application/json"}
+        response = self.server.request("POST", "/v1/orgs/acme/flags", headers=same,
+                                       body=b'{"slug": "fine"}')
+        self.assertEqual(response.status, 201, response)
+        response = self.server.request("POST", "/v1/orgs/acme/flags",
+                                       headers={**bearer, "Origin": "http://evil.example",
+                                                "Content-Type": "application/json"},
+                                       body=b'{"slug": "fine-too"}')
+        self.assertEqual(response.status, 201, response)
+
     def test_client_gone_while_scrypt_runs(self):
         body = b'{"email": "sam@example.com", "password": "correct horse battery"}'
         request = (b"POST /v1/session HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -157,7 +194,10 @@ class LoginLimitTest(SessionCase):
     @classmethod
     def prepare(cls):
         super().prepare()
-        make_user(cls, "sam@example.com")
+        cls.sam_token = make_user(cls, "sam@example.com")
+        cls.database.query("INSERT INTO org_members (org_id, user_id, role)"
+                           " SELECT o.id, u.id, 'admin' FROM orgs o, users u"
+                           " WHERE o.slug = 'acme' AND u.email = 'sam@example.com'")
         make_user(cls, "kim@example.com")
 
     def test_account_budget_across_addresses(self):
@@ -201,7 +241,10 @@ class LoginPoolTest(SessionCase):
     @classmethod
     def prepare(cls):
         super().prepare()
-        make_user(cls, "sam@example.com")
+        cls.sam_token = make_user(cls, "sam@example.com")
+        cls.database.query("INSERT INTO org_members (org_id, user_id, role)"
+                           " SELECT o.id, u.id, 'admin' FROM orgs o, users u"
+                           " WHERE o.slug = 'acme' AND u.email = 'sam@example.com'")
 
     def timed(self, fn):
         started = time.monotonic()
@@ -257,7 +300,10 @@ class LoginReloadTest(SessionCase):
     @classmethod
     def prepare(cls):
         super().prepare()
-        make_user(cls, "sam@example.com")
+        cls.sam_token = make_user(cls, "sam@example.com")
+        cls.database.query("INSERT INTO org_members (org_id, user_id, role)"
+                           " SELECT o.id, u.id, 'admin' FROM orgs o, users u"
+                           " WHERE o.slug = 'acme' AND u.email = 'sam@example.com'")
 
     def worker_pids(self):
         return {pid for pid, title in self.server.children().items() if "worker" in title}

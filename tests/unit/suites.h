@@ -43,6 +43,7 @@ Suite *suite_pgtime(void);
 Suite *suite_work_pool(void);
 Suite *suite_login_limit(void);
 Suite *suite_intake(void);
+Suite *suite_ui_files(void);
 Suite *suite_webhook_target(void);
 
 #endif

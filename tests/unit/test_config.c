@@ -202,6 +202,7 @@ START_TEST(test_table_order_and_flags)
         {"webhook_retry_base_ms", "30000", true},
         {"stale_after_days", "30", true},
         {"unknown_flag_slots", "4096", false},
+        {"ui_dir", DATADIR "/ensign/ui", true},
     };
     size_t n;
     const struct config_key *keys = config_keys(&n);
@@ -494,6 +495,7 @@ static const char *const changed_values[] = {
     "webhook_retry_base_ms = 10",
     "stale_after_days = 1",
     "unknown_flag_slots = 1024",
+    "ui_dir = /srv/ui",
 };
 
 static char *changed_file_text(void)
