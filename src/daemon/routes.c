@@ -43,6 +43,7 @@
 #include "accounts/tokens.h"
 /* section includes: org resources */
 #include "api/entities.h"
+#include "api/envusage.h"
 #include "api/members.h"
 #include "api/sdkkeys.h"
 #include "api/segments.h"
@@ -157,6 +158,9 @@ static const struct route route_table[] = {
     OPX(POST, FLAG_PATH "/environments/{envKey}/copy", envcopy_copy, envcopy_load,
         "Copy default serve, off variant and rules from environment {from} (not enabled)",
         NEED(MEMBER, FLAGS, true), flagschema_copy, flagschema_environment_answer, 200),
+    OP(GET, "/v1/orgs/{org}/environments/{envKey}/usage", envusage_week,
+       "Evaluations of each flag of the environment per day, the last seven days (UTC)",
+       NEED(VIEWER, FLAGS, false), NULL, envusage_week_schema, 200),
     OP(POST, "/v1/orgs/{org}/environments/{envKey}/evaluate", evaluate_environment,
        "Evaluate an environment for a context as OFREP bulk does, with each flag's ruleId",
        NEED(VIEWER, FLAGS, false), evaluate_request_schema, evaluate_response_schema, 200),

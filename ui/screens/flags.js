@@ -76,7 +76,7 @@ function flagRow(flag, onToggled) {
     toggle.focus();
   });
   const usage = flag.usage || {};
-  const series = Array.isArray(usage.series) ? usage.series : [];
+  const series = Array.isArray(flag.week) ? flag.week : [];
   return h('tr', { 'data-key': flag.key },
     h('td', null, toggle),
     h('td', null, h('a', { href: `#/flags/${encodeURIComponent(flag.key)}` }, flag.key),
@@ -85,7 +85,7 @@ function flagRow(flag, onToggled) {
     h('td', null, flag.type),
     h('td', null, (flag.tags || []).map((t) => h('span', { class: 'tag' }, t))),
     h('td', null, ago(usage.lastSeenAt)),
-    h('td', null, series.length ? sparkline(series, `Evaluations of ${flag.key}, last 24 hours`) : h('span', { class: 'muted' }, '—')),
+    h('td', null, series.length ? sparkline(series, `Evaluations of ${flag.key} per day, last 7 days`) : h('span', { class: 'muted' }, '—')),
     h('td', null, flag.stale ? h('span', { class: 'badge warn', title: flag.stale.since || '' }, `stale: ${String(flag.stale.reason).replace(/_/g, ' ')}`) : null,
       flag.archivedAt ? h('span', { class: 'badge' }, 'archived') : null));
 }
@@ -133,8 +133,13 @@ export default async function flagsScreen(main, ctx) {
 
   const load = async () => {
     try {
-      const data = await api.get(`${path`/v1/orgs/${state.org}/flags`}${archived.checked ? '?archived=true' : ''}`);
+      const [data, week] = await Promise.all([
+        api.get(`${path`/v1/orgs/${state.org}/flags`}${archived.checked ? '?archived=true' : ''}`),
+        api.get(path`/v1/orgs/${state.org}/environments/${state.env}/usage`),
+      ]);
       if (!ctx.isCurrent()) return;
+      const perDay = new Map(week.flags.map((f) => [f.key, f.series]));
+      for (const f of data.flags) f.week = perDay.get(f.key) || null;
       flags = data.flags;
       state.flags = flags;
       const tags = [...new Set(flags.flatMap((f) => f.tags || []))].sort();
@@ -159,7 +164,7 @@ export default async function flagsScreen(main, ctx) {
       h('label', { class: 'check' }, stale, 'stale'), h('label', { class: 'check' }, archived, 'archived')),
     error, count,
     h('table', { class: 'list flags' },
-      h('thead', null, h('tr', null, ['Enabled', 'Flag', 'Type', 'Tags', 'Last seen', '24 h', ''].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', null, h('tr', null, ['Enabled', 'Flag', 'Type', 'Tags', 'Last seen', '7 days', ''].map((t) => h('th', { scope: 'col' }, t)))),
       tbody));
   let timer = null;
   ctx.onChange(() => { clearTimeout(timer); timer = setTimeout(load, 100); });
