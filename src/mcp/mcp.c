@@ -7,6 +7,7 @@
  */
 #include "mcp/mcp.h"
 
+#include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,8 +172,9 @@ static char *failure_text(int status, struct json_object *answer)
     return out;
 }
 
-/* The tools/call result of a REST answer (status, body text or NULL). */
-static struct json_object *tool_result(int status, const char *body)
+/* The tools/call result of a REST answer (status, body text or NULL, and
+ * Retry-After when it said one). */
+static struct json_object *tool_result(int status, const char *body, const char *retry_after)
 {
     struct json_object *answer = body ? json_tokener_parse(body) : NULL;
     struct json_object *result = json_object_new_object(), *content = json_object_new_array();
@@ -197,6 +199,9 @@ static struct json_object *tool_result(int status, const char *body)
                                json_object_new_string(failure ? failure : "out of memory"));
         if (json_object_object_get_ex(answer, "errors", &errors))
             json_object_object_add(error, "errors", json_object_get(errors));
+        if (retry_after != NULL)
+            json_object_object_add(error, "retryAfterSeconds",
+                                   json_object_new_int(atoi(retry_after)));
         structured = json_object_new_object();
         json_object_object_add(structured, "error", error);
         json_object_put(answer);
@@ -211,9 +216,9 @@ static struct json_object *tool_result(int status, const char *body)
 
 static void on_tool_answer(void *arg, int status, const char *body, const struct evkeyvalq *headers)
 {
-    (void)headers;
     struct tool_call *call = arg;
-    http_send_json(call->r, 200, jsonrpc_result(call->id, tool_result(status, body)));
+    const char *retry_after = evhttp_find_header(headers, "Retry-After");
+    http_send_json(call->r, 200, jsonrpc_result(call->id, tool_result(status, body, retry_after)));
     json_object_put(call->id);
     free(call);
 }

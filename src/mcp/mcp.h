@@ -24,7 +24,8 @@
  * handler as a client's request: role, scope, validation, rate limit,
  * revision and audit are the route's. A 2xx answer is the tool's result
  * (the body as text content and as structuredContent), anything else a
- * result with isError and the REST error's message.
+ * result with isError, the REST error's message as text, and
+ * structuredContent {error: {status, message, errors?, retryAfterSeconds?}}.
  *
  * Called from the route table (daemon/routes.c).
  */
