@@ -243,13 +243,14 @@ static int fail(char *why, size_t why_len, const char *fmt, ...)
 }
 
 /* Appends text to out (len bytes used of MCP_PATH_MAX), percent-encoding
- * every byte outside RFC 3986's unreserved set when encode. */
+ * when encode every byte but letters, digits, '-', '_' and '~' ('.' too,
+ * so no argument is a "." or ".." segment whatever reads the path). */
 static bool append(struct mcp_rest_call *out, size_t *len, const char *text, bool encode)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
         bool plain = !encode || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                     (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL;
+                     (*p >= '0' && *p <= '9') || strchr("-_~", *p) != NULL;
         if (*len + (plain ? 1 : 3) >= MCP_PATH_MAX)
             return false;
         if (plain) {

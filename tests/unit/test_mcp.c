@@ -203,7 +203,7 @@ START_TEST(tool_requests)
                           &out, why),
                      0);
     ck_assert_int_eq(out.method, METHOD_PATCH);
-    ck_assert_str_eq(out.path, "/v1/orgs/a%2Fb/flags/..%2Fx%3Fy/environments/pr%20od");
+    ck_assert_str_eq(out.path, "/v1/orgs/a%2Fb/flags/%2E%2E%2Fx%3Fy/environments/pr%20od");
     ck_assert_str_eq(out.body, "{\"enabled\":true}");
     free(out.body);
     ck_assert_int_eq(
