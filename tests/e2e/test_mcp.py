@@ -115,7 +115,16 @@ class McpSdkTest(McpCase):
             self.assertIn(text, message, result)
         return result["structuredContent"]["error"]
 
+    def make_old_flag(self):
+        """old-flag, created 40 days ago and never evaluated: stale where
+        this build knows staleness (stale_after_days 30)."""
+        self.assertStatus(self.call("POST", "/acme/flags", "member",
+                                    body={"slug": "old-flag"}), 201)
+        self.database.query("UPDATE flags SET created_at = now() - interval '40 days'"
+                            " WHERE key = 'old-flag'")
+
     def test_sdk_client(self):
+        self.make_old_flag()
         out = self.run_client()
         # initialize: the newest version both speak; tools; no session.
         self.assertEqual(out["protocolVersion"], NEWEST)
@@ -153,7 +162,12 @@ class McpSdkTest(McpCase):
         self.assertEqual(actors, "mel@example.com")
         listed = self.assertToolOk(out["listFlags"])
         self.assertIn("agent-made", {f["key"] for f in listed["flags"]})
-        self.assertIn("flags", self.assertToolOk(out["stale"]))
+        stale = self.assertToolOk(out["stale"])
+        if "stale" in listed["flags"][0]:  # this build knows staleness
+            self.assertEqual([f["key"] for f in stale["flags"]], ["old-flag"], stale)
+            self.assertEqual(stale["flags"][0]["stale"]["reason"], "never_evaluated", stale)
+        else:
+            self.assertIn("flags", stale)
         if "evaluate_flag" in tools:
             evaluated = self.assertToolOk(out["evaluate"])
             self.assertIn("agent-made", json.dumps(evaluated))
@@ -182,7 +196,17 @@ class McpSdkTest(McpCase):
         self.assertNotIn("agent-made", {f["key"] for f in self.assertToolOk(out["outsiderOwn"])
                                         ["flags"]})
         archived = self.assertStatus(self.call("GET", "/acme/flags/agent-made", "viewer"), 200)
-        self.assertIsNone(archived.get("archivedAt"), archived)
+        self.assertIsNone(archived["flag"].get("archivedAt"), archived)
+
+        if "schedule_change" in tools:
+            schedule = self.assertToolOk(out["schedule"])["schedule"]
+            self.assertEqual(schedule["status"], "pending", schedule)
+            self.assertEqual(schedule["changes"], {"enabled": False}, schedule)
+        if "restore_revision" in tools:
+            self.assertToolOk(out["restore"])
+            detail = self.assertStatus(self.call("GET", "/acme/flags/agent-made", "viewer"), 200)
+            production = next(e for e in detail["environments"] if e["key"] == "production")
+            self.assertFalse(production["enabled"], detail)  # as created
         self.assertEqual(self.server.sanitizer_reports(), [])
 
 

@@ -82,5 +82,26 @@ out.outsiderGet = await call(outsider, "get_flag", { org: spec.org, flag: spec.f
 out.outsiderWrite = await call(outsider, "archive_flag", { org: spec.org, flag: spec.flag });
 out.outsiderOwn = await call(outsider, "list_flags", { org: spec.outsiderOrg });
 
+// Last, as they change the flag: a scheduled change and a rollback to the
+// creation's revision, where this build has those routes.
+if (names.has("schedule_change")) {
+  out.schedule = await call(member, "schedule_change", {
+    org: spec.org,
+    flag: spec.flag,
+    at: new Date(Date.now() + 3600 * 1000).toISOString(),
+    environment: "production",
+    changes: { enabled: false },
+  });
+}
+if (names.has("restore_revision")) {
+  const detail = out.get.structuredContent;
+  const created = detail.revisions[detail.revisions.length - 1];
+  out.restore = await call(member, "restore_revision", {
+    org: spec.org,
+    flag: spec.flag,
+    revision: String(created.id),
+  });
+}
+
 for (const c of [member, viewer, outsider]) await c.client.close();
 process.stdout.write(JSON.stringify(out) + "\n");
