@@ -1,14 +1,14 @@
 /*
- * test_mcp.c - Check suite for the MCP endpoint's pure parts: JSON-RPC
- * messages (jsonrpc.c) and the tools (mcp_tools.c): which tools a route
- * table offers, their input schemas built from the rows' request schemas,
- * and the REST request of a call (path, percent-encoding, query, body) with
- * the arguments that are refused.
+ * test_mcp.c - Check suite for the MCP endpoint's pure parts: the body
+ * parse (http_json_parse), JSON-RPC messages (jsonrpc.c) and the tools (mcp_tools.c): which tools a
+ * route table offers, their input schemas built from the rows' request schemas, and the REST
+ * request of a call (path, percent-encoding, query, body) with the arguments that are refused.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/http.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp_tools.h"
 #include "suites.h"
@@ -94,6 +94,34 @@ START_TEST(jsonrpc_answers)
     json_object_put(ok);
     json_object_put(err);
     json_object_put(id);
+}
+END_TEST
+
+/* The body parse the endpoint shares with every management body. */
+START_TEST(body_parse)
+{
+    struct json_object *v;
+    enum json_guard_verdict verdict;
+    ck_assert_int_eq(http_json_parse("{\"a\":1} ", 8, &v, &verdict), HTTP_JSON_OK);
+    ck_assert_ptr_nonnull(v);
+    json_object_put(v);
+    ck_assert_int_eq(http_json_parse("{\"a\":", 5, &v, &verdict), HTTP_JSON_SYNTAX);
+    ck_assert_int_eq(verdict, JSON_GUARD_OK);
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(http_json_parse("{} x", 4, &v, &verdict), HTTP_JSON_SYNTAX);
+    ck_assert_int_eq(http_json_parse("\"\xff\"", 3, &v, &verdict), HTTP_JSON_SYNTAX);
+    ck_assert_int_eq(verdict, JSON_GUARD_BAD_UTF8);
+    ck_assert_int_eq(http_json_parse("{\"a\":1,\"a\":2}", 13, &v, &verdict), HTTP_JSON_CONTENT);
+    ck_assert_int_eq(verdict, JSON_GUARD_DUPLICATE_KEY);
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(http_json_parse("\"\\u0000\"", 8, &v, &verdict), HTTP_JSON_CONTENT);
+    char deep[2 * (HTTP_JSON_MAX_DEPTH + 1) + 1];
+    memset(deep, '[', HTTP_JSON_MAX_DEPTH + 1);
+    memset(deep + HTTP_JSON_MAX_DEPTH + 1, ']', HTTP_JSON_MAX_DEPTH + 1);
+    deep[sizeof deep - 1] = '\0';
+    ck_assert_int_eq(http_json_parse(deep, strlen(deep), &v, &verdict), HTTP_JSON_SYNTAX);
+    ck_assert_int_eq(http_json_parse(deep + 1, strlen(deep) - 2, &v, &verdict), HTTP_JSON_OK);
+    json_object_put(v);
 }
 END_TEST
 
@@ -268,6 +296,7 @@ Suite *suite_mcp(void)
     tcase_add_test(tc, jsonrpc_kinds);
     tcase_add_test(tc, jsonrpc_invalid);
     tcase_add_test(tc, jsonrpc_answers);
+    tcase_add_test(tc, body_parse);
     tcase_add_test(tc, tools_offered_from_rows);
     tcase_add_test(tc, tool_requests);
     tcase_add_test(tc, tool_requests_refused);
