@@ -48,32 +48,58 @@ static bool version_supported(const char *v)
     return false;
 }
 
-static void send_error(struct http_request *r, int status, struct json_object *id, int code,
-                       const char *message)
-{
-    http_send_json(r, status, jsonrpc_error(id, code, message));
-}
-
 /* ---- the transport's headers ---- */
 
-/* Whether a media-range list (Accept) allows application/json. */
-static bool accepts_json(const char *accept)
+/* Whether a media-range list (Accept) names type, its type's family with a
+ * star subtype, or the star range; a missing Accept allows everything. */
+static bool accepts(const char *accept, const char *type)
 {
     if (accept == NULL)
         return true;
+    size_t family = strcspn(type, "/") + 1;
     for (const char *p = accept; *p != '\0';) {
         p += strspn(p, " \t,");
         size_t len = strcspn(p, ";,");
         while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
             len--;
-        static const char *const ok[] = {"application/json", "application/*", "*/*"};
-        for (size_t i = 0; i < 3; i++) {
-            if (len == strlen(ok[i]) && strncasecmp(p, ok[i], len) == 0)
-                return true;
-        }
+        if ((len == strlen(type) && strncasecmp(p, type, len) == 0) ||
+            (len == family + 1 && strncasecmp(p, type, family) == 0 && p[family] == '*') ||
+            (len == 3 && strncmp(p, "*/*", 3) == 0))
+            return true;
         p += strcspn(p, ",");
     }
     return false;
+}
+
+/* A client that accepts an event stream and not JSON gets its response as
+ * one event of a text/event-stream (the transport's other answer). */
+static bool wants_event_stream(const struct http_request *r)
+{
+    const char *accept = http_header(r, "Accept");
+    return accept != NULL && !accepts(accept, "application/json") &&
+           accepts(accept, "text/event-stream");
+}
+
+/* Answers 200 with the JSON-RPC response msg (taken): a JSON body, or one
+ * message event for a client that reads only event streams. */
+static void send_response(struct http_request *r, struct json_object *msg)
+{
+    if (!wants_event_stream(r)) {
+        http_send_json(r, 200, msg);
+        return;
+    }
+    char *text = NULL;
+    int len = asprintf(&text, "event: message\ndata: %s\n\n",
+                       json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN |
+                                                               JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(msg);
+    if (len < 0) {
+        http_send_error(r, 500, "out of memory");
+        return;
+    }
+    http_add_header(r, "Cache-Control", "no-store");
+    http_send_text(r, 200, "text/event-stream", text, (size_t)len);
+    free(text);
 }
 
 static bool is_json_type(const char *type)
@@ -81,6 +107,16 @@ static bool is_json_type(const char *type)
     static const char json[] = "application/json";
     return type != NULL && strncasecmp(type, json, sizeof json - 1) == 0 &&
            strchr("; \t", type[sizeof json - 1]) != NULL;
+}
+
+static void send_error(struct http_request *r, int status, struct json_object *id, int code,
+                       const char *message)
+{
+    struct json_object *msg = jsonrpc_error(id, code, message);
+    if (status == 200)
+        send_response(r, msg);
+    else
+        http_send_json(r, status, msg);
 }
 
 /* False after answering 415 or 406. */
@@ -91,9 +127,10 @@ static bool headers_acceptable(struct http_request *r)
                    "Content-Type must be application/json: one JSON-RPC message");
         return false;
     }
-    if (!accepts_json(http_header(r, "Accept"))) {
+    const char *accept = http_header(r, "Accept");
+    if (!accepts(accept, "application/json") && !accepts(accept, "text/event-stream")) {
         send_error(r, 406, NULL, JSONRPC_INVALID_REQUEST,
-                   "Accept must allow application/json: this server answers with JSON bodies");
+                   "Accept must allow application/json or text/event-stream");
         return false;
     }
     return true;
@@ -140,7 +177,7 @@ static void answer_initialize(struct http_request *r, const struct jsonrpc_messa
         json_object_new_string("Feature flags of Ensign. Every tool takes org, an organization's "
                                "slug; each runs one REST operation as the token's user, with "
                                "that user's role and the token's scopes, and is audited."));
-    http_send_json(r, 200, jsonrpc_result(m->id, result));
+    send_response(r, jsonrpc_result(m->id, result));
 }
 
 static void answer_tools_list(struct http_request *r, const struct jsonrpc_message *m)
@@ -148,7 +185,7 @@ static void answer_tools_list(struct http_request *r, const struct jsonrpc_messa
     struct json_object *result = json_object_new_object();
     json_object_object_add(result, "tools",
                            mcp_tools_list(r->server->routes, r->server->route_count));
-    http_send_json(r, 200, jsonrpc_result(m->id, result));
+    send_response(r, jsonrpc_result(m->id, result));
 }
 
 struct tool_call {
@@ -218,7 +255,7 @@ static void on_tool_answer(void *arg, int status, const char *body, const struct
 {
     struct tool_call *call = arg;
     const char *retry_after = evhttp_find_header(headers, "Retry-After");
-    http_send_json(call->r, 200, jsonrpc_result(call->id, tool_result(status, body, retry_after)));
+    send_response(call->r, jsonrpc_result(call->id, tool_result(status, body, retry_after)));
     json_object_put(call->id);
     free(call);
 }
@@ -270,7 +307,7 @@ static void answer_request(struct http_request *r, const struct jsonrpc_message 
     if (initialize)
         answer_initialize(r, m);
     else if (strcmp(m->method, "ping") == 0)
-        http_send_json(r, 200, jsonrpc_result(m->id, json_object_new_object()));
+        send_response(r, jsonrpc_result(m->id, json_object_new_object()));
     else if (strcmp(m->method, "tools/list") == 0)
         answer_tools_list(r, m);
     else if (strcmp(m->method, "tools/call") == 0)

@@ -5,16 +5,18 @@
  *
  * One JSON-RPC 2.0 message per POST (protocol versions MCP_VERSIONS; no
  * batches, which those versions removed), answered with one JSON body
- * (application/json; no event streams, no sessions: every POST stands
- * alone, so any worker of any node answers it). A request gets 200 and its
- * response; a notification or a response 202 and no body. Methods:
+ * (application/json; or, to a client whose Accept takes text/event-stream
+ * and not JSON, one message event of an event stream). No sessions and no
+ * GET stream: every POST stands alone, so any worker of any node answers
+ * it. A request gets 200 and its response; a notification or a response
+ * 202 and no body. Methods:
  * initialize (the client's version when supported, else the newest),
  * ping, tools/list, tools/call (mcp_tools.h); any other request -32601.
  *
  * Checks in order: the Origin (403 when a browser's foreign origin), the
  * access token (Authorization: Bearer; no session cookie: 401 with
  * WWW-Authenticate), Content-Type application/json (415), an Accept that
- * allows JSON (406), the body (400 with -32700 unparseable or nested
+ * allows JSON or an event stream (406), the body (400 with -32700 unparseable or nested
  * deeper than HTTP_JSON_MAX_DEPTH, -32600 a batch or not a JSON-RPC
  * message), MCP-Protocol-Version when sent (400 when not supported).
  * The body's size is bounded by max_body_bytes (413) as on every route.

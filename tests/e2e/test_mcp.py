@@ -326,8 +326,37 @@ class McpProtocolTest(McpCase):
         self.assertRpcError(self.rpc("ping", headers={"Content-Type": "text/plain"}), 415,
                             -32600)
         self.assertRpcError(self.rpc("ping", headers={"Accept": "text/html"}), 406, -32600)
+        self.assertRpcError(self.rpc("ping", headers={"Accept": "image/png, text/html;q=0.5"}),
+                            406, -32600)
         self.result(self.rpc("ping", headers={"Accept": "*/*"}))
         self.result(self.rpc("ping", headers={"Content-Type": "application/json; charset=utf-8"}))
+
+    def test_event_stream_answer(self):
+        """A client that takes only an event stream gets one message event."""
+        stream = {"Accept": "text/event-stream"}
+        response = self.rpc("tools/call", {"name": "list_environments",
+                                           "arguments": {"org": "acme"}}, id_=3, headers=stream)
+        self.assertEqual(response.status, 200, response)
+        self.assertEqual(response.content_type, "text/event-stream", response)
+        text = response.body.decode()
+        self.assertTrue(text.startswith("event: message\ndata: ") and text.endswith("\n\n"),
+                        text)
+        message = json.loads(text[len("event: message\ndata: "):])
+        self.assertEqual(message["id"], 3)
+        self.assertFalse(message["result"]["isError"], message)
+        error = self.rpc("nope", id_=4, headers=stream)
+        self.assertEqual(error.content_type, "text/event-stream", error)
+        self.assertIn('"code":-32601', error.body.decode())
+        # Errors of the message itself stay JSON with their status; 202 stays empty.
+        self.assertRpcError(self.mcp(None, raw=b"{", headers=stream), 400, -32700)
+        accepted = self.mcp({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            headers=stream)
+        self.assertEqual((accepted.status, accepted.body), (202, b""))
+        # A family range takes the stream too.
+        family = self.rpc("ping", headers={"Accept": "text/*"})
+        self.assertEqual(family.content_type, "text/event-stream", family)
+        # Both accepted: JSON.
+        self.result(self.rpc("ping", headers={"Accept": "text/event-stream, application/json"}))
 
     def test_protocol_version_header(self):
         self.result(self.rpc("ping", headers={"MCP-Protocol-Version": "2025-06-18"}))
