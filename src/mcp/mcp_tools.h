@@ -19,8 +19,9 @@
  * {flag, revision} schedule_change          POST  .../flags/{key}/schedules            {at,
  * environment, changes}
  *
- * Every tool also takes org, the organization's slug. The first six are
- * the agent's tools (agent/agent_tools.h) with the same input. Owns the
+ * Every tool also takes org, the organization's slug. The first six and
+ * the last two are the agent's tools (agent/agent_tools.h) with the same
+ * input. Owns the
  * tool table, each tool's input JSON Schema (built from its row: the
  * path's parameters, the query parameters the tool passes, and the row's
  * own request schema, the one the REST validation uses) and the REST
