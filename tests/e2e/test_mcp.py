@@ -33,6 +33,11 @@ JSON_HEADERS = {"Content-Type": "application/json",
 NEWEST = "2025-11-25"
 
 
+def production_enabled(detail):
+    """enabled of production in a flag detail."""
+    return next(e for e in detail["environments"] if e["key"] == "production")["enabled"]
+
+
 class McpCase(OrgTestCase):
 
     def mcp(self, message, token="member", headers=None, raw=None, method="POST"):
@@ -82,6 +87,8 @@ class McpCase(OrgTestCase):
 
 class McpSdkTest(McpCase):
     """The official MCP TypeScript SDK client over HTTP."""
+
+    settings = {"refresh_interval_ms": 200}
 
     def run_client(self):
         workdir = npm_workdir()
@@ -135,7 +142,8 @@ class McpSdkTest(McpCase):
         tools = {t["name"]: t for t in out["tools"]}
         for name in ("create_flag", "update_flag_environment", "add_rule", "archive_flag",
                      "restore_flag", "create_segment", "list_flags", "get_flag", "flag_usage",
-                     "list_stale_flags", "list_segments", "list_environments"):
+                     "list_stale_flags", "list_segments", "list_environments", "evaluate_flag",
+                     "restore_revision"):
             self.assertIn(name, tools)
         for tool in tools.values():
             schema = tool["inputSchema"]
@@ -152,10 +160,9 @@ class McpSdkTest(McpCase):
         flag = self.assertToolOk(out["create"])
         self.assertEqual(flag["flag"]["key"], "agent-made", flag)
         self.assertToolOk(out["enable"])
-        detail = self.assertStatus(self.call("GET", "/acme/flags/agent-made", "viewer"), 200)
-        production = next(e for e in detail["environments"] if e["key"] == "production")
-        self.assertTrue(production["enabled"], detail)
-        self.assertEqual(self.assertToolOk(out["get"])["flag"]["key"], "agent-made")
+        detail = self.assertToolOk(out["get"])  # read right after
+        self.assertEqual(detail["flag"]["key"], "agent-made")
+        self.assertEqual(production_enabled(detail), True, detail)
         actors = self.database.query(
             "SELECT string_agg(DISTINCT u.email, ',') FROM audit_events a"
             " JOIN users u ON u.id = a.actor_id WHERE a.summary LIKE '%agent-made%'")
@@ -168,9 +175,12 @@ class McpSdkTest(McpCase):
             self.assertEqual(stale["flags"][0]["stale"]["reason"], "never_evaluated", stale)
         else:
             self.assertIn("flags", stale)
-        if "evaluate_flag" in tools:
-            evaluated = self.assertToolOk(out["evaluate"])
-            self.assertIn("agent-made", json.dumps(evaluated))
+        # Evaluated as OFREP serves production (the client waits for the snapshot).
+        evaluated = self.assertToolOk(out["evaluate"])["flags"]
+        self.assertEqual(len(evaluated), 1, evaluated)
+        self.assertEqual(evaluated[0]["key"], "agent-made", evaluated)
+        self.assertEqual((evaluated[0]["value"], evaluated[0]["variant"]), (True, "on"),
+                         evaluated)
 
         # Errors of the REST operation are tool errors with its message.
         invalid = self.assertToolError(out["invalid"])
@@ -184,9 +194,8 @@ class McpSdkTest(McpCase):
         # A viewer reads but may not write; nothing changed.
         self.assertEqual(self.assertToolError(out["viewerWrite"])["status"], 403)
         self.assertEqual(self.assertToolOk(out["viewerRead"])["flag"]["key"], "agent-made")
-        detail = self.assertStatus(self.call("GET", "/acme/flags/agent-made", "viewer"), 200)
-        production = next(e for e in detail["environments"] if e["key"] == "production")
-        self.assertTrue(production["enabled"], detail)
+        after = self.assertToolOk(out["afterOthers"])
+        self.assertEqual(production_enabled(after), True, after)
 
         # Another organization's token sees nothing of acme's, and changes nothing.
         for step in ("outsiderList", "outsiderGet", "outsiderWrite"):
@@ -195,18 +204,17 @@ class McpSdkTest(McpCase):
             self.assertNotIn("agent-made", json.dumps(out[step]))
         self.assertNotIn("agent-made", {f["key"] for f in self.assertToolOk(out["outsiderOwn"])
                                         ["flags"]})
-        archived = self.assertStatus(self.call("GET", "/acme/flags/agent-made", "viewer"), 200)
-        self.assertIsNone(archived["flag"].get("archivedAt"), archived)
+        self.assertIsNone(after["flag"]["archivedAt"], after)
+        self.assertEqual(len(after["revisions"]), 2, after)  # created, enabled: no more
 
         if "schedule_change" in tools:
             schedule = self.assertToolOk(out["schedule"])["schedule"]
             self.assertEqual(schedule["status"], "pending", schedule)
             self.assertEqual(schedule["changes"], {"enabled": False}, schedule)
-        if "restore_revision" in tools:
-            self.assertToolOk(out["restore"])
-            detail = self.assertStatus(self.call("GET", "/acme/flags/agent-made", "viewer"), 200)
-            production = next(e for e in detail["environments"] if e["key"] == "production")
-            self.assertFalse(production["enabled"], detail)  # as created
+        self.assertToolOk(out["restore"])
+        detail = self.assertStatus(self.call("GET", "/acme/flags/agent-made", "viewer"), 200)
+        self.assertEqual(production_enabled(detail), False, detail)  # as created
+        self.assertEqual(detail["revisions"][0]["action"], "flag.revision_restored", detail)
         self.assertEqual(self.server.sanitizer_reports(), [])
 
 

@@ -52,13 +52,17 @@ out.enable = await call(member, "update_flag_environment", {
   changes: { enabled: true },
 });
 out.get = await call(member, "get_flag", { org: spec.org, flag: spec.flag });
-if (names.has("evaluate_flag")) {
+// Evaluated once the snapshot serves the change (bounded: 10 s).
+for (const deadline = Date.now() + 10000; ; ) {
   out.evaluate = await call(member, "evaluate_flag", {
     org: spec.org,
     environment: "production",
     context: { targetingKey: "user-1" },
     flags: [spec.flag],
   });
+  const item = out.evaluate.structuredContent?.flags?.[0];
+  if (item?.value === true || Date.now() > deadline) break;
+  await new Promise((resolve) => setTimeout(resolve, 100));
 }
 out.listFlags = await call(member, "list_flags", { org: spec.org });
 out.stale = await call(member, "list_stale_flags", { org: spec.org });
@@ -81,6 +85,8 @@ out.outsiderList = await call(outsider, "list_flags", { org: spec.org });
 out.outsiderGet = await call(outsider, "get_flag", { org: spec.org, flag: spec.flag });
 out.outsiderWrite = await call(outsider, "archive_flag", { org: spec.org, flag: spec.flag });
 out.outsiderOwn = await call(outsider, "list_flags", { org: spec.outsiderOrg });
+
+out.afterOthers = await call(member, "get_flag", { org: spec.org, flag: spec.flag });
 
 // Last, as they change the flag: a scheduled change and a rollback to the
 // creation's revision, where this build has those routes.
