@@ -4,11 +4,13 @@ Model Context Protocol's streamable HTTP transport for coding agents.
 McpSdkTest runs the official TypeScript SDK client
 (@modelcontextprotocol/sdk, tests/e2e/npm/mcp-client.mjs, like
 test_evaluation.py runs the OpenFeature SDKs): initialize, the tools and
-their schemas, a flag created and enabled and read back, evaluated and the
-stale flags listed (where those routes exist), a viewer's write refused as a
-tool error, a token of another organization seeing nothing of acme's; and
-what the tool calls did, seen through the REST API and the audit log (as
-the token's user).
+their schemas, a flag created and enabled and read back, evaluated once
+served, the stale flags listed (only the stale one where this build knows
+staleness), a viewer's write refused as a tool error, a token of another
+organization seeing nothing of acme's, a change scheduled (where the
+schedules route exists) and the creation's revision restored; and what the
+tool calls did, seen through the REST API and the audit log (as the
+token's user).
 
 McpProtocolTest speaks the transport by hand: version negotiation,
 notifications (202), ping, JSON-RPC errors (-32700, -32600, -32601,
