@@ -29,6 +29,8 @@
 #include "api/variants.h"
 /* section includes: agent */
 #include "agent/agent.h"
+/* section includes: MCP */
+#include "mcp/mcp.h"
 /* section includes: accounts, organizations, projects (the root API) */
 #include "accounts/internal.h"
 #include "accounts/invitations.h"
@@ -452,6 +454,12 @@ static const struct route route_table[] = {
      "Execute one confirmed agent action as the caller, through its REST operation",
      ROUTE_AUTH_TOKEN_OR_COOKIE, agent_execute_request_schema, agent_execute_response_schema, 200,
      MGMT_OWN(ANY, FLAGS, false), agent_execute, NULL},
+
+    /* section: MCP (the root API; doc/choices.md "MCP") */
+    {METHOD_POST, "/mcp", mcp_post,
+     "Model Context Protocol (streamable HTTP, JSON answers): flags for coding agents; one "
+     "JSON-RPC message per POST, tools run as the token's user",
+     ROUTE_AUTH_ACCESS_TOKEN, mcp_request_schema, mcp_response_schema, 200, NO_OP},
 };
 
 const struct route *routes_table(size_t *count)

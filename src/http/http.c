@@ -161,6 +161,36 @@ static void send_guard_error(struct http_request *r, enum json_guard_verdict ver
     }
 }
 
+enum http_json_status http_json_parse(const char *text, size_t len, struct json_object **out,
+                                      enum json_guard_verdict *verdict)
+{
+    *out = NULL;
+    size_t members;
+    *verdict = json_guard_scan(text, len, 0, &members);
+    if (*verdict != JSON_GUARD_OK)
+        return json_guard_not_json(*verdict) ? HTTP_JSON_SYNTAX : HTTP_JSON_CONTENT;
+    struct json_tokener *tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
+    if (tok == NULL)
+        return HTTP_JSON_NO_MEMORY;
+    json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
+    struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error err = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
+    json_tokener_free(tok);
+    if (!complete) {
+        json_object_put(obj);
+        return HTTP_JSON_SYNTAX;
+    }
+    if (!json_guard_members_kept(obj, members)) {
+        json_object_put(obj);
+        *verdict = JSON_GUARD_DUPLICATE_KEY;
+        return HTTP_JSON_CONTENT;
+    }
+    *out = obj;
+    return HTTP_JSON_OK;
+}
+
 bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_object **out)
 {
     size_t len;
@@ -172,38 +202,24 @@ bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_
         http_send_error(r, 400, "a JSON request body is required");
         return false;
     }
-    size_t members;
-    enum json_guard_verdict verdict = json_guard_scan(text, len, 0, &members);
-    if (verdict != JSON_GUARD_OK) {
-        send_guard_error(r, verdict);
-        return false;
-    }
-    struct json_tokener *tok = json_tokener_new_ex(HTTP_JSON_MAX_DEPTH);
-    if (tok == NULL) {
+    enum json_guard_verdict verdict;
+    switch (http_json_parse(text, len, out, &verdict)) {
+    case HTTP_JSON_OK:
+        return true;
+    case HTTP_JSON_NO_MEMORY:
         http_send_error(r, 500, "out of memory");
         return false;
+    case HTTP_JSON_SYNTAX:
+    case HTTP_JSON_CONTENT:
+        break;
     }
-    json_tokener_set_flags(tok, JSON_GUARD_TOKENER_FLAGS);
-    struct json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
-    enum json_tokener_error err = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    bool complete = err == json_tokener_success && end + strspn(text + end, " \t\r\n") == len;
-    json_tokener_free(tok);
-    if (!complete) {
-        json_object_put(obj);
-        if (r->surface == SURFACE_OFREP)
-            http_send_eval_error(r, 400, NULL, "PARSE_ERROR", "request body is not valid JSON");
-        else
-            http_send_error(r, 400, "request body is not valid JSON");
-        return false;
-    }
-    if (!json_guard_members_kept(obj, members)) {
-        json_object_put(obj);
-        send_guard_error(r, JSON_GUARD_DUPLICATE_KEY);
-        return false;
-    }
-    *out = obj;
-    return true;
+    if (verdict != JSON_GUARD_OK)
+        send_guard_error(r, verdict);
+    else if (r->surface == SURFACE_OFREP)
+        http_send_eval_error(r, 400, NULL, "PARSE_ERROR", "request body is not valid JSON");
+    else
+        http_send_error(r, 400, "request body is not valid JSON");
+    return false;
 }
 
 /* text (len bytes) as an IPv6 address, IPv4 mapped into ::ffff:0:0/96. */
@@ -849,6 +865,11 @@ int http_internal_request(const struct http_request *origin, unsigned method, co
     *in = (struct http_internal){cb, arg, origin->server->base, req, 0, NULL};
     char *copy = (char *)(r + 1);
     memcpy(copy, path, path_len + 1);
+    char *question = strchr(copy, '?');
+    if (question != NULL) {
+        *question = '\0';
+        r->query = question + 1;
+    }
     r->req = req;
     r->server = origin->server;
     r->path = copy;

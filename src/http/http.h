@@ -22,6 +22,7 @@
 
 #include "http/envelope.h"
 #include "http/header_index.h"
+#include "http/json_guard.h"
 #include "http/router.h"
 
 struct evhttp_request;
@@ -77,6 +78,19 @@ const char *http_body(struct http_request *r, size_t *len);
  */
 #define HTTP_JSON_MAX_DEPTH 64
 bool http_parse_json_body(struct http_request *r, bool allow_empty, struct json_object **out);
+
+/*
+ * The parse under http_parse_json_body, answering nothing: len bytes of
+ * text as one strict JSON value, with json_guard.h's checks and nesting at
+ * most HTTP_JSON_MAX_DEPTH. HTTP_JSON_OK with *out (caller owns); else
+ * *out is NULL and *verdict the guard's verdict (JSON_GUARD_OK when json-c
+ * itself refused the text: a syntax error or nesting too deep). SYNTAX:
+ * not JSON; CONTENT: JSON that no field may hold (json_guard_message).
+ * For handlers that answer in another envelope (the MCP endpoint).
+ */
+enum http_json_status { HTTP_JSON_OK, HTTP_JSON_SYNTAX, HTTP_JSON_CONTENT, HTTP_JSON_NO_MEMORY };
+enum http_json_status http_json_parse(const char *text, size_t len, struct json_object **out,
+                                      enum json_guard_verdict *verdict);
 
 /*
  * The client's address as text (IPv4 dotted or IPv6 without brackets),
@@ -152,7 +166,8 @@ bool http_answered(const struct http_request *r);
  * and captures the answer instead of writing it to a socket. cb runs
  * exactly once, always from the event loop, never inside this call, with
  * the status, the body text (NULL when there was none; valid during the
- * call) and the answer's headers (RateLimit-*, Retry-After, ...). origin
+ * call) and the answer's headers (RateLimit-*, Retry-After, ...). path may
+ * carry a query ("/v1/orgs/a/flags?stale=true"), percent-encoded. origin
  * must stay unanswered until cb ran. body may be NULL. Returns 0, or -1
  * (out of memory; cb never runs).
  */

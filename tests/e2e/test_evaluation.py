@@ -732,7 +732,8 @@ class CorruptSnapshotTest(OfrepTestCase):
 def npm_workdir():
     """A temporary copy of tests/e2e/npm with its dependencies installed (npm ci)."""
     workdir = tempfile.mkdtemp(prefix="ensign-e2e-npm.")
-    for name in ("package.json", "package-lock.json", "ofrep-clients.mjs", "ofrep-streams.mjs"):
+    scripts = [name for name in os.listdir(NPM_DIR) if name.endswith(".mjs")]
+    for name in ["package.json", "package-lock.json", *scripts]:
         shutil.copy(os.path.join(NPM_DIR, name), workdir)
     result = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                             cwd=workdir, capture_output=True, text=True, timeout=600)

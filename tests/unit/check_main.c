@@ -34,6 +34,7 @@ int main(void)
     srunner_add_suite(runner, suite_http_internal());
     srunner_add_suite(runner, suite_agent_parse());
     srunner_add_suite(runner, suite_agent_sentences());
+    srunner_add_suite(runner, suite_mcp());
     srunner_add_suite(runner, suite_stream_slots());
     srunner_add_suite(runner, suite_auditchain());
     srunner_add_suite(runner, suite_query_method());

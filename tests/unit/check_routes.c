@@ -17,8 +17,14 @@
  * in the subset the dispatcher enforces (src/mgmt/jsonschema.h), refuses
  * an unknown member and a member of the wrong type; the e2e tests/e2e/test_dispatch.py sends the
  * same bodies through the dispatcher.
+ *
+ * Also every MCP tool the real table offers (mcp/mcp_tools.h): called with
+ * each required argument filled in, its REST request matches the very row
+ * the tool names (method and pattern), with a body exactly when the row
+ * takes one.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +33,7 @@
 #include "mgmt/mgmt.h"
 #include "http/openapi.h"
 #include "daemon/routes.h"
+#include "mcp/mcp_tools.h"
 
 /* The security requirement names of auth, in the order /openapi.json lists them. */
 static const char *const *schemes_of(enum route_auth auth)
@@ -330,6 +337,56 @@ START_TEST(every_row_is_what_openapi_says)
 }
 END_TEST
 
+/* Arguments for schema: "x" for each required string, {} for an object. */
+static struct json_object *filled_arguments(struct json_object *schema)
+{
+    struct json_object *args = json_object_new_object(), *required, *props;
+    json_object_object_get_ex(schema, "required", &required);
+    json_object_object_get_ex(schema, "properties", &props);
+    for (size_t i = 0; i < json_object_array_length(required); i++) {
+        const char *name = json_object_get_string(json_object_array_get_idx(required, i));
+        struct json_object *type = NULL;
+        json_object_object_get_ex(json_object_object_get(props, name), "type", &type);
+        bool object = type != NULL && strcmp(json_object_get_string(type), "object") == 0;
+        json_object_object_add(args, name,
+                               object ? json_object_new_object() : json_object_new_string("x"));
+    }
+    return args;
+}
+
+START_TEST(every_mcp_tool_calls_its_row)
+{
+    size_t count;
+    const struct route *table = routes_table(&count);
+    struct json_object *tools = mcp_tools_list(table, count);
+    ck_assert_uint_ge(json_object_array_length(tools), 12);
+    for (size_t i = 0; i < json_object_array_length(tools); i++) {
+        struct json_object *tool = json_object_array_get_idx(tools, i);
+        const char *name = json_object_get_string(json_object_object_get(tool, "name"));
+        const char *description =
+            json_object_get_string(json_object_object_get(tool, "description"));
+        struct json_object *args = filled_arguments(json_object_object_get(tool, "inputSchema"));
+        struct mcp_rest_call call;
+        char why[256] = "";
+        ck_assert_msg(mcp_tool_request(table, count, name, args, &call, why, sizeof why) == 0,
+                      "%s: %s", name, why);
+        char path[MCP_PATH_MAX];
+        snprintf(path, sizeof path, "%.*s", (int)strcspn(call.path, "?"), call.path);
+        struct route_match m;
+        ck_assert_msg(router_match(table, count, call.method, path, &m) == ROUTE_FOUND, "%s: %s",
+                      name, call.path);
+        char runs[512];
+        snprintf(runs, sizeof runs, "Runs %s %s ", router_method_name(m.route->method),
+                 m.route->pattern);
+        ck_assert_msg(strstr(description, runs) != NULL, "%s reached %s", name, runs);
+        ck_assert_msg((call.body != NULL) == (m.route->request_schema != NULL), "%s body", name);
+        free(call.body);
+        json_object_put(args);
+    }
+    json_object_put(tools);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("routes");
@@ -337,6 +394,7 @@ int main(void)
     tcase_add_test(tc, every_row_is_what_openapi_says);
     tcase_add_test(tc, every_request_schema_is_enforced);
     tcase_add_test(tc, condition_operators_come_from_the_table);
+    tcase_add_test(tc, every_mcp_tool_calls_its_row);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

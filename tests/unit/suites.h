@@ -32,6 +32,7 @@ Suite *suite_access_log(void);
 Suite *suite_http_internal(void);
 Suite *suite_agent_parse(void);
 Suite *suite_agent_sentences(void);
+Suite *suite_mcp(void);
 Suite *suite_stream_slots(void);
 Suite *suite_auditchain(void);
 Suite *suite_query_method(void);

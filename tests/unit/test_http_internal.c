@@ -2,7 +2,8 @@
  * test_http_internal.c - Check suite for http.c's internal dispatch: a
  * request built in-process goes through the router and the route's handler
  * (synchronous and asynchronous answers alike), carries the origin's
- * Authorization header and body, and its answer (status, body, headers,
+ * Authorization header and body, a query after the path reaches the
+ * handler as its query, and its answer (status, body, headers,
  * error envelopes of the path's surface) reaches the callback from the
  * event loop, never inside http_internal_request.
  */
@@ -35,6 +36,9 @@ static void echo_handler(struct http_request *r)
     json_object_object_add(out, "auth", auth ? json_object_new_string(auth) : NULL);
     json_object_object_add(out, "body", body ? json_object_new_string(body) : NULL);
     json_object_object_add(out, "key", json_object_new_string(http_param(r, "key")));
+    char stale[16];
+    if (http_query_param(r, "stale", stale, sizeof stale))
+        json_object_object_add(out, "stale", json_object_new_string(stale));
     http_add_header(r, "RateLimit-Remaining", "7");
     http_send_json(r, 201, out);
 }
@@ -172,6 +176,28 @@ START_TEST(test_routes_through_the_handler)
 }
 END_TEST
 
+/* A query after the path reaches the handler's query, not its path. */
+START_TEST(test_query_string)
+{
+    struct fixture f;
+    struct captured c;
+    fixture_init(&f, NULL);
+    run(&f, METHOD_POST, "/v1/orgs/acme/flags/f%20g?stale=true&q=x", "{}", &c);
+    ck_assert_int_eq(c.status, 201);
+    struct json_object *got = json_tokener_parse(c.body), *member;
+    ck_assert(json_object_object_get_ex(got, "key", &member));
+    ck_assert_str_eq(json_object_get_string(member), "f g");
+    ck_assert(json_object_object_get_ex(got, "stale", &member));
+    ck_assert_str_eq(json_object_get_string(member), "true");
+    json_object_put(got);
+    run(&f, METHOD_POST, "/v1/orgs/acme/flags/plain", "{}", &c);
+    got = json_tokener_parse(c.body);
+    ck_assert(!json_object_object_get_ex(got, "stale", NULL));
+    json_object_put(got);
+    fixture_free(&f);
+}
+END_TEST
+
 START_TEST(test_asynchronous_answer)
 {
     struct fixture f;
@@ -206,6 +232,7 @@ Suite *suite_http_internal(void)
     Suite *s = suite_create("http_internal");
     TCase *tc = tcase_create("internal");
     tcase_add_test(tc, test_routes_through_the_handler);
+    tcase_add_test(tc, test_query_string);
     tcase_add_test(tc, test_asynchronous_answer);
     tcase_add_test(tc, test_errors_use_the_path_surface);
     suite_add_tcase(s, tc);
