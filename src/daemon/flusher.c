@@ -139,16 +139,20 @@ static void add_entry_columns(struct array_text cols[COL_COUNT_ALL], const struc
     array_element(&cols[COL_SEEN], number, first);
 }
 
-/* Writes the batch in one statement; 0 or -1. */
-static int write_batch(PGconn *conn, const struct batch *b)
+/* The columns of the unknown flag keys' statement. */
+enum unknown_column { UCOL_ENV, UCOL_KEY, UCOL_COUNT, UCOL_SEEN, UCOL_ALL };
+
+/*
+ * Closes the array literals of cols (n columns, one statement parameter
+ * each), runs sql with them and frees them; 0, or -1 after a log line
+ * naming what (the counts stay for the next flush).
+ */
+static int run_columns(PGconn *conn, const char *sql, struct array_text *cols, int n,
+                       const char *what)
 {
-    struct array_text cols[COL_COUNT_ALL];
-    memset(cols, 0, sizeof cols);
-    for (size_t i = 0; i < b->count; i++)
-        add_entry_columns(cols, &b->entries[i], i == 0);
-    const char *values[COL_COUNT_ALL];
+    const char *values[(int)COL_COUNT_ALL > (int)UCOL_ALL ? (int)COL_COUNT_ALL : (int)UCOL_ALL];
     bool failed = false;
-    for (int c = 0; c < COL_COUNT_ALL; c++) {
+    for (int c = 0; c < n; c++) {
         array_add(&cols[c], "}", 1);
         failed = failed || cols[c].failed;
         values[c] = cols[c].data;
@@ -156,12 +160,22 @@ static int write_batch(PGconn *conn, const struct batch *b)
     int rc = -1;
     struct dbsync_error error;
     if (failed)
-        log_error("usage flush: out of memory");
-    else if ((rc = dbsync_command(conn, upsert_sql, COL_COUNT_ALL, values, &error)) != 0)
-        log_warn("usage flush failed, keeping the counts for the next one: %s", error.message);
-    for (int c = 0; c < COL_COUNT_ALL; c++)
+        log_error("%s: out of memory", what);
+    else if ((rc = dbsync_command(conn, sql, n, values, &error)) != 0)
+        log_warn("%s failed, keeping the counts for the next one: %s", what, error.message);
+    for (int c = 0; c < n; c++)
         free(cols[c].data);
     return rc;
+}
+
+/* Writes the batch in one statement; 0 or -1. */
+static int write_batch(PGconn *conn, const struct batch *b)
+{
+    struct array_text cols[COL_COUNT_ALL];
+    memset(cols, 0, sizeof cols);
+    for (size_t i = 0; i < b->count; i++)
+        add_entry_columns(cols, &b->entries[i], i == 0);
+    return run_columns(conn, upsert_sql, cols, COL_COUNT_ALL, "usage flush");
 }
 
 static void put_back(struct usage_table *table, const struct batch *b)
@@ -217,8 +231,6 @@ static void collect_unknown(const struct unknown_entry *e, void *arg)
     b->entries[b->count++] = *e;
 }
 
-enum unknown_column { UCOL_ENV, UCOL_KEY, UCOL_COUNT, UCOL_SEEN, UCOL_ALL };
-
 /* Writes the drained unknown keys in one statement; 0 or -1. */
 static int write_unknown(PGconn *conn, const struct unknown_batch *b)
 {
@@ -235,23 +247,7 @@ static int write_unknown(PGconn *conn, const struct unknown_batch *b)
         snprintf(number, sizeof number, "%" PRId64, e->last_seen);
         array_element(&cols[UCOL_SEEN], number, i == 0);
     }
-    const char *values[UCOL_ALL];
-    bool failed = false;
-    for (int c = 0; c < UCOL_ALL; c++) {
-        array_add(&cols[c], "}", 1);
-        failed = failed || cols[c].failed;
-        values[c] = cols[c].data;
-    }
-    int rc = -1;
-    struct dbsync_error error;
-    if (failed)
-        log_error("unknown flag keys flush: out of memory");
-    else if ((rc = dbsync_command(conn, unknown_sql, UCOL_ALL, values, &error)) != 0)
-        log_warn("unknown flag keys flush failed, keeping them for the next one: %s",
-                 error.message);
-    for (int c = 0; c < UCOL_ALL; c++)
-        free(cols[c].data);
-    return rc;
+    return run_columns(conn, unknown_sql, cols, UCOL_ALL, "unknown flag keys flush");
 }
 
 static void flush_unknown(struct bgloop *loop, struct unknown_table *table)

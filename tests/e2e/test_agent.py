@@ -561,21 +561,34 @@ class FakeModel(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def start_fake_model(context=None):
+    """A FakeModel server on 127.0.0.1 (TLS with context), serving in a
+    daemon thread; stop it with stop_fake_model."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
+    if context is not None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def stop_fake_model(server):
+    server.shutdown()
+    server.server_close()
+
+
 class AgentModelTest(AgentCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
-        cls.fake.daemon_threads = True
-        cls.fake_thread = threading.Thread(target=cls.fake.serve_forever, daemon=True)
-        cls.fake_thread.start()
+        cls.fake = start_fake_model()
         port = cls.fake.server_address[1]
         cls.settings = {**AgentCase.settings,
                         "agent_llm_url": f"http://127.0.0.1:{port}/v1/chat/completions#test-model"}
         try:
             super().setUpClass()
         except BaseException:
-            cls.fake.shutdown()
+            stop_fake_model(cls.fake)
             raise
 
     @classmethod
@@ -583,8 +596,7 @@ class AgentModelTest(AgentCase):
         try:
             super().tearDownClass()
         finally:
-            cls.fake.shutdown()
-            cls.fake.server_close()
+            stop_fake_model(cls.fake)
 
     def setUp(self):
         if self.flag_count() == 0:
@@ -651,9 +663,7 @@ class AgentModelKeyTest(AgentCase):
         cls.key_file = os.path.join(cls.key_dir.name, "llm.key")
         with open(cls.key_file, "w") as f:
             f.write("  sk-test-first  \n")
-        cls.fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
-        cls.fake.daemon_threads = True
-        threading.Thread(target=cls.fake.serve_forever, daemon=True).start()
+        cls.fake = start_fake_model()
         port = cls.fake.server_address[1]
         cls.settings = {**AgentCase.settings,
                         "agent_llm_url": f"http://127.0.0.1:{port}/v1/chat/completions#ignored",
@@ -662,7 +672,7 @@ class AgentModelKeyTest(AgentCase):
         try:
             super().setUpClass()
         except BaseException:
-            cls.fake.shutdown()
+            stop_fake_model(cls.fake)
             raise
 
     @classmethod
@@ -670,8 +680,7 @@ class AgentModelKeyTest(AgentCase):
         try:
             super().tearDownClass()
         finally:
-            cls.fake.shutdown()
-            cls.fake.server_close()
+            stop_fake_model(cls.fake)
             cls.key_dir.cleanup()
 
     def test_model_and_key(self):
@@ -710,17 +719,14 @@ class AgentTlsModelTest(AgentCase):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         FakeModel.requests.clear()
-        cls.fake = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
-        cls.fake.socket = context.wrap_socket(cls.fake.socket, server_side=True)
-        cls.fake.daemon_threads = True
-        threading.Thread(target=cls.fake.serve_forever, daemon=True).start()
+        cls.fake = start_fake_model(context)
         port = cls.fake.server_address[1]
         cls.settings = {**AgentCase.settings,
                         "agent_llm_url": f"https://127.0.0.1:{port}/v1/chat/completions"}
         try:
             super().setUpClass()
         except BaseException:
-            cls.fake.shutdown()
+            stop_fake_model(cls.fake)
             raise
 
     @classmethod
@@ -728,8 +734,7 @@ class AgentTlsModelTest(AgentCase):
         try:
             super().tearDownClass()
         finally:
-            cls.fake.shutdown()
-            cls.fake.server_close()
+            stop_fake_model(cls.fake)
             cls.tls_dir.cleanup()
 
     def test_self_signed_endpoint_is_refused(self):
