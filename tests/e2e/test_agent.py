@@ -577,14 +577,22 @@ def stop_fake_model(server):
     server.server_close()
 
 
-class AgentModelTest(AgentCase):
+class FakeModelCase(AgentCase):
+    """An AgentCase whose ensignd asks a FakeModel: model_settings(port)
+    names it in the configuration; tls_context() makes it https."""
+
+    @classmethod
+    def model_settings(cls, port):
+        raise NotImplementedError
+
+    @classmethod
+    def tls_context(cls):
+        return None
 
     @classmethod
     def setUpClass(cls):
-        cls.fake = start_fake_model()
-        port = cls.fake.server_address[1]
-        cls.settings = {**AgentCase.settings,
-                        "agent_llm_url": f"http://127.0.0.1:{port}/v1/chat/completions#test-model"}
+        cls.fake = start_fake_model(cls.tls_context())
+        cls.settings = {**AgentCase.settings, **cls.model_settings(cls.fake.server_address[1])}
         try:
             super().setUpClass()
         except BaseException:
@@ -597,6 +605,13 @@ class AgentModelTest(AgentCase):
             super().tearDownClass()
         finally:
             stop_fake_model(cls.fake)
+
+
+class AgentModelTest(FakeModelCase):
+
+    @classmethod
+    def model_settings(cls, port):
+        return {"agent_llm_url": f"http://127.0.0.1:{port}/v1/chat/completions#test-model"}
 
     def setUp(self):
         if self.flag_count() == 0:
@@ -653,35 +668,19 @@ class AgentModelTest(AgentCase):
         self.assertEqual(body["proposals"]["actions"][0]["tool"], "archive_flag")
 
 
-class AgentModelKeyTest(AgentCase):
+class AgentModelKeyTest(FakeModelCase):
     """agent_llm_model and agent_llm_key_file: the model named by the key,
     the API key sent as a Bearer token, read at each question."""
 
     @classmethod
-    def setUpClass(cls):
+    def model_settings(cls, port):
         cls.key_dir = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls.key_dir.cleanup)
         cls.key_file = os.path.join(cls.key_dir.name, "llm.key")
         with open(cls.key_file, "w") as f:
             f.write("  sk-test-first  \n")
-        cls.fake = start_fake_model()
-        port = cls.fake.server_address[1]
-        cls.settings = {**AgentCase.settings,
-                        "agent_llm_url": f"http://127.0.0.1:{port}/v1/chat/completions#ignored",
-                        "agent_llm_model": "named-model",
-                        "agent_llm_key_file": cls.key_file}
-        try:
-            super().setUpClass()
-        except BaseException:
-            stop_fake_model(cls.fake)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            stop_fake_model(cls.fake)
-            cls.key_dir.cleanup()
+        return {"agent_llm_url": f"http://127.0.0.1:{port}/v1/chat/completions#ignored",
+                "agent_llm_model": "named-model", "agent_llm_key_file": cls.key_file}
 
     def test_model_and_key(self):
         self.create_flag({"slug": "llm-flag", "type": "boolean"})
@@ -704,13 +703,14 @@ class AgentModelKeyTest(AgentCase):
         self.assertNotIn("sk-test", self.server.stderr())
 
 
-class AgentTlsModelTest(AgentCase):
+class AgentTlsModelTest(FakeModelCase):
     """An https:// endpoint is verified: a self-signed certificate gets no
     question, and the built-in agent answers."""
 
     @classmethod
-    def setUpClass(cls):
+    def tls_context(cls):
         cls.tls_dir = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls.tls_dir.cleanup)
         cert, key = (os.path.join(cls.tls_dir.name, n) for n in ("cert.pem", "key.pem"))
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
                         "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
@@ -719,23 +719,11 @@ class AgentTlsModelTest(AgentCase):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         FakeModel.requests.clear()
-        cls.fake = start_fake_model(context)
-        port = cls.fake.server_address[1]
-        cls.settings = {**AgentCase.settings,
-                        "agent_llm_url": f"https://127.0.0.1:{port}/v1/chat/completions"}
-        try:
-            super().setUpClass()
-        except BaseException:
-            stop_fake_model(cls.fake)
-            raise
+        return context
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            stop_fake_model(cls.fake)
-            cls.tls_dir.cleanup()
+    def model_settings(cls, port):
+        return {"agent_llm_url": f"https://127.0.0.1:{port}/v1/chat/completions"}
 
     def test_self_signed_endpoint_is_refused(self):
         self.create_flag({"slug": "tls-flag", "type": "boolean"})
