@@ -28,7 +28,8 @@
  * threads are joined at exit before the HTTP server goes.
  *
  * A timer beats the worker's heartbeat in shared memory (heartbeat.h);
- * the master kills a worker whose loop stops turning.
+ * the master kills a worker whose loop stops turning. The same timer
+ * follows the published snapshot, so an idle worker maps a new one too.
  *
  * The access log (access_log.h) goes to stderr, or to the file the master
  * opened for this generation (access_log_path): then a timer writes the
@@ -168,6 +169,11 @@ static void beat(evutil_socket_t fd, short what, void *arg)
     struct worker_runtime *rt = arg;
     if (rt->w.shm != NULL)
         heartbeat_beat(rt->w.shm->heartbeat, rt->heartbeat_slot, heartbeat_now_ms());
+    /* Follow the published snapshot between requests too (one atomic load
+     * when nothing moved): an idle worker then holds the last good mapping
+     * like a busy one, and serves from it even if state_dir goes away
+     * before its next evaluation. */
+    served_snapshot_current(rt->w.snapshot);
 }
 
 static void start_heartbeat(struct worker_runtime *rt)
@@ -386,6 +392,10 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
     rt->w.usage_batch = usage_batch_new();
     usage_batch_set_unknown(rt->w.usage_batch, shm != NULL ? shm->unknown : NULL);
     rt->w.snapshot = served_snapshot_new(cfg->state_dir, shm, rt->w.usage_batch);
+    /* Map what is published now rather than at the first evaluation: a
+     * worker then serves from its own mapping even if state_dir goes away
+     * before that evaluation arrives (the last good snapshot stays served). */
+    served_snapshot_current(rt->w.snapshot);
     rt->w.requests_served =
         shm != NULL && shm->header != NULL ? &shm->header->requests_served : NULL;
 #ifndef ENSIGN_NO_METRICS_COUNTING /* benchmark builds only: measures what counting costs */
