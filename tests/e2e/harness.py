@@ -503,6 +503,40 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class SecondNode:
+    """A mixin before a ServerTestCase: a second ensignd, cls.node_b, on the
+    same database with the class's settings (second_node_workers workers,
+    else the class's), for tests of what happens once across nodes. It
+    stops cleanly and is removed before the first node."""
+
+    second_node_workers = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        node_b = Server(cls.database.conninfo, cls.second_node_workers or cls.workers,
+                        **cls.settings)
+        try:
+            node_b.start()
+        except BaseException:
+            node_b.remove()
+            cls.node_b = None
+            cls.tearDownClass()
+            raise
+        cls.node_b = node_b
+
+    @classmethod
+    def tearDownClass(cls):
+        node_b, cls.node_b = getattr(cls, "node_b", None), None
+        try:
+            if node_b is not None:
+                node_b.stop_cleanly()
+        finally:
+            if node_b is not None:
+                node_b.remove()
+            super().tearDownClass()
+
+
 class ServerTestCase(unittest.TestCase):
     """A test class with its own database (migrated), an ensignd serving it,
     and an Identity. Subclasses may set workers and settings, and override

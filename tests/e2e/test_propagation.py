@@ -103,7 +103,7 @@ class LostWakeupTest(OfrepTestCase):
 
 
 
-class TwoNodesTest(OfrepTestCase):
+class TwoNodesTest(harness.SecondNode, OfrepTestCase):
     """Two ensignd nodes (own port, state_dir and shared memory each) on one
     database: the same answers and identical ETags, a change made through
     node A's management API served by node B, and usage counted on both
@@ -116,28 +116,6 @@ class TwoNodesTest(OfrepTestCase):
         cls.shared = cls.fixture.flag("shared", "string", {"red": "red", "blue": "blue"},
                                       default="red", off="blue")
         cls.fixture.flag("other", enabled=False)
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.node_b = harness.Server(cls.database.conninfo, cls.workers, **cls.settings)
-        try:
-            cls.node_b.start()
-        except BaseException:
-            cls.node_b.remove()
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        node_b, cls.node_b = getattr(cls, "node_b", None), None
-        try:
-            if node_b is not None:
-                node_b.stop_cleanly()
-        finally:
-            if node_b is not None:
-                node_b.remove()
-            super().tearDownClass()
 
     def on(self, server, key=None, headers=None, body=None):
         # Both nodes are reached under one name, as behind a load balancer:

@@ -315,33 +315,11 @@ class ScheduleApiTest(ScheduleTestCase):
         self.assertEqual(self.listed("doomed"), [])
 
 
-class TwoNodesApplyTest(ScheduleTestCase):
+class TwoNodesApplyTest(harness.SecondNode, ScheduleTestCase):
     """Two nodes on one database; everything comes due in the same second."""
 
     FLAGS = 25
     ENVS = ("production", "preview")
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.node_b = harness.Server(cls.database.conninfo, cls.workers, **cls.settings)
-        try:
-            cls.node_b.start()
-        except BaseException:
-            cls.node_b.remove()
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        node_b, cls.node_b = getattr(cls, "node_b", None), None
-        try:
-            if node_b is not None:
-                node_b.stop_cleanly()
-        finally:
-            if node_b is not None:
-                node_b.remove()
-            super().tearDownClass()
 
     def made_on(self, node, slug, changes, at, env):
         body = {"at": iso(at), "environment": env, "changes": changes}

@@ -499,26 +499,14 @@ class WebhookTlsTest(WebhookCase):
                                     body={"active": False}), 200)
 
 
-class WebhookTwoNodesTest(WebhookCase):
+class WebhookTwoNodesTest(harness.SecondNode, WebhookCase):
     """Two ensignd on one database: every change is delivered once."""
 
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.second = harness.Server(cls.database.conninfo, 1, **cls.settings)
-        cls.second.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.second.stop_cleanly()
-        finally:
-            cls.second.remove()
-            super().tearDownClass()
+    second_node_workers = 1
 
     def test_hundred_changes_delivered_once_each(self):
         self.assertIsNotNone(self.server.child_with_title("ensignd: deliverer"))
-        self.assertIsNotNone(self.second.child_with_title("ensignd: deliverer"))
+        self.assertIsNotNone(self.node_b.child_with_title("ensignd: deliverer"))
         hook = self.hook("/ok/many", ["flag.*", "environment.updated"])
         secret = hook["secret"]
         self.make_flag("many")
@@ -559,7 +547,7 @@ class WebhookTwoNodesTest(WebhookCase):
         self.assertIsNone(created[0]["before"])
         self.assertFalse(created[0]["after"]["environments"]["production"]["enabled"])
         # both nodes did some of the work (not required, but the claim is shared)
-        logs = self.server.stderr() + self.second.stderr()
+        logs = self.server.stderr() + self.node_b.stderr()
         self.assertEqual(harness.sanitizer_reports(logs), [])
 
     def test_deleted_flag_has_no_after(self):
