@@ -251,7 +251,7 @@ int org_index(struct snapshot_builder *b, const char *org_id, uint32_t *out)
 
 bool org_sealed(const struct snapshot_builder *b, uint32_t org)
 {
-    return *(uint8_t *)vec_at(&b->org_sealed, org) != 0;
+    return (*(uint8_t *)vec_at(&b->org_sealed, org) & ORG_SEALED) != 0;
 }
 
 int snapshot_builder_add_environment(struct snapshot_builder *b, const char *env_id,
@@ -306,14 +306,15 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
         return builder_fail(b, "part file name %s is not a plain name", file_name);
     if (org_index(b, org_id, &org) != 0)
         return -1;
-    for (size_t i = 0; i < b->part_orgs.len; i++)
-        if (*(uint32_t *)vec_at(&b->part_orgs, i) == org)
-            return builder_fail(b, "part of organization %s added twice", org_id);
+    uint8_t *state = vec_at(&b->org_sealed, org);
+    if (*state & ORG_HAS_PART)
+        return builder_fail(b, "part of organization %s added twice", org_id);
     struct snapshot_part *part = vec_push(&b->parts);
     uint32_t *part_org = vec_push(&b->part_orgs);
     if (part == NULL || part_org == NULL)
         return out_of_memory(b);
     *part_org = org;
+    *(uint8_t *)vec_at(&b->org_sealed, org) |= ORG_HAS_PART;
     part->org = intern(b, org_id);
     part->file = intern(b, file_name);
     part->generation = generation;
@@ -423,7 +424,7 @@ int snapshot_builder_add_flag(struct snapshot_builder *b, const struct snapshot_
     index = (uint32_t)b->flags.len;
     if (map_add(&b->flag_map, key, len, index) == NULL)
         return out_of_memory(b);
-    *(uint8_t *)vec_at(&b->org_sealed, *(uint32_t *)vec_at(&b->env_orgs, env)) = 1;
+    *(uint8_t *)vec_at(&b->org_sealed, *(uint32_t *)vec_at(&b->env_orgs, env)) |= ORG_SEALED;
     struct builder_flag flag = {.rule_head = SNAPSHOT_NONE, .rule_tail = SNAPSHOT_NONE};
     struct snapshot_flag *f = &flag.rec;
     f->key = append_string(b, in->flag_key);

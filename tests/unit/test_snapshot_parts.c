@@ -337,6 +337,34 @@ START_TEST(view_keeps_everything_when_the_index_is_bad)
 }
 END_TEST
 
+/* The duplicate check is a bit per organization, not a scan of the parts
+ * added so far: 20,000 organizations, then a second part of one added
+ * early, one in the middle and the last are each refused. */
+START_TEST(builder_refuses_a_second_part_among_many)
+{
+    char org[64], name[64];
+    struct snapshot_builder *b = snapshot_builder_new(1);
+    for (int i = 0; i < 20000; i++) {
+        snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", i);
+        snprintf(name, sizeof name, "org-%d-1.bin", i);
+        ck_assert_int_eq(snapshot_builder_add_part(b, org, name, 1), 0);
+    }
+    const int again[] = {0, 9999, 19999};
+    for (size_t k = 0; k < sizeof again / sizeof *again; k++) {
+        struct snapshot_builder *c = snapshot_builder_new(1);
+        for (int i = 0; i <= again[k]; i++) {
+            snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", i);
+            ck_assert_int_eq(snapshot_builder_add_part(c, org, "p.bin", 1), 0);
+        }
+        snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", again[k]);
+        ck_assert_int_eq(snapshot_builder_add_part(c, org, "q.bin", 2), -1);
+        ck_assert_ptr_nonnull(strstr(snapshot_builder_error(c), "added twice"));
+        snapshot_builder_free(c);
+    }
+    snapshot_builder_free(b);
+}
+END_TEST
+
 /* ---- the writer's record of part files ---- */
 
 static struct snapshot_part_file *files(size_t n, const char *const orgs[],
@@ -427,6 +455,7 @@ Suite *suite_snapshot_parts(void)
     tcase_add_test(tc, index_names_parts_and_finds_keys_across_organizations);
     tcase_add_test(tc, a_file_without_parts_is_its_own_part);
     tcase_add_test(tc, builder_refuses_bad_parts);
+    tcase_add_test(tc, builder_refuses_a_second_part_among_many);
     tcase_add_test(tc, view_remaps_only_the_changed_part);
     tcase_add_test(tc, view_keeps_the_old_part_when_the_new_one_is_bad);
     tcase_add_test(tc, view_without_an_old_part_serves_it_once_it_maps);
