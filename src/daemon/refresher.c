@@ -4,13 +4,15 @@
  *
  * At start it publishes the generation of the snapshot index already on
  * disk (if it is valid), so workers evaluate from it even while the
- * database is down. Then, whenever it can reach the database: it reads the
- * generation (on every NOTIFY and at least every refresh_interval_ms), and
- * when that differs from what it last built (or it has built nothing yet),
- * it reads (snapshot_source.h) the index and the organizations whose
- * generation moved since their part was written (every organization on the
- * first build after start and after a failed write), writes each of those
- * parts, then the index,
+ * database is down, and takes that index's valid part files as published,
+ * with its catalog of them (snapshot_catalog.h): a restart rebuilds only
+ * organizations whose generation moved while it was down. Then, whenever
+ * it can reach the database: it reads the generation (on every NOTIFY and
+ * at least every refresh_interval_ms), and when that differs from what it
+ * last built (or it has built nothing yet), it reads (snapshot_source.h)
+ * the organizations whose generation moved since the catalog's (every
+ * organization when there is no index on disk and after a failed write),
+ * writes each of their parts, then the index (made from the new catalog),
  * atomically (snapshot_build.h: temp file, fsync, rename; one fsync of the
  * directory after the index's rename makes all the renames durable), and
  * only then publishes the new generation in shared memory.
@@ -48,6 +50,7 @@
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
+#include "eval/snapshot_catalog.h"
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
 
@@ -57,9 +60,12 @@ struct refresher {
     struct bgloop loop;
     char path[4096 + 32]; /* the index */
     bool built_once;
-    uint64_t built;              /* generation of the last index written */
-    uint64_t pending;            /* generation last read from the database */
-    struct snapshot_parts parts; /* what that index names */
+    uint64_t built;                  /* generation of the last index written */
+    uint64_t pending;                /* generation last read from the database */
+    struct snapshot_parts parts;     /* what that index names */
+    struct snapshot_catalog catalog; /* what that index holds, per organization */
+    bool have_catalog;               /* false: the next build reads everything */
+    bool swept;                      /* leftovers of an earlier run doomed */
 };
 
 static uint64_t monotonic_us(void)
@@ -72,6 +78,11 @@ static uint64_t monotonic_us(void)
 static uint64_t unix_ms(const struct timespec *t)
 {
     return (uint64_t)t->tv_sec * 1000u + (uint64_t)t->tv_nsec / 1000000u;
+}
+
+static long long elapsed_ms(long long since)
+{
+    return bgloop_now_ms() - since;
 }
 
 /* Publishes generation, with when its file was written for /metrics. */
@@ -121,7 +132,56 @@ static void health_pending(struct refresher *rf, uint64_t generation, const char
     health_failed(rf, HEALTH_SNAPSHOT_STALE, reason);
 }
 
-/* Publishes the generation of a valid file already on disk. */
+/* Whether the part file of org is there, valid and of that generation (the
+ * shape of snapshot_catalog_part_ok_fn; ctx is the refresher). */
+static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t generation)
+{
+    struct refresher *rf = ctx;
+    struct snapshot_part_file named = {.generation = generation};
+    snprintf(named.org, sizeof named.org, "%s", org);
+    if (!snapshot_parts_name(&named) || strcmp(named.name, file) != 0)
+        return false; /* not a name this refresher writes */
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1], err[256];
+    snprintf(path, sizeof path, "%s/%s", rf->parts.dir, file);
+    struct snapshot part;
+    if (snapshot_open(path, &part, err, sizeof err) != 0) {
+        log_warn("snapshot part %s on disk is not usable, it is built again: %s", file, err);
+        return false;
+    }
+    bool same = snapshot_generation(&part) == generation;
+    snapshot_close(&part);
+    return same;
+}
+
+/*
+ * Takes the parts of the index on disk whose files are valid as published,
+ * with the catalog of their organizations, so the first build reads and
+ * writes only organizations whose generation moved since (or whose file is
+ * bad). When every part is usable, the index counts as built: a database
+ * still at its generation is not read again.
+ */
+static void adopt_index(struct refresher *rf, const struct snapshot *index)
+{
+    long long started = bgloop_now_ms();
+    struct snapshot_part_file *parts;
+    size_t count, named = index->counts[SNAPSHOT_SEC_PARTS];
+    if (snapshot_catalog_load(&rf->catalog, index, part_on_disk, rf, &parts, &count) != 0) {
+        log_warn("cannot hold the snapshot index in memory: it is built again whole");
+        return;
+    }
+    snapshot_parts_published(&rf->parts, parts, count, true);
+    rf->swept = true;
+    rf->have_catalog = true;
+    if (count == named) {
+        rf->built = snapshot_generation(index);
+        rf->built_once = true;
+    }
+    log_info("%zu of %zu snapshot parts on disk are kept (checked in %lld ms)", count, named,
+             elapsed_ms(started));
+}
+
+/* Publishes the generation of a valid file already on disk, and adopts its
+ * parts. */
 static void publish_file_on_disk(struct refresher *rf)
 {
     struct snapshot s;
@@ -131,11 +191,12 @@ static void publish_file_on_disk(struct refresher *rf)
         return;
     }
     uint64_t generation = snapshot_generation(&s);
-    snapshot_close(&s);
     struct stat st;
     publish(rf, generation, stat(rf->path, &st) == 0 ? unix_ms(&st.st_mtim) : 0);
     log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
              generation, rf->path);
+    adopt_index(rf, &s);
+    snapshot_close(&s);
 }
 
 /* Forgets the connection after a failure that broke it. */
@@ -143,11 +204,6 @@ static void check_connection(struct refresher *rf)
 {
     if (rf->loop.conn != NULL && PQstatus(rf->loop.conn) != CONNECTION_OK)
         bgloop_disconnect(&rf->loop);
-}
-
-static long long elapsed_ms(long long since)
-{
-    return bgloop_now_ms() - since;
 }
 
 /* Writes the part of org (read again) and names it in the index. */
@@ -202,8 +258,8 @@ static void build(struct refresher *rf)
     struct snapshot_source_result res;
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
-    if (snapshot_source_read(rf->loop.conn, rf->built_once ? snapshot_parts_holds : NULL,
-                             &rf->parts, &res, err, sizeof err) != 0) {
+    if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, &res, err,
+                             sizeof err) != 0) {
         log_warn("cannot read the configuration: %s", err);
         char why[sizeof err + 32];
         snprintf(why, sizeof why, "cannot read the configuration: %s", err);
@@ -227,12 +283,19 @@ static void build(struct refresher *rf)
         health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
         health_pending(rf, rf->pending, why);
         rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
+        rf->have_catalog = false;
+        rf->swept = false;
+        snapshot_catalog_free(&rf->catalog);
         free(fresh);
         snapshot_source_result_free(&res);
         return;
     }
     uint64_t generation = res.generation;
     size_t orgs = res.org_count;
+    snapshot_catalog_free(&rf->catalog);
+    rf->catalog = res.catalog; /* taken over */
+    snapshot_catalog_init(&res.catalog);
+    rf->have_catalog = true;
     snapshot_source_result_free(&res);
     rf->built = generation;
     struct timespec now;
@@ -245,7 +308,8 @@ static void build(struct refresher *rf)
     publish(rf, generation, unix_ms(&now));
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
-    snapshot_parts_published(&rf->parts, fresh, orgs, !rf->built_once);
+    snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
+    rf->swept = true;
     rf->built_once = true;
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
              " organizations; read in %lld ms, built and written in %lld ms)",
@@ -293,6 +357,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
         rf.loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     snapshot_parts_init(&rf.parts, cfg->state_dir);
+    snapshot_catalog_init(&rf.catalog);
     publish_file_on_disk(&rf);
     while (!bgloop_stopping()) {
         if (bgloop_ensure_connected(&rf.loop))
@@ -306,5 +371,6 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     if (rf.loop.conn != NULL)
         PQfinish(rf.loop.conn);
     snapshot_parts_free(&rf.parts);
+    snapshot_catalog_free(&rf.catalog);
     return EXIT_SUCCESS;
 }

@@ -5,13 +5,18 @@
  * One REPEATABLE READ transaction in two steps, each a libpq pipeline (its
  * queries sent at once, so there is no round trip between them and
  * PostgreSQL computes each result while libpq still parses the previous
- * one). First the small tables every read needs whole: the generation, the
- * per-organization generations, every environment and every unrevoked SDK
- * key; they go into the index builder, and they decide which organizations
- * must be read again (the caller keeps the others' parts). Then, only if
- * some must, the queries of those organizations' rows: with
- * `org_id = ANY($1)` when only some organizations changed, unfiltered (no
- * join for variants and rules) when all did, as on the first build. The
+ * one). First the generation and the per-organization generations; compared
+ * with the caller's catalog (snapshot_catalog.h: the generation, the
+ * environments and the SDK keys of each organization as the published
+ * index has them) they decide which organizations must be read again (the
+ * caller keeps the others' parts). Then, only if some must, the queries of
+ * those organizations' rows, their environments and SDK keys first: with
+ * `org_id = ANY($1)` with a catalog, unfiltered (no join for variants and
+ * rules) without one, as on the first build. The new catalog is the old
+ * one's unchanged organizations merged with the rows read (both in
+ * organization order), and the index builder is filled from it, so a
+ * change reads the environments and keys of the organizations it touched
+ * only. The
  * last and largest, the flag configurations, is read in single-row mode:
  * the builders work on each row while the server sends the next. Rows reach
  * each organization's builder in the order it requires (snapshot_build.h):
@@ -37,10 +42,12 @@
 #include "base/log.h"
 #include "db/rowindex.h"
 #include "eval/snapshot_build.h"
+#include "eval/snapshot_catalog.h"
 
 static const char generation_sql[] = "SELECT generation FROM config_generation WHERE id = 1";
 
-/* The first step's statements (one each), then the pipelined second step's. */
+/* The first step's statements (one each), then the second step's, all of
+ * the organizations read again. */
 enum query {
     Q_BEGIN,
     Q_GENERATION,
@@ -54,7 +61,7 @@ enum query {
     Q_FLAGS,
     Q_COUNT
 };
-#define Q_FIRST_PIPELINED Q_ATTRIBUTES
+#define Q_FIRST_OF_ORGS Q_ENVIRONMENTS
 
 /* Columns of the environments, variants, rules and flags queries. */
 enum { E_ID, E_ORG, E_KEY };
@@ -63,7 +70,7 @@ enum { R_FLAG, R_ENV, R_ID, R_CONDITIONS, R_SERVE, R_PRIORITY, R_CREATED };
 enum { F_ENV, F_ID, F_KEY, F_TYPE, F_ENABLED, F_OFF, F_DEFAULT };
 
 /* Each query whole (`all`) and for the organizations in $1 (`some`; the
- * first step's are the same either way). */
+ * first step's have none). */
 static const struct {
     const char *what, *all, *some;
 } queries[Q_COUNT] = {
@@ -73,11 +80,14 @@ static const struct {
                            "SELECT org_id, generation FROM config_org_generation", NULL},
     [Q_ENVIRONMENTS] = {"environments",
                         "SELECT id, org_id, key FROM environments ORDER BY org_id, sort_order, key",
-                        NULL},
+                        "SELECT id, org_id, key FROM environments WHERE org_id = ANY($1::uuid[])"
+                        " ORDER BY org_id, sort_order, key"},
     [Q_SDK_KEYS] = {"SDK keys",
                     "SELECT token_digest, environment_id FROM sdk_keys"
                     " WHERE revoked_at IS NULL AND environment_id IS NOT NULL",
-                    NULL},
+                    "SELECT k.token_digest, k.environment_id FROM sdk_keys k"
+                    " JOIN environments e ON e.id = k.environment_id"
+                    " WHERE k.revoked_at IS NULL AND e.org_id = ANY($1::uuid[])"},
     [Q_ATTRIBUTES] = {"entity attributes",
                       "SELECT e.org_id, e.key, a.key, a.data_type FROM entity_attributes a"
                       " JOIN entities e ON e.id = a.entity_id"
@@ -113,15 +123,20 @@ static const struct {
 struct source {
     PGconn *conn;
     struct snapshot_source_result *out;
-    snapshot_source_held_fn held;
-    void *held_ctx;
+    const struct snapshot_catalog *held; /* NULL: read every organization */
     char *err;
     size_t errlen;
     size_t skipped;
-    size_t changed;          /* organizations to read again */
-    PGresult *environments;  /* held for env_orgs */
-    struct rowindex env_ids; /* environments by id */
-    size_t *env_orgs;        /* per environments row: its index in out->orgs */
+    PGresult *gens;              /* organization generations */
+    struct rowindex gens_by_org; /* their rows by organization */
+    const char **changed;        /* ids of the organizations read again, sorted */
+    size_t changed_count;        /* (they point into gens or held) */
+    bool *held_changed;          /* per organization of held: read again */
+    PGresult *environments;      /* of the organizations read again */
+    PGresult *sdk_keys;          /* of the same */
+    struct rowindex env_ids;     /* environments by id */
+    struct rowindex keys_by_env; /* SDK keys by environment id */
+    size_t *env_orgs;            /* per environments row: its index in out->orgs */
     PGresult *variants, *rules;
     struct rowindex variants_by_flag, rules_by_flag;
     int *rows; /* one flag's variant or rule rows, in order */
@@ -177,19 +192,17 @@ static struct snapshot_builder *env_builder(const struct source *s, const char *
 static char *changed_org_array(const struct source *s)
 {
     size_t len = 3;
-    for (size_t i = 0; i < s->out->org_count; i++)
-        len += strlen(s->out->orgs[i].id) + 1;
+    for (size_t i = 0; i < s->changed_count; i++)
+        len += strlen(s->changed[i]) + 1;
     char *text = malloc(len), *at = text;
     if (text == NULL)
         return NULL;
     *at++ = '{';
-    for (size_t i = 0; i < s->out->org_count; i++) {
-        if (s->out->orgs[i].builder == NULL)
-            continue;
-        if (at[-1] != '{')
+    for (size_t i = 0; i < s->changed_count; i++) {
+        if (i > 0)
             *at++ = ',';
-        size_t n = strlen(s->out->orgs[i].id);
-        memcpy(at, s->out->orgs[i].id, n);
+        size_t n = strlen(s->changed[i]);
+        memcpy(at, s->changed[i], n);
         at += n;
     }
     *at++ = '}';
@@ -289,71 +302,53 @@ static uint64_t org_generation(const struct rowindex *gens, const char *org_id, 
     return row >= 0 ? strtoull(PQgetvalue(gens->res, row, 1), NULL, 10) : global;
 }
 
-/* Appends organization org_id (environments come ordered by it) and
- * decides whether it is read again. */
-static int add_org(struct source *s, const char *org_id, uint64_t generation)
+static int compare_ids(const void *a, const void *b)
 {
-    struct snapshot_source_result *out = s->out;
-    struct snapshot_source_org *org = &out->orgs[out->org_count];
-    if (strlen(org_id) >= sizeof org->id) {
-        fail(s, "environments", "organization id too long");
-        return -1;
-    }
-    memcpy(org->id, org_id, strlen(org_id) + 1);
-    org->generation = generation;
-    org->builder = NULL;
-    if (s->held == NULL || !s->held(s->held_ctx, org_id, generation)) {
-        if ((org->builder = snapshot_builder_new(generation)) == NULL) {
-            fail(s, "environments", "out of memory");
-            return -1;
-        }
-        s->changed++;
-    }
-    out->org_count++;
-    return 0;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int add_environments(struct source *s, const struct rowindex *gens)
+/*
+ * Decides which organizations are read again: with a catalog, those whose
+ * generation differs from the one it holds (or that it lacks), and those it
+ * holds that no generation row names while the global generation moved;
+ * without one, every organization with a generation row (those without one
+ * come with their environments).
+ */
+static int choose_changed(struct source *s)
 {
-    PGresult *res = s->environments;
-    int rows = PQntuples(res);
-    s->out->orgs = calloc(rows > 0 ? (size_t)rows : 1, sizeof *s->out->orgs);
-    s->env_orgs = calloc(rows > 0 ? (size_t)rows : 1, sizeof *s->env_orgs);
-    if (s->out->orgs == NULL || s->env_orgs == NULL ||
-        rowindex_build(&s->env_ids, res, E_ID) != 0) {
-        fail(s, "environments", "out of memory");
+    size_t held = s->held != NULL ? s->held->org_count : 0;
+    int rows = PQntuples(s->gens);
+    s->changed = malloc(((size_t)rows + held + 1) * sizeof *s->changed);
+    s->held_changed = calloc(held + 1, sizeof *s->held_changed);
+    if (s->changed == NULL || s->held_changed == NULL) {
+        fail(s, "organization generations", "out of memory");
         return -1;
     }
     for (int row = 0; row < rows; row++) {
-        const char *id = value(res, row, E_ID), *org_id = value(res, row, E_ORG),
-                   *key = value(res, row, E_KEY);
-        size_t n = s->out->org_count;
-        if (n == 0 || strcmp(s->out->orgs[n - 1].id, org_id) != 0) {
-            if (add_org(s, org_id, org_generation(gens, org_id, s->out->generation)) != 0)
-                return -1;
-        }
-        s->env_orgs[row] = s->out->org_count - 1;
-        struct snapshot_builder *b = s->out->orgs[s->out->org_count - 1].builder;
-        if (snapshot_builder_add_environment(s->out->index, id, org_id, key) != 0)
-            note_skipped(s, s->out->index, "environments");
-        if (b != NULL && snapshot_builder_add_environment(b, id, org_id, key) != 0)
-            note_skipped(s, b, "environments");
+        const char *org_id = PQgetvalue(s->gens, row, 0);
+        const struct snapshot_catalog_org *org = snapshot_catalog_find(s->held, org_id);
+        uint64_t generation = strtoull(PQgetvalue(s->gens, row, 1), NULL, 10);
+        if (org != NULL && org->generation == generation)
+            continue;
+        if (org != NULL)
+            s->held_changed[org - s->held->orgs] = true;
+        s->changed[s->changed_count++] = org_id;
     }
+    for (size_t i = 0; i < held; i++) {
+        const struct snapshot_catalog_org *org = &s->held->orgs[i];
+        if (rowindex_first(&s->gens_by_org, org->id) < 0 && org->generation != s->out->generation) {
+            s->held_changed[i] = true;
+            s->changed[s->changed_count++] = org->id;
+        }
+    }
+    qsort(s->changed, s->changed_count, sizeof *s->changed, compare_ids);
     return 0;
-}
-
-static void add_sdk_keys(struct source *s, const PGresult *res)
-{
-    for (int row = 0, rows = PQntuples(res); row < rows; row++)
-        if (snapshot_builder_add_sdk_key(s->out->index, value(res, row, 0), value(res, row, 1)) !=
-            0)
-            note_skipped(s, s->out->index, "SDK keys");
 }
 
 static int read_first_step(struct source *s)
 {
     PGresult *res;
-    if (send_queries(s, Q_BEGIN, Q_FIRST_PIPELINED, NULL) != 0 ||
+    if (send_queries(s, Q_BEGIN, Q_FIRST_OF_ORGS, NULL) != 0 ||
         (res = next_result(s, Q_BEGIN)) == NULL)
         return -1;
     PQclear(res);
@@ -361,30 +356,143 @@ static int read_first_step(struct source *s)
         return -1;
     int rc = parse_generation(res, &s->out->generation, s->err, s->errlen);
     PQclear(res);
-    if (rc != 0)
+    if (rc != 0 || (s->gens = next_result(s, Q_ORG_GENERATIONS)) == NULL)
         return -1;
-    if ((s->out->index = snapshot_builder_new(s->out->generation)) == NULL) {
-        fail(s, "the configuration", "out of memory");
-        return -1;
-    }
-    PGresult *gens = next_result(s, Q_ORG_GENERATIONS);
-    if (gens == NULL || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL) {
-        PQclear(gens);
-        return -1;
-    }
-    struct rowindex by_org;
-    rc = rowindex_build(&by_org, gens, 0);
-    if (rc != 0)
-        fail(s, "organization generations", "out of memory");
-    else
-        rc = add_environments(s, &by_org);
-    rowindex_free(&by_org);
-    PQclear(gens);
-    if (rc != 0 || (res = next_result(s, Q_SDK_KEYS)) == NULL)
-        return -1;
-    add_sdk_keys(s, res);
-    PQclear(res);
     finish_pipeline(s->conn); /* its sync point */
+    if (rowindex_build(&s->gens_by_org, s->gens, 0) != 0) {
+        fail(s, "organization generations", "out of memory");
+        return -1;
+    }
+    return choose_changed(s);
+}
+
+/* ---- the new catalog: the unchanged organizations' records and the
+ * changed ones' rows, merged in organization order ---- */
+
+struct merge {
+    size_t held;    /* next organization of s->held */
+    size_t changed; /* next of s->changed */
+    int env_row;    /* next row of s->environments */
+};
+
+/* The next unchanged organization of held, or NULL. */
+static const struct snapshot_catalog_org *next_unchanged(const struct source *s, struct merge *m)
+{
+    for (; s->held != NULL && m->held < s->held->org_count; m->held++)
+        if (!s->held_changed[m->held])
+            return &s->held->orgs[m->held];
+    return NULL;
+}
+
+/* The smallest of three ids (NULL: none). */
+static const char *smallest(const char *a, const char *b, const char *c)
+{
+    const char *min = a;
+    if (b != NULL && (min == NULL || strcmp(b, min) < 0))
+        min = b;
+    if (c != NULL && (min == NULL || strcmp(c, min) < 0))
+        min = c;
+    return min;
+}
+
+/* Appends an organization with environments to out->orgs (with a builder
+ * when it is read again). */
+static int add_result_org(struct source *s, const char *org_id, uint64_t generation, bool read)
+{
+    struct snapshot_source_org *org = &s->out->orgs[s->out->org_count];
+    memcpy(org->id, org_id, strlen(org_id) + 1);
+    org->generation = generation;
+    org->builder = NULL;
+    if (read && (org->builder = snapshot_builder_new(generation)) == NULL) {
+        fail(s, "environments", "out of memory");
+        return -1;
+    }
+    s->out->org_count++;
+    return 0;
+}
+
+/* The catalog records and the builder of one organization read again:
+ * its environment rows (from m->env_row, while they are of org_id) and
+ * their SDK keys. */
+static int add_changed_org(struct source *s, struct merge *m, const char *org_id)
+{
+    struct snapshot_catalog *cat = &s->out->catalog;
+    uint64_t generation = org_generation(&s->gens_by_org, org_id, s->out->generation);
+    if (snapshot_catalog_add_org(cat, org_id, generation) != 0)
+        return -1;
+    PGresult *res = s->environments;
+    int rows = PQntuples(res);
+    if (m->env_row >= rows || strcmp(value(res, m->env_row, E_ORG), org_id) != 0)
+        return 0; /* no environments: recorded, no part */
+    if (add_result_org(s, org_id, generation, true) != 0)
+        return -1;
+    struct snapshot_builder *b = s->out->orgs[s->out->org_count - 1].builder;
+    for (; m->env_row < rows && strcmp(value(res, m->env_row, E_ORG), org_id) == 0; m->env_row++) {
+        const char *id = value(res, m->env_row, E_ID), *key = value(res, m->env_row, E_KEY);
+        s->env_orgs[m->env_row] = s->out->org_count - 1;
+        if (snapshot_catalog_add_env(cat, id, key) != 0)
+            return -1;
+        if (snapshot_builder_add_environment(b, id, org_id, key) != 0)
+            note_skipped(s, b, "environments");
+        for (int k = rowindex_first(&s->keys_by_env, id); k >= 0;
+             k = rowindex_next(&s->keys_by_env, k))
+            if (snapshot_catalog_add_key(cat, value(s->sdk_keys, k, 0), id) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+static int merge_step(struct source *s, struct merge *m)
+{
+    const struct snapshot_catalog_org *unchanged = next_unchanged(s, m);
+    const char *changed = m->changed < s->changed_count ? s->changed[m->changed] : NULL;
+    const char *env_org =
+        m->env_row < PQntuples(s->environments) ? value(s->environments, m->env_row, E_ORG) : NULL;
+    const char *next = smallest(unchanged != NULL ? unchanged->id : NULL, changed, env_org);
+    if (unchanged != NULL && strcmp(next, unchanged->id) == 0) {
+        m->held++;
+        if (snapshot_catalog_copy_org(&s->out->catalog, s->held, unchanged) != 0)
+            return -1;
+        return unchanged->env_count > 0
+                   ? add_result_org(s, unchanged->id, unchanged->generation, false)
+                   : 0;
+    }
+    if (changed != NULL && strcmp(next, changed) == 0)
+        m->changed++;
+    return add_changed_org(s, m, next);
+}
+
+/* Builds out->catalog, out->orgs and out->index. */
+static int merge_catalog(struct source *s)
+{
+    int rows = PQntuples(s->environments);
+    size_t held = s->held != NULL ? s->held->org_count : 0,
+           cap = held + s->changed_count + (size_t)rows + 1;
+    s->out->orgs = calloc(cap, sizeof *s->out->orgs);
+    s->env_orgs = calloc((size_t)rows + 1, sizeof *s->env_orgs);
+    if (s->out->orgs == NULL || s->env_orgs == NULL ||
+        rowindex_build(&s->env_ids, s->environments, E_ID) != 0 ||
+        rowindex_build(&s->keys_by_env, s->sdk_keys, 1) != 0) {
+        fail(s, "environments", "out of memory");
+        return -1;
+    }
+    struct merge m = {0};
+    for (;;) {
+        bool more =
+            next_unchanged(s, &m) != NULL || m.changed < s->changed_count || m.env_row < rows;
+        if (!more)
+            break;
+        if (merge_step(s, &m) != 0) {
+            if (s->err[0] == '\0')
+                fail(s, "environments", "out of memory or out of order");
+            return -1;
+        }
+    }
+    if ((s->out->index = snapshot_builder_new(s->out->generation)) == NULL ||
+        snapshot_catalog_fill(&s->out->catalog, s->out->index, &s->skipped) != 0) {
+        fail(s, "the index", "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -636,34 +744,55 @@ int snapshot_source_generation(PGconn *conn, uint64_t *out, char *err, size_t er
     return rc;
 }
 
+/* The environments and SDK keys of the organizations read again (all of
+ * them without a catalog), then, if any has environments, their rows. */
 static int read_second_step(struct source *s)
 {
-    if (s->changed == 0)
-        return 0;
-    bool every_org = s->changed == s->out->org_count;
+    bool every_org = s->held == NULL;
+    if (!every_org && s->changed_count == 0) { /* nothing moved: only the global generation */
+        s->environments = PQmakeEmptyPGresult(s->conn, PGRES_TUPLES_OK);
+        s->sdk_keys = PQmakeEmptyPGresult(s->conn, PGRES_TUPLES_OK);
+        if (s->environments == NULL || s->sdk_keys == NULL) {
+            fail(s, "the configuration", "out of memory");
+            return -1;
+        }
+        return merge_catalog(s);
+    }
     char *orgs = every_org ? NULL : changed_org_array(s);
     if (!every_org && orgs == NULL) {
         fail(s, "the configuration", "out of memory");
         return -1;
     }
-    int rc = send_queries(s, Q_FIRST_PIPELINED, Q_COUNT, orgs);
+    int rc = send_queries(s, Q_FIRST_OF_ORGS, Q_COUNT, orgs);
     free(orgs);
-    if (rc != 0 || run_step(s, Q_ATTRIBUTES, add_attribute) != 0 ||
-        run_step(s, Q_SEGMENTS, add_segment) != 0)
+    if (rc != 0 || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL ||
+        (s->sdk_keys = next_result(s, Q_SDK_KEYS)) == NULL || merge_catalog(s) != 0 ||
+        run_step(s, Q_ATTRIBUTES, add_attribute) != 0 || run_step(s, Q_SEGMENTS, add_segment) != 0)
         return -1;
     return read_flags(s);
 }
 
-int snapshot_source_read(PGconn *conn, snapshot_source_held_fn held, void *held_ctx,
+int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
                          struct snapshot_source_result *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    struct source s = {
-        .conn = conn, .out = out, .held = held, .held_ctx = held_ctx, .err = err, .errlen = errlen};
+    snapshot_catalog_init(&out->catalog);
+    err[0] = '\0';
+    struct source s = {.conn = conn, .out = out, .held = held, .err = err, .errlen = errlen};
     int rc = read_first_step(&s) == 0 && read_second_step(&s) == 0 ? 0 : -1;
+    if (rc == 0 && out->catalog.failed) {
+        fail(&s, "the configuration", "out of memory");
+        rc = -1;
+    }
     finish_pipeline(conn);
+    rowindex_free(&s.gens_by_org);
     rowindex_free(&s.env_ids);
+    rowindex_free(&s.keys_by_env);
+    PQclear(s.gens);
     PQclear(s.environments);
+    PQclear(s.sdk_keys);
+    free(s.changed);
+    free(s.held_changed);
     free(s.env_orgs);
     free(s.scratch);
     free(s.rows);
@@ -681,5 +810,6 @@ void snapshot_source_result_free(struct snapshot_source_result *r)
     for (size_t i = 0; i < r->org_count; i++)
         snapshot_builder_free(r->orgs[i].builder);
     free(r->orgs);
+    snapshot_catalog_free(&r->catalog);
     memset(r, 0, sizeof *r);
 }
