@@ -228,6 +228,30 @@ START_TEST(view_remaps_only_the_changed_part)
 }
 END_TEST
 
+/* A publication opens only the parts new to the view: the file of an
+ * unchanged part may be gone from disk (nothing else is looked at). */
+START_TEST(view_opens_only_new_parts)
+{
+    struct fixture f;
+    two_organizations(&f);
+    const struct snapshot *p1, *p2;
+    publish(&f, 6);
+    ck_assert_str_eq(served(&f, KEY2, "two", &p2), "a");
+    const unsigned char *base2 = p2->base;
+    char path[512];
+    snprintf(path, sizeof path, "%s/org-2-6.bin", dir);
+    ck_assert_int_eq(unlink(path), 0);
+    write_part(ORG1, ENV1, "one", "b", 7, "org-1-7.bin");
+    write_index(7, "org-1-7.bin", 7, "org-2-6.bin", 6);
+    publish(&f, 7);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "b");
+    ck_assert_str_eq(served(&f, KEY2, "two", &p2), "a");
+    ck_assert_ptr_eq(p2->base, base2);
+    served_snapshot_free(f.view);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(view_keeps_the_old_part_when_the_new_one_is_bad)
 {
     struct fixture f;
@@ -558,6 +582,7 @@ Suite *suite_snapshot_parts(void)
     tcase_add_test(tc, builder_refuses_bad_parts);
     tcase_add_test(tc, builder_refuses_a_second_part_among_many);
     tcase_add_test(tc, view_remaps_only_the_changed_part);
+    tcase_add_test(tc, view_opens_only_new_parts);
     tcase_add_test(tc, view_keeps_the_old_part_when_the_new_one_is_bad);
     tcase_add_test(tc, view_without_an_old_part_serves_it_once_it_maps);
     tcase_add_test(tc, view_keeps_everything_when_the_index_is_bad);
