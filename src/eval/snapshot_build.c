@@ -296,6 +296,48 @@ int snapshot_builder_add_sdk_key(struct snapshot_builder *b, const char *digest_
     return 0;
 }
 
+int snapshot_builder_append_environments(struct snapshot_builder *b, const char *org_id,
+                                         const struct snapshot_env_input *envs, size_t count,
+                                         uint32_t *first)
+{
+    uint32_t org;
+    if (b->failed || org_index(b, org_id, &org) != 0)
+        return -1;
+    if (b->envs.len + count >= SNAPSHOT_NONE)
+        return builder_fail(b, "too many environments");
+    *first = (uint32_t)b->envs.len;
+    struct snapshot_str org_ref = append_string(b, org_id);
+    for (size_t i = 0; i < count; i++) {
+        struct snapshot_env *env = vec_push(&b->envs);
+        uint32_t *env_org = vec_push(&b->env_orgs);
+        if (env == NULL || env_org == NULL)
+            return out_of_memory(b);
+        *env_org = org;
+        env->id = append_string(b, envs[i].id);
+        env->org = org_ref;
+        env->key = intern(b, envs[i].key); /* a few distinct keys */
+    }
+    return b->failed ? -1 : 0;
+}
+
+int snapshot_builder_append_sdk_key(struct snapshot_builder *b, const char *digest_hex,
+                                    uint32_t env)
+{
+    if (b->failed)
+        return -1;
+    if (env >= b->envs.len)
+        return builder_fail(b, "SDK key for environment %u of %zu", env, b->envs.len);
+    struct snapshot_sdk_key *key = vec_push(&b->sdk_keys);
+    if (key == NULL)
+        return out_of_memory(b);
+    if (!hex_decode(digest_hex, key->digest, SNAPSHOT_DIGEST_LEN)) {
+        b->sdk_keys.len--;
+        return builder_fail(b, "SDK key digest is not 64 hex characters");
+    }
+    key->env = env;
+    return 0;
+}
+
 int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, const char *file_name,
                               uint64_t generation)
 {
@@ -315,8 +357,8 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
         return out_of_memory(b);
     *part_org = org;
     *(uint8_t *)vec_at(&b->org_sealed, org) |= ORG_HAS_PART;
-    part->org = intern(b, org_id);
-    part->file = intern(b, file_name);
+    part->org = append_string(b, org_id); /* unique: no lookup */
+    part->file = append_string(b, file_name);
     part->generation = generation;
     return b->failed ? -1 : 0;
 }

@@ -147,24 +147,57 @@ static int refused(const struct snapshot_builder *b, size_t *skipped)
     return strcmp(snapshot_builder_error(b), "out of memory") == 0 ? -1 : 0;
 }
 
+/* The position of environment env_id among org's, or SNAPSHOT_NONE. */
+static uint32_t env_position(const struct snapshot_catalog *c,
+                             const struct snapshot_catalog_org *org, const char *env_id)
+{
+    for (size_t i = 0; i < org->env_count; i++)
+        if (strcmp(snapshot_catalog_text(c, c->envs[org->env_first + i].id), env_id) == 0)
+            return (uint32_t)i;
+    return SNAPSHOT_NONE;
+}
+
+/* Appends org's environments and keys to b. */
+static int fill_org(const struct snapshot_catalog *c, const struct snapshot_catalog_org *org,
+                    struct snapshot_builder *b, struct snapshot_env_input *inputs, size_t *skipped)
+{
+    for (size_t i = 0; i < org->env_count; i++)
+        inputs[i] =
+            (struct snapshot_env_input){snapshot_catalog_text(c, c->envs[org->env_first + i].id),
+                                        snapshot_catalog_text(c, c->envs[org->env_first + i].key)};
+    uint32_t first;
+    if (snapshot_builder_append_environments(b, org->id, inputs, org->env_count, &first) != 0)
+        return refused(b, skipped);
+    for (size_t i = org->key_first; i < org->key_first + org->key_count; i++) {
+        uint32_t at = env_position(c, org, snapshot_catalog_text(c, c->keys[i].env_id));
+        if (at == SNAPSHOT_NONE) {
+            (*skipped)++;
+            continue;
+        }
+        if (snapshot_builder_append_sdk_key(b, snapshot_catalog_text(c, c->keys[i].digest),
+                                            first + at) != 0 &&
+            refused(b, skipped) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int snapshot_catalog_fill(const struct snapshot_catalog *c, struct snapshot_builder *b,
                           size_t *skipped)
 {
-    for (size_t o = 0; o < c->org_count; o++) {
-        const struct snapshot_catalog_org *org = &c->orgs[o];
-        for (size_t i = org->env_first; i < org->env_first + org->env_count; i++)
-            if (snapshot_builder_add_environment(b, snapshot_catalog_text(c, c->envs[i].id),
-                                                 org->id,
-                                                 snapshot_catalog_text(c, c->envs[i].key)) != 0 &&
-                refused(b, skipped) != 0)
-                return -1;
-    }
-    for (size_t i = 0; i < c->key_count; i++)
-        if (snapshot_builder_add_sdk_key(b, snapshot_catalog_text(c, c->keys[i].digest),
-                                         snapshot_catalog_text(c, c->keys[i].env_id)) != 0 &&
-            refused(b, skipped) != 0)
-            return -1;
-    return 0;
+    size_t most = 1;
+    for (size_t o = 0; o < c->org_count; o++)
+        if (c->orgs[o].env_count > most)
+            most = c->orgs[o].env_count;
+    struct snapshot_env_input *inputs = malloc(most * sizeof *inputs);
+    if (inputs == NULL)
+        return -1;
+    int rc = 0;
+    for (size_t o = 0; rc == 0 && o < c->org_count; o++)
+        if (c->orgs[o].env_count > 0)
+            rc = fill_org(c, &c->orgs[o], b, inputs, skipped);
+    free(inputs);
+    return rc;
 }
 
 /* ---- loading an index ---- */

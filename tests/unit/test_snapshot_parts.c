@@ -448,6 +448,8 @@ START_TEST(catalog_loads_an_index_and_fills_the_next)
     ck_assert_int_eq(snapshot_catalog_fill(&next, b, &skipped), 0);
     ck_assert_uint_eq(skipped, 0);
     ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, "org-2-3.bin", 3), 0);
+    ck_assert_int_eq(snapshot_builder_append_sdk_key(b, KEY1, 1), -1); /* no such environment */
+    ck_assert_int_eq(snapshot_builder_append_sdk_key(b, "not hex", 0), -1);
     char path[512], err[256];
     snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
     ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
@@ -457,6 +459,10 @@ START_TEST(catalog_loads_an_index_and_fills_the_next)
     const struct snapshot_env *e2 = snapshot_env_by_sdk_digest(&index, KEY2);
     ck_assert_ptr_nonnull(e2);
     ck_assert_str_eq(snapshot_string(&index, e2->id), ENV2);
+    ck_assert_str_eq(snapshot_string(&index, e2->org), ORG2);
+    ck_assert_str_eq(snapshot_string(&index, e2->key), "production");
+    ck_assert_uint_eq(e2->generation, 3);
+    ck_assert_str_eq(snapshot_string(&index, index.parts[e2->part].file), "org-2-3.bin");
     ck_assert_ptr_null(snapshot_env_by_sdk_digest(&index, KEY1));
     snapshot_close(&index);
     snapshot_catalog_free(&next);
