@@ -54,6 +54,10 @@
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
 
+/* Parts of one build written with an fsync each; later ones are made
+ * durable together by one syncfs of the state directory's file system. */
+#define PARTS_SYNCED_EACH 16
+
 struct refresher {
     const struct config *cfg;
     struct shm_region *shm;
@@ -66,6 +70,9 @@ struct refresher {
     struct snapshot_catalog catalog; /* what that index holds, per organization */
     bool have_catalog;               /* false: the next build reads everything */
     bool swept;                      /* leftovers of an earlier run doomed */
+    bool part_write_failed;          /* in the read under way */
+    size_t parts_synced;             /* parts written with their fsync in it */
+    size_t parts_unsynced;           /* parts written without (syncfs later) */
 };
 
 static uint64_t monotonic_us(void)
@@ -206,7 +213,43 @@ static void check_connection(struct refresher *rf)
         bgloop_disconnect(&rf->loop);
 }
 
-/* Writes the part of org (read again) and names it in the index. */
+/* Names the part file of org in *f; false (err set) when its id is not a
+ * plain name. */
+static bool name_part(const struct snapshot_source_org *org, struct snapshot_part_file *f,
+                      char *err, size_t errlen)
+{
+    snprintf(f->org, sizeof f->org, "%s", org->id);
+    f->generation = org->generation;
+    if (!snapshot_parts_name(f)) {
+        snprintf(err, errlen, "organization id %s is not a file name", org->id);
+        return false;
+    }
+    return true;
+}
+
+/* Writes the part of org as the read builds it (snapshot_source_part_fn). */
+static int part_built(void *ctx, const struct snapshot_source_org *org, char *err, size_t errlen)
+{
+    struct refresher *rf = ctx;
+    struct snapshot_part_file f;
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
+    int rc = -1;
+    if (name_part(org, &f, err, errlen)) {
+        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f.name);
+        if (rf->parts_synced < PARTS_SYNCED_EACH) { /* a change: a part or a few */
+            rc = snapshot_builder_write_part(org->builder, path, err, errlen);
+            rf->parts_synced++;
+        } else { /* many (a first build): one syncfs before the index */
+            rc = snapshot_builder_write_part_unsynced(org->builder, path, err, errlen);
+            rf->parts_unsynced++;
+        }
+    }
+    if (rc != 0)
+        rf->part_write_failed = true;
+    return rc;
+}
+
+/* Names the part of org in the index: written during the read, else held. */
 static int write_part(struct refresher *rf, struct snapshot_source_result *res, size_t i,
                       struct snapshot_part_file *f, char *err, size_t errlen)
 {
@@ -214,7 +257,10 @@ static int write_part(struct refresher *rf, struct snapshot_source_result *res, 
     char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
     snprintf(f->org, sizeof f->org, "%s", org->id);
     f->generation = org->generation;
-    if (org->builder == NULL) { /* unchanged: the published file stands */
+    if (org->written) {
+        if (!name_part(org, f, err, errlen))
+            return -1;
+    } else if (org->builder == NULL) { /* unchanged: the published file stands */
         const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, org->id);
         if (held == NULL) {
             snprintf(err, errlen, "no part of organization %s", org->id);
@@ -249,7 +295,26 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     for (size_t i = 0; i < res->org_count; i++)
         if (write_part(rf, res, i, &(*fresh)[i], err, errlen) != 0)
             return -1;
+    /* The parts written during the read are durable before the index
+     * names them: one fsync for a part or two, one syncfs for many. */
+    if (rf->parts_unsynced > 0 && snapshot_sync_filesystem(rf->parts.dir, err, errlen) != 0)
+        return -1;
     return snapshot_builder_write(res->index, rf->path, err, errlen);
+}
+
+/* A snapshot file could not be written: snapshot_write fails, and the
+ * next build writes everything again. */
+static void write_failed(struct refresher *rf, const char *err)
+{
+    log_error("cannot write the snapshot: %s", err);
+    char why[512 + 32];
+    snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
+    health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
+    health_pending(rf, rf->pending, why);
+    rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
+    rf->have_catalog = false;
+    rf->swept = false;
+    snapshot_catalog_free(&rf->catalog);
 }
 
 static void build(struct refresher *rf)
@@ -258,8 +323,14 @@ static void build(struct refresher *rf)
     struct snapshot_source_result res;
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
-    if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, &res, err,
-                             sizeof err) != 0) {
+    rf->part_write_failed = false;
+    rf->parts_synced = rf->parts_unsynced = 0;
+    if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, part_built, rf,
+                             &res, err, sizeof err) != 0) {
+        if (rf->part_write_failed) {
+            write_failed(rf, err);
+            return;
+        }
         log_warn("cannot read the configuration: %s", err);
         char why[sizeof err + 32];
         snprintf(why, sizeof why, "cannot read the configuration: %s", err);
@@ -271,21 +342,13 @@ static void build(struct refresher *rf)
     long long read_ms = elapsed_ms(started);
     size_t flags = 0, rebuilt = 0;
     for (size_t i = 0; i < res.org_count; i++)
-        if (res.orgs[i].builder != NULL) {
-            flags += snapshot_builder_flag_count(res.orgs[i].builder);
+        if (res.orgs[i].builder != NULL || res.orgs[i].written) {
+            flags += res.orgs[i].flag_count;
             rebuilt++;
         }
     struct snapshot_part_file *fresh = NULL;
     if (write_files(rf, &res, &fresh, err, sizeof err) != 0) {
-        log_error("cannot write the snapshot: %s", err);
-        char why[sizeof err + 32];
-        snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
-        health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
-        health_pending(rf, rf->pending, why);
-        rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
-        rf->have_catalog = false;
-        rf->swept = false;
-        snapshot_catalog_free(&rf->catalog);
+        write_failed(rf, err);
         free(fresh);
         snapshot_source_result_free(&res);
         return;

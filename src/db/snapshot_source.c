@@ -122,6 +122,8 @@ static const struct {
 
 struct source {
     PGconn *conn;
+    snapshot_source_part_fn part_done; /* NULL: the caller writes the parts after */
+    void *part_ctx;
     struct snapshot_source_result *out;
     const struct snapshot_catalog *held; /* NULL: read every organization */
     char *err;
@@ -188,21 +190,21 @@ static struct snapshot_builder *env_builder(const struct source *s, const char *
 
 /* ---- the pipeline ---- */
 
-/* "{id,id,...}" of the organizations read again (malloc'd), or NULL. */
-static char *changed_org_array(const struct source *s)
+/* "{id,id,...}" of ids (count of them; malloc'd), or NULL. */
+static char *id_array(const char *const *ids, size_t count)
 {
     size_t len = 3;
-    for (size_t i = 0; i < s->changed_count; i++)
-        len += strlen(s->changed[i]) + 1;
+    for (size_t i = 0; i < count; i++)
+        len += strlen(ids[i]) + 1;
     char *text = malloc(len), *at = text;
     if (text == NULL)
         return NULL;
     *at++ = '{';
-    for (size_t i = 0; i < s->changed_count; i++) {
+    for (size_t i = 0; i < count; i++) {
         if (i > 0)
             *at++ = ',';
-        size_t n = strlen(s->changed[i]);
-        memcpy(at, s->changed[i], n);
+        size_t n = strlen(ids[i]);
+        memcpy(at, ids[i], n);
         at += n;
     }
     *at++ = '}';
@@ -746,6 +748,115 @@ int snapshot_source_generation(PGconn *conn, uint64_t *out, char *err, size_t er
 
 /* The environments and SDK keys of the organizations read again (all of
  * them without a catalog), then, if any has environments, their rows. */
+/* Attributes, segments and flags of the organizations in orgs (an array
+ * literal; NULL: every one), in one pipeline. */
+static int read_org_rows(struct source *s, const char *orgs)
+{
+    if (send_queries(s, Q_ATTRIBUTES, Q_COUNT, orgs) != 0 ||
+        run_step(s, Q_ATTRIBUTES, add_attribute) != 0 || run_step(s, Q_SEGMENTS, add_segment) != 0)
+        return -1;
+    int rc = read_flags(s);
+    finish_pipeline(s->conn);
+    return rc;
+}
+
+/* Hands each built part of orgs [first, last) of out->orgs to part_done,
+ * then frees its builder. */
+static int hand_over(struct source *s, size_t first, size_t last)
+{
+    for (size_t i = first; i < last; i++) {
+        struct snapshot_source_org *org = &s->out->orgs[i];
+        if (org->builder == NULL)
+            continue;
+        org->flag_count = snapshot_builder_flag_count(org->builder);
+        if (s->part_done(s->part_ctx, org, s->err, s->errlen) != 0)
+            return -1;
+        snapshot_builder_free(org->builder);
+        org->builder = NULL;
+        org->written = true;
+    }
+    return 0;
+}
+
+/* The flag count of each organization read again, by organization id
+ * (a result the caller PQclears), or NULL. */
+static PGresult *flag_counts(struct source *s, const char *orgs)
+{
+    const char *params[1] = {orgs};
+    struct dbsync_error error;
+    PGresult *res = dbsync_exec(s->conn,
+                                "SELECT org_id, count(*) FROM flags"
+                                " WHERE org_id = ANY($1::uuid[]) GROUP BY org_id",
+                                1, params, &error);
+    if (res == NULL)
+        fail(s, "flag counts", error.message);
+    return res;
+}
+
+/*
+ * Reads the organizations with a builder a batch at a time (at most
+ * SNAPSHOT_SOURCE_BATCH_FLAGS flags or SNAPSHOT_SOURCE_BATCH_ORGS
+ * organizations, or one organization larger than that), handing each
+ * batch's parts to part_done before the next is read: the rows and
+ * builders held at once are one batch's.
+ */
+static int read_in_batches(struct source *s)
+{
+    size_t n = s->out->org_count, count = 0;
+    const char **ids = malloc((n ? n : 1) * sizeof *ids);
+    if (ids == NULL) {
+        fail(s, "the configuration", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (s->out->orgs[i].builder != NULL)
+            ids[count++] = s->out->orgs[i].id;
+    char *all = id_array(ids, count);
+    PGresult *counts = all != NULL ? flag_counts(s, all) : NULL;
+    struct rowindex by_org = {0};
+    int rc = counts != NULL && rowindex_build(&by_org, counts, 0) == 0 ? 0 : -1;
+    if (rc != 0 && s->err[0] == '\0')
+        fail(s, "flag counts", "out of memory");
+    for (size_t first = 0; rc == 0 && first < n;) {
+        size_t last = first, orgs = 0;
+        long long flags = 0;
+        for (; last < n && (orgs == 0 || (flags < SNAPSHOT_SOURCE_BATCH_FLAGS &&
+                                          orgs < SNAPSHOT_SOURCE_BATCH_ORGS));
+             last++) {
+            if (s->out->orgs[last].builder == NULL)
+                continue;
+            int row = rowindex_first(&by_org, s->out->orgs[last].id);
+            flags += row >= 0 ? atoll(PQgetvalue(counts, row, 1)) : 0;
+            ids[orgs++] = s->out->orgs[last].id;
+        }
+        char *batch = id_array(ids, orgs);
+        if (batch == NULL) {
+            fail(s, "the configuration", "out of memory");
+            rc = -1;
+        } else if (orgs > 0) {
+            long long started = now_ms();
+            rc = read_org_rows(s, batch);
+            long long read = now_ms();
+            if (rc == 0)
+                rc = hand_over(s, first, last);
+            log_info("snapshot: a batch of %zu organizations (%lld flags) read in %lld ms,"
+                     " its parts written in %lld ms",
+                     orgs, flags, read - started, now_ms() - read);
+        }
+        free(batch);
+        first = last;
+    }
+    rowindex_free(&by_org);
+    PQclear(counts);
+    free(all);
+    free(ids);
+    return rc;
+}
+
+/* The environments and SDK keys of the organizations read again (all of
+ * them without a catalog), then, if any has environments, their rows: in
+ * the same pipeline when they are few or the caller writes the parts after
+ * the read, else in batches. */
 static int read_second_step(struct source *s)
 {
     bool every_org = s->held == NULL;
@@ -758,28 +869,52 @@ static int read_second_step(struct source *s)
         }
         return merge_catalog(s);
     }
-    char *orgs = every_org ? NULL : changed_org_array(s);
+    char *orgs = every_org ? NULL : id_array(s->changed, s->changed_count);
     if (!every_org && orgs == NULL) {
         fail(s, "the configuration", "out of memory");
         return -1;
     }
-    int rc = send_queries(s, Q_FIRST_OF_ORGS, Q_COUNT, orgs);
-    free(orgs);
+    bool batches =
+        s->part_done != NULL && (every_org || s->changed_count > SNAPSHOT_SOURCE_BATCH_ORGS / 16);
+    int rc = send_queries(s, Q_FIRST_OF_ORGS, batches ? Q_ATTRIBUTES : Q_COUNT, orgs);
     if (rc != 0 || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL ||
-        (s->sdk_keys = next_result(s, Q_SDK_KEYS)) == NULL || merge_catalog(s) != 0 ||
-        run_step(s, Q_ATTRIBUTES, add_attribute) != 0 || run_step(s, Q_SEGMENTS, add_segment) != 0)
-        return -1;
-    return read_flags(s);
+        (s->sdk_keys = next_result(s, Q_SDK_KEYS)) == NULL || merge_catalog(s) != 0)
+        rc = -1;
+    else if (batches) {
+        finish_pipeline(s->conn);
+        rc = read_in_batches(s);
+    } else {
+        rc = run_step(s, Q_ATTRIBUTES, add_attribute) == 0 &&
+                     run_step(s, Q_SEGMENTS, add_segment) == 0 && read_flags(s) == 0
+                 ? 0
+                 : -1;
+        if (rc == 0 && s->part_done != NULL) {
+            finish_pipeline(s->conn);
+            rc = hand_over(s, 0, s->out->org_count);
+        }
+    }
+    free(orgs);
+    return rc;
 }
 
 int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
+                         snapshot_source_part_fn part_done, void *part_ctx,
                          struct snapshot_source_result *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     snapshot_catalog_init(&out->catalog);
     err[0] = '\0';
-    struct source s = {.conn = conn, .out = out, .held = held, .err = err, .errlen = errlen};
+    struct source s = {.conn = conn,
+                       .part_done = part_done,
+                       .part_ctx = part_ctx,
+                       .out = out,
+                       .held = held,
+                       .err = err,
+                       .errlen = errlen};
     int rc = read_first_step(&s) == 0 && read_second_step(&s) == 0 ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < out->org_count; i++)
+        if (out->orgs[i].builder != NULL)
+            out->orgs[i].flag_count = snapshot_builder_flag_count(out->orgs[i].builder);
     if (rc == 0 && out->catalog.failed) {
         fail(&s, "the configuration", "out of memory");
         rc = -1;

@@ -32,8 +32,21 @@ struct snapshot_source_org {
     char id[64];                      /* uuid text */
     uint64_t generation;              /* config_org_generation of it */
     struct snapshot_builder *builder; /* its part, read again; NULL: the caller's
-                                         part of this generation stands */
+                                         part of this generation stands, or
+                                         (written) part_done wrote it */
+    bool written;                     /* handed to part_done (builder freed) */
+    size_t flag_count;                /* flag configurations read (when read again) */
 };
+
+/* The most flags, and organizations, whose rows a read holds at once when
+ * it reads in batches (an organization larger than that is one batch). */
+#define SNAPSHOT_SOURCE_BATCH_FLAGS 20000
+#define SNAPSHOT_SOURCE_BATCH_ORGS 1024
+
+/* Writes the part of org (org->builder) as it is read; 0, or -1 with a
+ * message in err (the read fails). */
+typedef int (*snapshot_source_part_fn)(void *ctx, const struct snapshot_source_org *org, char *err,
+                                       size_t errlen);
 
 struct snapshot_source_result {
     uint64_t generation;              /* config_generation of what was read */
@@ -49,13 +62,18 @@ struct snapshot_source_result {
  * differs from the one held (held NULL: every one): their environments, SDK
  * keys and the rows of their parts; and makes the new catalog (held's
  * unchanged organizations and those read) and the index builder filled
- * from it. The caller adds its parts to out->index, writes the builders,
+ * from it. With part_done, each part read is handed to it as soon as it is
+ * built and its builder freed (org->written), and when many organizations
+ * are read (every one, on a first build) they are read a batch at a time,
+ * so memory holds one batch (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the
+ * builders stay in out. The caller adds its parts to out->index, writes the builders,
  * may take out->catalog (moving it out and re-initializing it) and frees
  * out with snapshot_source_result_free. 0, or -1 with a message in err and
  * out empty (the transaction is rolled back; check PQstatus(conn) to tell a
  * lost connection).
  */
 int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
+                         snapshot_source_part_fn part_done, void *part_ctx,
                          struct snapshot_source_result *out, char *err, size_t errlen);
 
 void snapshot_source_result_free(struct snapshot_source_result *r);

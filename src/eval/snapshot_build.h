@@ -147,6 +147,16 @@ int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, c
 int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
                                 size_t errlen);
 
+/* snapshot_builder_write_part without any fsync (temp file, rename): for
+ * many parts written at once (a first build), which the caller makes
+ * durable with one snapshot_sync_filesystem before it writes the index. */
+int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
+                                         char *err, size_t errlen);
+
+/* Writes back everything of the file system holding directory dir
+ * (syncfs): one wait instead of an fsync per file. 0, or -1 with err. */
+int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen);
+
 /* Counts of what was added (for logs and tests). */
 size_t snapshot_builder_flag_count(const struct snapshot_builder *b);
 

@@ -369,5 +369,52 @@ class RestartTest(OfrepTestCase):
         self.assertEqual(self.server.sanitizer_reports(), [])
 
 
+class BatchedFirstBuildTest(OfrepTestCase):
+    """The first build reads and writes organizations a batch at a time
+    (at most 1,024 organizations or 20,000 flags, src/db/snapshot_source.h),
+    so the refresher holds one batch's rows: with 1,100 more organizations
+    it takes two batches, and every organization is served, the first and
+    the last by id alike."""
+
+    MANY = 1100
+
+    @classmethod
+    def create_flags(cls):
+        harness.psql(cls.database.conninfo, f"""
+            INSERT INTO orgs (name, slug)
+            SELECT 'Many ' || i, 'many-' || i FROM generate_series(1, {cls.MANY}) AS i;
+            INSERT INTO flags (org_id, key, name, type)
+            SELECT id, 'only', 'Only', 'boolean' FROM orgs WHERE slug LIKE 'many-%';
+            INSERT INTO variants (flag_id, key, value, sort_order)
+            SELECT f.id, v.key, v.value::jsonb, v.n
+            FROM flags f JOIN orgs o ON o.id = f.org_id,
+                 (VALUES ('on', 'true', 0), ('off', 'false', 1)) AS v(key, value, n)
+            WHERE o.slug LIKE 'many-%';
+            INSERT INTO flag_environments (flag_id, environment_id, enabled, default_serve,
+                                           off_variant_key)
+            SELECT f.id, e.id, true, '{{"variant": "on"}}', 'off'
+            FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id
+            WHERE o.slug LIKE 'many-%' AND e.key = 'production'
+            ON CONFLICT (flag_id, environment_id) DO UPDATE SET enabled = true""")
+        ends = harness.psql(cls.database.conninfo,
+                            "(SELECT slug FROM orgs WHERE slug LIKE 'many-%' ORDER BY id LIMIT 1)"
+                            " UNION ALL (SELECT slug FROM orgs WHERE slug LIKE 'many-%'"
+                            " ORDER BY id DESC LIMIT 1)").split()
+        cls.end_keys = [Fixture(cls.database.conninfo, org_slug=slug).sdk_key()[0]
+                        for slug in ends]
+
+    def test_every_organization_is_served_after_batches(self):
+        for key in self.end_keys:
+            response = self.evaluate("only", sdk_key=key)
+            self.assertEqual(response.status, 200, response)
+            self.assertEqual(response.json["variant"], "on", response)
+        orgs = self.MANY + 1
+        log = self.server.stderr()
+        self.assertGreaterEqual(len(re.findall(r"a batch of [0-9]+ organizations", log)), 2, log)
+        self.assertRegex(log, rf"published \([0-9]+ flag configurations in {orgs} of {orgs} ")
+        parts = [n for n in os.listdir(self.server.state_dir) if re.fullmatch(r"org-.*\.bin", n)]
+        self.assertEqual(len(parts), orgs)
+
+
 if __name__ == "__main__":
     unittest.main()
