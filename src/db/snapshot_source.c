@@ -139,6 +139,7 @@ struct source {
     struct rowindex env_ids;     /* environments by id */
     struct rowindex keys_by_env; /* SDK keys by environment id */
     size_t *env_orgs;            /* per environments row: its index in out->orgs */
+    int *org_env_rows;           /* per out->orgs: its first environments row */
     PGresult *variants, *rules;
     struct rowindex variants_by_flag, rules_by_flag;
     int *rows; /* one flag's variant or rule rows, in order */
@@ -397,19 +398,40 @@ static const char *smallest(const char *a, const char *b, const char *c)
     return min;
 }
 
-/* Appends an organization with environments to out->orgs (with a builder
- * when it is read again). */
-static int add_result_org(struct source *s, const char *org_id, uint64_t generation, bool read)
+/* Appends an organization with environments to out->orgs; one read again
+ * gets its builder later (open_builders), from its environment rows. */
+static void add_result_org(struct source *s, const char *org_id, uint64_t generation, bool read,
+                           int env_row)
 {
     struct snapshot_source_org *org = &s->out->orgs[s->out->org_count];
     memcpy(org->id, org_id, strlen(org_id) + 1);
     org->generation = generation;
     org->builder = NULL;
-    if (read && (org->builder = snapshot_builder_new(generation)) == NULL) {
-        fail(s, "environments", "out of memory");
-        return -1;
-    }
+    org->read = read;
+    s->org_env_rows[s->out->org_count] = env_row;
     s->out->org_count++;
+}
+
+/* Gives each organization of out->orgs [first, last) that is read again its
+ * builder, with its environments: only a batch's builders exist at once. */
+static int open_builders(struct source *s, size_t first, size_t last)
+{
+    const PGresult *res = s->environments;
+    int rows = PQntuples(res);
+    for (size_t i = first; i < last; i++) {
+        struct snapshot_source_org *org = &s->out->orgs[i];
+        if (!org->read || org->builder != NULL || org->written)
+            continue;
+        struct snapshot_builder *b = snapshot_builder_new(org->generation);
+        if ((org->builder = b) == NULL) {
+            fail(s, "environments", "out of memory");
+            return -1;
+        }
+        for (int row = s->org_env_rows[i]; row < rows && s->env_orgs[row] == i; row++)
+            if (snapshot_builder_add_environment(b, value(res, row, E_ID), org->id,
+                                                 value(res, row, E_KEY)) != 0)
+                note_skipped(s, b, "environments");
+    }
     return 0;
 }
 
@@ -426,16 +448,12 @@ static int add_changed_org(struct source *s, struct merge *m, const char *org_id
     int rows = PQntuples(res);
     if (m->env_row >= rows || strcmp(value(res, m->env_row, E_ORG), org_id) != 0)
         return 0; /* no environments: recorded, no part */
-    if (add_result_org(s, org_id, generation, true) != 0)
-        return -1;
-    struct snapshot_builder *b = s->out->orgs[s->out->org_count - 1].builder;
+    add_result_org(s, org_id, generation, true, m->env_row);
     for (; m->env_row < rows && strcmp(value(res, m->env_row, E_ORG), org_id) == 0; m->env_row++) {
         const char *id = value(res, m->env_row, E_ID), *key = value(res, m->env_row, E_KEY);
         s->env_orgs[m->env_row] = s->out->org_count - 1;
         if (snapshot_catalog_add_env(cat, id, key) != 0)
             return -1;
-        if (snapshot_builder_add_environment(b, id, org_id, key) != 0)
-            note_skipped(s, b, "environments");
         for (int k = rowindex_first(&s->keys_by_env, id); k >= 0;
              k = rowindex_next(&s->keys_by_env, k))
             if (snapshot_catalog_add_key(cat, value(s->sdk_keys, k, 0), id) != 0)
@@ -455,9 +473,9 @@ static int merge_step(struct source *s, struct merge *m)
         m->held++;
         if (snapshot_catalog_copy_org(&s->out->catalog, s->held, unchanged) != 0)
             return -1;
-        return unchanged->env_count > 0
-                   ? add_result_org(s, unchanged->id, unchanged->generation, false)
-                   : 0;
+        if (unchanged->env_count > 0)
+            add_result_org(s, unchanged->id, unchanged->generation, false, -1);
+        return 0;
     }
     if (changed != NULL && strcmp(next, changed) == 0)
         m->changed++;
@@ -471,8 +489,9 @@ static int merge_catalog(struct source *s)
     size_t held = s->held != NULL ? s->held->org_count : 0,
            cap = held + s->changed_count + (size_t)rows + 1;
     s->out->orgs = calloc(cap, sizeof *s->out->orgs);
+    s->org_env_rows = calloc(cap, sizeof *s->org_env_rows);
     s->env_orgs = calloc((size_t)rows + 1, sizeof *s->env_orgs);
-    if (s->out->orgs == NULL || s->env_orgs == NULL ||
+    if (s->out->orgs == NULL || s->org_env_rows == NULL || s->env_orgs == NULL ||
         rowindex_build(&s->env_ids, s->environments, E_ID) != 0 ||
         rowindex_build(&s->keys_by_env, s->sdk_keys, 1) != 0) {
         fail(s, "environments", "out of memory");
@@ -809,7 +828,7 @@ static int read_in_batches(struct source *s)
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        if (s->out->orgs[i].builder != NULL)
+        if (s->out->orgs[i].read)
             ids[count++] = s->out->orgs[i].id;
     char *all = id_array(ids, count);
     PGresult *counts = all != NULL ? flag_counts(s, all) : NULL;
@@ -823,7 +842,7 @@ static int read_in_batches(struct source *s)
         for (; last < n && (orgs == 0 || (flags < SNAPSHOT_SOURCE_BATCH_FLAGS &&
                                           orgs < SNAPSHOT_SOURCE_BATCH_ORGS));
              last++) {
-            if (s->out->orgs[last].builder == NULL)
+            if (!s->out->orgs[last].read)
                 continue;
             int row = rowindex_first(&by_org, s->out->orgs[last].id);
             flags += row >= 0 ? atoll(PQgetvalue(counts, row, 1)) : 0;
@@ -835,7 +854,7 @@ static int read_in_batches(struct source *s)
             rc = -1;
         } else if (orgs > 0) {
             long long started = now_ms();
-            rc = read_org_rows(s, batch);
+            rc = open_builders(s, first, last) == 0 ? read_org_rows(s, batch) : -1;
             long long read = now_ms();
             if (rc == 0)
                 rc = hand_over(s, first, last);
@@ -883,6 +902,8 @@ static int read_second_step(struct source *s)
     else if (batches) {
         finish_pipeline(s->conn);
         rc = read_in_batches(s);
+    } else if (open_builders(s, 0, s->out->org_count) != 0) {
+        rc = -1;
     } else {
         rc = run_step(s, Q_ATTRIBUTES, add_attribute) == 0 &&
                      run_step(s, Q_SEGMENTS, add_segment) == 0 && read_flags(s) == 0
@@ -929,6 +950,7 @@ int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
     free(s.changed);
     free(s.held_changed);
     free(s.env_orgs);
+    free(s.org_env_rows);
     free(s.scratch);
     free(s.rows);
     dbsync_rollback(conn); /* read only: nothing to commit */

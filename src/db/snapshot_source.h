@@ -34,6 +34,7 @@ struct snapshot_source_org {
     struct snapshot_builder *builder; /* its part, read again; NULL: the caller's
                                          part of this generation stands, or
                                          (written) part_done wrote it */
+    bool read;                        /* read again (its builder made per batch) */
     bool written;                     /* handed to part_done (builder freed) */
     size_t flag_count;                /* flag configurations read (when read again) */
 };
