@@ -11,12 +11,16 @@
  * index has them) they decide which organizations must be read again (the
  * caller keeps the others' parts). Then, only if some must, the queries of
  * those organizations' rows, their environments and SDK keys first: with
- * `org_id = ANY($1)` with a catalog, unfiltered (no join for variants and
- * rules) without one, as on the first build. The new catalog is the old
- * one's unchanged organizations merged with the rows read (both in
- * organization order), and the index builder is filled from it, so a
- * change reads the environments and keys of the organizations it touched
- * only. The
+ * `org_id = ANY($1)` with a catalog, unfiltered without one. The new
+ * catalog is the old one's unchanged organizations merged with the rows
+ * read (both in organization order), and the index builder is filled from
+ * it, so a change reads the environments and keys of the organizations it
+ * touched only. When the caller writes parts as they are built (part_done)
+ * and many organizations are read (every one on a first build, or more
+ * than 64), their other rows are read a batch of organizations at a time
+ * (`org_id = ANY($1)` per batch, sized by a count of their flags), each
+ * batch's parts handed over and its builders freed before the next: memory
+ * holds one batch. Otherwise they follow in the same pipeline. The
  * last and largest, the flag configurations, is read in single-row mode:
  * the builders work on each row while the server sends the next. Rows reach
  * each organization's builder in the order it requires (snapshot_build.h):
@@ -24,9 +28,10 @@
  * followed by its rules in evaluation order. A row a builder refuses is
  * skipped and counted; the build goes on.
  *
- * Variants and rules (a row or more per flag) come unsorted and without a
- * join to flags when unfiltered: sorting or joining a few hundred thousand
- * rows costs PostgreSQL more than all the rest of the read. They are grouped
+ * Variants and rules (a row or more per flag) come unsorted (and without a
+ * join to flags in the unfiltered form, which only a caller without
+ * part_done uses now): sorting a few hundred thousand rows costs
+ * PostgreSQL more than all the rest of the read. They are grouped
  * by flag with hash indexes here (rowindex.h) and put in order per flag (a
  * flag has few of each).
  */
