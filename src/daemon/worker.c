@@ -57,6 +57,7 @@
 #include "base/config.h"
 #include "db/db.h"
 #include "http/early_write.h"
+#include "http/router.h"
 #include "eval/eval.h"
 #include "eval/heartbeat.h"
 #include "http/http.h"
@@ -312,6 +313,7 @@ static void teardown(struct worker_runtime *rt)
     org_events_free(rt->w.org_events); /* after db_close: none of its reads is pending */
     free(rt->w.openapi_json);
     free(rt->w.api_doc);
+    route_index_free(rt->w.route_index);
     served_snapshot_free(rt->w.snapshot);
     eval_scratch_free(rt->w.eval_scratch);
     ofrep_state_free(rt->w.ofrep);
@@ -383,6 +385,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
     rt->w.ui = ui;
     rt->w.routes = routes_table(&rt->w.route_count);
     rt->w.api_doc = apidoc_markdown(rt->w.routes, rt->w.route_count);
+    rt->w.route_index = route_index_new(rt->w.routes, rt->w.route_count);
     rt->w.base = new_event_base();
     if (rt->w.base != NULL)
         start_access_log(rt, access_log_fd);
