@@ -73,6 +73,33 @@ SELECT 'a config_org_generation row per organization, not above config_generatio
          WHERE NOT EXISTS (SELECT 1 FROM config_org_generation g, config_generation c
                            WHERE g.org_id = so.id AND g.generation <= c.generation))
 UNION ALL
+-- scale.sql writes what these triggers would have; a trigger added to one
+-- of the loaded tables must be written there too, and named here.
+SELECT 'the loaded tables have the user triggers scale.sql stands in for',
+       (SELECT count(*) FROM
+          ((SELECT t.tgrelid::regclass || '.' || t.tgname FROM pg_trigger t
+             WHERE NOT t.tgisinternal
+               AND t.tgrelid IN ('orgs'::regclass, 'environments'::regclass, 'flags'::regclass,
+                                 'variants'::regclass, 'flag_environments'::regclass,
+                                 'rules'::regclass, 'sdk_keys'::regclass))
+           EXCEPT
+           SELECT unnest(ARRAY[
+               'orgs.orgs_default_environments', 'environments.environments_configure_flags',
+               'flags.flags_tags_json', 'flags.flags_cancel_schedules',
+               'flags.flags_forget_unknown', 'variants.variants_production_value',
+               'flag_environments.flag_environments_production_value',
+               'flag_environments.flag_environments_rolled_out',
+               'flag_environments.flag_environments_flag_rolled_out',
+               'flag_environments.flag_environments_flag_rolled_out_update',
+               'rules.rules_rolled_out_insert', 'rules.rules_rolled_out_delete',
+               'environments.config_generation_bump', 'flags.config_generation_bump',
+               'variants.config_generation_bump', 'flag_environments.config_generation_bump',
+               'rules.config_generation_bump', 'sdk_keys.config_generation_bump',
+               'sdk_keys.config_generation_bump_update', 'environments.config_generation_truncate',
+               'flags.config_generation_truncate', 'variants.config_generation_truncate',
+               'flag_environments.config_generation_truncate',
+               'rules.config_generation_truncate', 'sdk_keys.config_generation_truncate'])) AS unknown)
+UNION ALL
 SELECT 'user triggers of the loaded tables enabled again',
        (SELECT count(*) FROM pg_trigger t
          WHERE NOT t.tgisinternal AND t.tgenabled = 'D'

@@ -69,8 +69,9 @@ class ScaleDataSetTest(harness.ServerTestCase):
         self.assertIn(f" {ORGS} |", result.stdout)  # the counts line: orgs first
 
     def test_the_check_sees_a_broken_invariant(self):
-        """One flag's production value wrong, one configuration missing: each
-        fails the check (in a transaction that is never committed)."""
+        """One flag's production value wrong, one configuration missing, a
+        trigger the loader does not stand in for: each fails the check (in a
+        transaction that is never committed)."""
         check = os.path.join(BENCH_DIR, "scale_check.sql")
         breaks = [
             "UPDATE flags SET production_value = 'false' WHERE key = 'flag-000002'"
@@ -79,6 +80,11 @@ class ScaleDataSetTest(harness.ServerTestCase):
             " JOIN orgs o ON o.id = f.org_id WHERE o.slug = 'scale-00009' AND f.key = 'flag-000003')"
             " AND environment_id = (SELECT e.id FROM environments e JOIN orgs o ON o.id = e.org_id"
             " WHERE o.slug = 'scale-00009' AND e.key = 'preview');",
+            # a trigger scale.sql does not know it must stand in for
+            "CREATE FUNCTION pg_temp.noop() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$ BEGIN RETURN NULL; END $$;"
+            " CREATE TRIGGER zz_new AFTER INSERT ON flags"
+            " FOR EACH ROW EXECUTE FUNCTION pg_temp.noop();",
         ]
         for statement in breaks:
             with self.subTest(statement=statement):
