@@ -134,24 +134,25 @@ class Check:
         self.expect("GET a flag the organization does not have", status, 404)
         status, body = request(self.conn, "GET", f"{base}/moving", self.token)
         rule = {e["key"]: e for e in body["environments"]}["development"]["rules"][0]["id"]
-        status, _ = request(self.conn, "PATCH",
-                            f"{base}/moving/environments/development/rules/{rule}", self.token,
+        self.patch_served(f"{base}/moving/environments/development/rules/{rule}", "DE")
+        self.variant(9, "moving", {"country": "DE"}, "a", "value-a")  # another org: unchanged
+        # back as scale.sql wrote it (and served), so the next check finds it
+        self.patch_served(f"{base}/moving/environments/development/rules/{rule}", "XX")
+
+    def patch_served(self, path, country):
+        """PATCHes the rule of scale-00008's moving to country eq COUNTRY and
+        waits (30 s at most) until that country is served b."""
+        status, _ = request(self.conn, "PATCH", path, self.token,
                             {"conditions": [{"attribute": "country", "operator": "eq",
-                                             "values": ["DE"]}]})
-        self.expect("PATCH the rule of moving", status, 200)
-        deadline = time.monotonic() + 10
+                                             "values": [country]}]})
+        self.expect(f"PATCH the rule of moving to {country}", status, 200)
+        deadline = time.monotonic() + 30
         while True:
-            _, body = evaluate(self.conn, sdk_key(8), "moving", {"country": "DE"})
+            _, body = evaluate(self.conn, sdk_key(8), "moving", {"country": country})
             if body.get("variant") == "b" or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        self.expect("the PATCH served", body.get("variant"), "b")
-        self.variant(9, "moving", {"country": "DE"}, "a", "value-a")  # another org: unchanged
-        status, _ = request(self.conn, "PATCH",
-                            f"{base}/moving/environments/development/rules/{rule}", self.token,
-                            {"conditions": [{"attribute": "country", "operator": "eq",
-                                             "values": ["XX"]}]})
-        self.expect("PATCH the rule of moving back", status, 200)
+        self.expect(f"the PATCH to {country} served", body.get("variant"), "b")
 
 
 def check(port, token, orgs):
