@@ -1,11 +1,24 @@
 /*
  * usage_batch.c - a worker's private evaluation counts (see usage_batch.h).
  *
- * Open addressing over BATCH_SLOTS slots keyed by the snapshot (one
- * organization's part) and flag index << 32 | variant index, plus one (0
- * marks an empty slot); the unknown keys in UNKNOWN_SLOTS more, keyed by
- * the snapshot, the environment index and the key's bytes (a count of 0
- * marks an empty one). Flushed when either is half full.
+ * Open addressing over a power-of-two number of slots keyed by the
+ * snapshot (one organization's part) and flag index << 32 | variant index,
+ * plus one (0 marks an empty slot), with the list of the slots in use in
+ * the order they were taken (a flush visits only those); the unknown keys
+ * in UNKNOWN_SLOTS more, keyed by the snapshot, the environment index and
+ * the key's bytes (a count of 0 marks an empty one).
+ *
+ * The flags' map starts at BATCH_MIN_SLOTS and doubles, up to
+ * BATCH_MAX_SLOTS, when it is half full: it grows to hold the distinct
+ * (flag, variant) pairs one worker counts between two flushes, so a bulk
+ * evaluation of a large environment adds to the entries of the one before
+ * it instead of flushing every few hundred flags (each entry flushed costs
+ * two uuid parses and a probe of the shared table, several times the
+ * count itself; doc/choices.md, "The database side of a change"). Growing
+ * allocates, a few times in a worker's life (log2(BATCH_MAX_SLOTS /
+ * BATCH_MIN_SLOTS) at most), never per request; a worker that cannot grow
+ * flushes as before. At BATCH_MAX_SLOTS, or when either map is half full
+ * and cannot grow, the batch flushes.
  */
 #include "eval/usage_batch.h"
 
@@ -17,8 +30,8 @@
 #include "eval/unknown_flags.h"
 #include "eval/usage.h"
 
-#define BATCH_SLOTS 1024 /* a power of two */
-#define BATCH_MAX_USED (BATCH_SLOTS / 2)
+#define BATCH_MIN_SLOTS 1024    /* a power of two */
+#define BATCH_MAX_SLOTS 131072u /* a power of two: 3 MB, 65,536 pairs */
 
 struct batch_slot {
     const struct snapshot *s; /* the part the entry's indexes refer to */
@@ -26,7 +39,7 @@ struct batch_slot {
     uint64_t count;
 };
 
-#define UNKNOWN_SLOTS BATCH_SLOTS /* as many distinct keys between flushes as flags */
+#define UNKNOWN_SLOTS 1024 /* a power of two */
 #define UNKNOWN_MAX_USED (UNKNOWN_SLOTS / 2)
 
 struct unknown_slot {
@@ -41,21 +54,57 @@ struct unknown_slot {
 struct usage_batch {
     int64_t hour;
     int64_t last_seen;
-    size_t used;
+    size_t cap;               /* slots: BATCH_MIN_SLOTS .. BATCH_MAX_SLOTS */
+    size_t used;              /* slots in use, at most cap / 2 */
+    struct batch_slot *slots; /* cap of them */
+    uint32_t *taken;          /* the used slots' indexes, cap / 2 of them */
     size_t unknown_used;
     struct unknown_table *unknown;
-    struct batch_slot slots[BATCH_SLOTS];
     struct unknown_slot unknown_slots[UNKNOWN_SLOTS];
 };
 
+/* Gives b a map of cap empty slots (and its list); false when out of
+ * memory, b unchanged. */
+static bool set_slots(struct usage_batch *b, size_t cap)
+{
+    struct batch_slot *slots = calloc(cap, sizeof *slots);
+    uint32_t *taken = malloc(cap / 2 * sizeof *taken);
+    if (slots == NULL || taken == NULL) {
+        free(slots);
+        free(taken);
+        return false;
+    }
+    free(b->slots);
+    free(b->taken);
+    b->slots = slots;
+    b->taken = taken;
+    b->cap = cap;
+    b->used = 0;
+    return true;
+}
+
 struct usage_batch *usage_batch_new(void)
 {
-    return calloc(1, sizeof(struct usage_batch));
+    struct usage_batch *b = calloc(1, sizeof *b);
+    if (b != NULL && !set_slots(b, BATCH_MIN_SLOTS)) {
+        free(b);
+        return NULL;
+    }
+    return b;
 }
 
 void usage_batch_free(struct usage_batch *b)
 {
+    if (b == NULL)
+        return;
+    free(b->slots);
+    free(b->taken);
     free(b);
+}
+
+size_t usage_batch_capacity(const struct usage_batch *b)
+{
+    return b != NULL ? b->cap / 2 : 0;
 }
 
 static uint64_t mix(uint64_t x)
@@ -143,24 +192,59 @@ void usage_batch_flush(struct usage_batch *b, struct usage_table *table)
         return;
     if (b->unknown_used > 0)
         flush_unknown(b);
-    if (b->used == 0)
-        return;
-    for (size_t i = 0; i < BATCH_SLOTS; i++) {
-        if (b->slots[i].key == 0)
-            continue;
+    for (size_t i = 0; i < b->used; i++) {
+        struct batch_slot *slot = &b->slots[b->taken[i]];
         if (table != NULL)
-            publish_entry(b, table, &b->slots[i]);
-        b->slots[i] = (struct batch_slot){NULL, 0, 0};
+            publish_entry(b, table, slot);
+        *slot = (struct batch_slot){NULL, 0, 0};
     }
     b->used = 0;
 }
 
-/* True when the pending entries cannot take a count made at hour. */
-static bool must_flush(const struct usage_batch *b, int64_t hour)
+static size_t slot_of(const struct usage_batch *b, const struct snapshot *s, uint64_t key)
+{
+    size_t mask = b->cap - 1;
+    size_t i = (size_t)mix(key ^ (uint64_t)(uintptr_t)s) & mask;
+    while (b->slots[i].key != 0 && (b->slots[i].key != key || b->slots[i].s != s))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Doubles the flags' map, keeping its entries; false when it may not (at
+ * BATCH_MAX_SLOTS) or cannot (out of memory), b unchanged. */
+static bool grow(struct usage_batch *b)
+{
+    if (b->cap >= BATCH_MAX_SLOTS)
+        return false;
+    struct usage_batch old = *b;
+    b->slots = NULL;
+    b->taken = NULL;
+    if (!set_slots(b, old.cap * 2)) {
+        b->slots = old.slots;
+        b->taken = old.taken;
+        return false;
+    }
+    for (size_t i = 0; i < old.used; i++) {
+        const struct batch_slot *from = &old.slots[old.taken[i]];
+        size_t to = slot_of(b, from->s, from->key);
+        b->slots[to] = *from;
+        b->taken[b->used++] = (uint32_t)to;
+    }
+    free(old.slots);
+    free(old.taken);
+    return true;
+}
+
+/* True when the pending entries cannot take a count made at hour (the
+ * flags' map grows first when it can). */
+static bool must_flush(struct usage_batch *b, int64_t hour)
 {
     bool pending = b->used > 0 || b->unknown_used > 0;
-    return pending &&
-           (b->used >= BATCH_MAX_USED || b->unknown_used >= UNKNOWN_MAX_USED || b->hour != hour);
+    if (!pending)
+        return false;
+    if (b->hour != hour || b->unknown_used >= UNKNOWN_MAX_USED)
+        return true;
+    return b->used >= b->cap / 2 && !grow(b);
 }
 
 void usage_batch_count(struct usage_batch *b, struct usage_table *table, const struct snapshot *s,
@@ -174,13 +258,11 @@ void usage_batch_count(struct usage_batch *b, struct usage_table *table, const s
     b->hour = hour;
     b->last_seen = now_s;
     uint64_t key = ((uint64_t)flag << 32 | variant) + 1;
-    size_t i = (size_t)mix(key ^ (uint64_t)(uintptr_t)s) & (BATCH_SLOTS - 1);
-    while (b->slots[i].key != 0 && (b->slots[i].key != key || b->slots[i].s != s))
-        i = (i + 1) & (BATCH_SLOTS - 1);
+    size_t i = slot_of(b, s, key);
     if (b->slots[i].key == 0) {
         b->slots[i].key = key;
         b->slots[i].s = s;
-        b->used++;
+        b->taken[b->used++] = (uint32_t)i;
     }
     b->slots[i].count++;
 }

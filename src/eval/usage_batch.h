@@ -14,9 +14,12 @@
  * Invariants: every entry refers to the snapshot it was counted in, which
  * its owner keeps mapped until the next flush (served_snapshot.c flushes
  * before it unmaps or moves any), and all entries to the one hour they were
- * counted in; counting in another hour, or into a half-full map, flushes
- * first. A worker that dies loses at most one
- * batch interval of counts.
+ * counted in; counting in another hour flushes first, and so does counting
+ * into a half-full map that may not grow (the flags' map doubles, a few
+ * times at most, to hold the pairs of one flush interval: a bulk
+ * evaluation of a large environment is counted without a flush every few
+ * hundred flags). A worker that dies loses at most one batch interval of
+ * counts; its private memory for them is bounded (usage_batch.c).
  *
  * Counting an unknown key is about the work of counting a flag: a hash of
  * at most 63 bytes (eight at a time) and a probe of private memory of the
@@ -48,6 +51,10 @@ struct usage_batch *usage_batch_new(void);
 
 /* Flushes nothing: call usage_batch_flush first. NULL is fine. */
 void usage_batch_free(struct usage_batch *b);
+
+/* How many distinct (part, flag, variant) pairs b holds now before it must
+ * grow or flush (0 for NULL). */
+size_t usage_batch_capacity(const struct usage_batch *b);
 
 /*
  * Counts one evaluation of s->flags[flag] that served s->variants[variant]
