@@ -59,9 +59,15 @@ struct usage_batch {
     struct batch_slot *slots; /* cap of them */
     uint32_t *taken;          /* the used slots' indexes, cap / 2 of them */
     size_t unknown_used;
+    unsigned ticks; /* timer ticks since the last flush */
     struct unknown_table *unknown;
     struct unknown_slot unknown_slots[UNKNOWN_SLOTS];
 };
+
+/* The bound of usage_batch.h holds: the most ticks a full batch waits. */
+_Static_assert((BATCH_MAX_SLOTS / 2 / USAGE_BATCH_TICK_ENTRIES + 1) * USAGE_BATCH_FLUSH_MS <=
+                   USAGE_BATCH_HOLD_MAX_MS,
+               "a full batch waits longer than USAGE_BATCH_HOLD_MAX_MS");
 
 /* Gives b a map of cap empty slots (and its list); false when out of
  * memory, b unchanged. */
@@ -114,24 +120,41 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 33);
 }
 
+/* The environment whose id was parsed last (most entries of a flush share
+ * one). */
+struct env_cache {
+    const struct snapshot *s;
+    uint32_t env;
+    bool ok;
+    uint8_t id[USAGE_ID_BYTES];
+};
+
+/* Parses the id of environment env of s into cache unless it holds it. */
+static bool env_id_of(struct env_cache *cache, const struct snapshot *s, uint32_t env)
+{
+    if (cache->s != s || cache->env != env) {
+        cache->s = s;
+        cache->env = env;
+        cache->ok = usage_uuid_parse(snapshot_string(s, s->envs[env].id), cache->id);
+    }
+    return cache->ok;
+}
+
 /* Moves one entry into the shared table under the batch's hour. */
 static void publish_entry(const struct usage_batch *b, struct usage_table *table,
-                          const struct batch_slot *slot)
+                          const struct batch_slot *slot, struct env_cache *cache)
 {
     const struct snapshot *s = slot->s;
     uint32_t flag_index = (uint32_t)((slot->key - 1) >> 32);
     uint32_t variant_index = (uint32_t)(slot->key - 1);
     const struct snapshot_flag *flag = &s->flags[flag_index];
     const struct snapshot_variant *variant = &s->variants[variant_index];
-    uint8_t flag_id[USAGE_ID_BYTES], env_id[USAGE_ID_BYTES];
-    if (!usage_uuid_parse(snapshot_string(s, flag->id), flag_id) ||
-        !usage_uuid_parse(snapshot_string(s, s->envs[flag->env].id), env_id))
-        return;
     struct usage_entry e = {.hour = b->hour, .count = slot->count, .last_seen = b->last_seen};
-    memcpy(e.flag_id, flag_id, sizeof flag_id);
-    memcpy(e.environment_id, env_id, sizeof env_id);
-    if (variant->key.len > USAGE_VARIANT_MAX)
+    if (variant->key.len > USAGE_VARIANT_MAX ||
+        !usage_uuid_parse(snapshot_string(s, flag->id), e.flag_id) ||
+        !env_id_of(cache, s, flag->env))
         return;
+    memcpy(e.environment_id, cache->id, USAGE_ID_BYTES);
     memcpy(e.variant, snapshot_string(s, variant->key), variant->key.len + 1);
     usage_add_entry(table, &e);
 }
@@ -142,15 +165,6 @@ void usage_batch_set_unknown(struct usage_batch *b, struct unknown_table *unknow
         b->unknown = unknown;
 }
 
-/* The environment whose id was parsed last (most entries of a flush share
- * one). */
-struct env_cache {
-    const struct snapshot *s;
-    uint32_t env;
-    bool ok;
-    uint8_t id[USAGE_ID_BYTES];
-};
-
 /* Moves one unknown key's count into the shared table, if its len bytes
  * follow the key pattern (no NUL among them either). */
 static void publish_unknown(const struct usage_batch *b, const struct unknown_slot *slot,
@@ -159,12 +173,7 @@ static void publish_unknown(const struct usage_batch *b, const struct unknown_sl
     const struct snapshot *s = slot->s;
     if (!unknown_flags_key_ok(slot->key, slot->len))
         return;
-    if (cache->s != s || cache->env != slot->env) {
-        cache->s = s;
-        cache->env = slot->env;
-        cache->ok = usage_uuid_parse(snapshot_string(s, s->envs[slot->env].id), cache->id);
-    }
-    if (!cache->ok)
+    if (!env_id_of(cache, s, slot->env))
         return;
     struct unknown_entry e = {.hour = b->hour, .count = slot->count, .last_seen = b->last_seen};
     memcpy(e.environment_id, cache->id, USAGE_ID_BYTES);
@@ -190,21 +199,43 @@ void usage_batch_flush(struct usage_batch *b, struct usage_table *table)
 {
     if (b == NULL)
         return;
+    b->ticks = 0;
     if (b->unknown_used > 0)
         flush_unknown(b);
+    struct env_cache cache = {.s = NULL};
     for (size_t i = 0; i < b->used; i++) {
         struct batch_slot *slot = &b->slots[b->taken[i]];
         if (table != NULL)
-            publish_entry(b, table, slot);
+            publish_entry(b, table, slot, &cache);
         *slot = (struct batch_slot){NULL, 0, 0};
     }
     b->used = 0;
 }
 
+bool usage_batch_tick(struct usage_batch *b, struct usage_table *table)
+{
+    if (b == NULL || (b->used == 0 && b->unknown_used == 0))
+        return false;
+    if (++b->ticks < 1 + b->used / USAGE_BATCH_TICK_ENTRIES)
+        return false;
+    usage_batch_flush(b, table);
+    return true;
+}
+
+/* Consecutive flags of a part share a run of 2 * FLAG_RUN slots placed by
+ * the hash, two slots a flag (by its variant's parity): a bulk evaluation,
+ * which counts a part's flags in order, walks memory in order instead of
+ * missing the cache once a flag. */
+#define FLAG_RUN 8
+
+/* The slot of key (flag << 32 | variant, plus one) of part s, or the empty
+ * slot where it goes. */
 static size_t slot_of(const struct usage_batch *b, const struct snapshot *s, uint64_t key)
 {
     size_t mask = b->cap - 1;
-    size_t i = (size_t)mix(key ^ (uint64_t)(uintptr_t)s) & mask;
+    uint64_t flag = (key - 1) >> 32, variant = (key - 1) & UINT32_MAX;
+    uint64_t run = mix((uint64_t)(uintptr_t)s ^ (flag / FLAG_RUN * UINT64_C(0x9e3779b97f4a7c15)));
+    size_t i = (size_t)(run * (2 * FLAG_RUN) + flag % FLAG_RUN * 2 + (variant & 1)) & mask;
     while (b->slots[i].key != 0 && (b->slots[i].key != key || b->slots[i].s != s))
         i = (i + 1) & mask;
     return i;

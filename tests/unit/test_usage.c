@@ -659,6 +659,36 @@ START_TEST(batch_flushes_itself_at_its_bound)
 }
 END_TEST
 
+/* The timer hands a small batch over at every tick, a batch of more than
+ * USAGE_BATCH_TICK_ENTRIES entries one tick later per such many. */
+START_TEST(batch_tick_waits_longer_for_a_large_batch)
+{
+    struct usage_table *t = new_table(16384);
+    struct snapshot s;
+    open_many_flags(5000, &s);
+    struct usage_batch *b = usage_batch_new();
+    ck_assert(!usage_batch_tick(b, t)); /* nothing pending */
+    usage_batch_count(b, t, &s, 0, s.flags[0].variant_first, NOW);
+    ck_assert(usage_batch_tick(b, t));
+    struct drained_sum small = {0};
+    usage_drain(t, NOW, sum_entry, &small);
+    ck_assert_uint_eq(small.total, 1);
+
+    count_every_flag(b, t, &s, 0, NOW); /* 5,000 entries: two ticks */
+    ck_assert(!usage_batch_tick(b, t));
+    struct drained_sum waiting = {0};
+    ck_assert_uint_eq(usage_drain(t, NOW, sum_entry, &waiting), 0);
+    ck_assert(usage_batch_tick(b, t));
+    struct drained_sum large = {0};
+    usage_drain(t, NOW, sum_entry, &large);
+    ck_assert_uint_eq(large.total, 5000);
+    ck_assert(!usage_batch_tick(b, t)); /* empty again */
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(t);
+}
+END_TEST
+
 Suite *suite_usage(void)
 {
     Suite *s = suite_create("usage");
@@ -679,6 +709,7 @@ Suite *suite_usage(void)
     tcase_add_test(batch, batch_counts_flags_of_several_parts_apart);
     tcase_add_test(batch, batch_grows_to_hold_a_large_environment);
     tcase_add_test(batch, batch_flushes_itself_at_its_bound);
+    tcase_add_test(batch, batch_tick_waits_longer_for_a_large_batch);
     tcase_add_test(batch, batch_unknown_keys_reach_their_table_on_flush);
     tcase_add_test(batch, batch_flushes_itself_when_half_full_of_unknown_keys);
     tcase_add_test(batch, batch_without_unknown_table_forgets_them);
