@@ -20,8 +20,9 @@
  *
  * It fills in the struct http_server that the layers below serve from and
  * owns everything in it: its view of the flag snapshot (served_snapshot.h)
- * and its batch of usage counts, moved to shared memory every
- * USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
+ * and its batch of usage counts, moved to shared memory on a timer every
+ * USAGE_BATCH_FLUSH_MS (usage_batch_tick: a large batch waits a few ticks),
+ * before each re-map and at exit.
  *
  * Password checks and hashes (scrypt, tens of milliseconds each) run on
  * the worker's helper threads (password_pool.h), never on its loop; the
@@ -152,7 +153,7 @@ static void flush_usage(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct http_server *w = arg;
-    usage_batch_flush(w->usage_batch, w->shm != NULL ? w->shm->usage : NULL);
+    usage_batch_tick(w->usage_batch, w->shm != NULL ? w->shm->usage : NULL);
 }
 
 static void start_usage_timer(struct worker_runtime *rt)
