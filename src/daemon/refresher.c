@@ -150,9 +150,9 @@ static uint64_t served_generation(const struct refresher *rf)
 static void wait_for_replica(struct refresher *rf, uint64_t generation, const char *what)
 {
     uint64_t served = served_generation(rf);
-    char reason[HEALTH_REASON_MAX];
+    char reason[HEALTH_REASON_MAX + 128]; /* health_failed cuts it to its size */
     snprintf(reason, sizeof reason,
-             "the replica has %s generation %" PRIu64 ", %" PRIu64
+             "the replica has %.100s generation %" PRIu64 ", %" PRIu64
              " served: waiting for the replica to replay it",
              what, generation, served);
     if (!rf->waiting)
