@@ -70,8 +70,9 @@
 
 struct refresher {
     const struct config *cfg;
-    bool replica; /* reading database_replica: polled, never back in time */
-    bool waiting; /* the replica is behind what the node serves */
+    bool replica;              /* reading database_replica: polled, never back in time */
+    bool waiting;              /* the replica is behind what the node serves */
+    unsigned long prepared_on; /* loop.connections when the generation query was prepared */
     struct shm_region *shm;
     struct bgloop loop;
     char path[4096 + 32]; /* the index */
@@ -346,13 +347,15 @@ static void refresh(struct refresher *rf)
 {
     char err[512];
     uint64_t generation;
-    if (snapshot_source_generation(rf->loop.conn, &generation, err, sizeof err) != 0) {
+    bool prepare = rf->prepared_on != rf->loop.connections;
+    if (snapshot_source_generation(rf->loop.conn, prepare, &generation, err, sizeof err) != 0) {
         log_warn("%s", err);
         health_failed(rf, HEALTH_DATABASE, err);
         count_database_error(rf);
         check_connection(rf);
         return;
     }
+    rf->prepared_on = rf->loop.connections;
     health_clear(health_of(rf), HEALTH_DATABASE);
     if (replica_behind(rf, generation))
         return;

@@ -10,7 +10,9 @@ when node A is reloaded from the primary to the paused replica, nor when
 it is restarted with snapshot files on disk of a newer generation than
 the replica has replayed (it serves them, same answers and ETag, and
 healthz says why it waits). Replay resumed, both nodes catch up and follow
-the replica again.
+the replica again. A replica that stops is retried, not replaced by the
+primary: the nodes keep serving, healthz names the replica, and once it is
+back the write is served.
 
 Test data is written with SQL through test_evaluation.Fixture, changes
 through the API. Run by tests/e2e/run.
@@ -33,6 +35,10 @@ PROMPT_S = 5.0
 NOT_SERVED_FOR_S = 1.0
 # healthz reports snapshot_stale after health_stale_limit_ms (5 s at least).
 STALE_REPORTED_WITHIN_S = 12.0
+# healthz reports an unreachable replica after this long.
+DATABASE_TIMEOUT_MS = 1000
+# A replica back is reconnected to within the refresher's backoff (5 s at most).
+RECONNECTED_WITHIN_S = 10.0
 
 
 def pgcluster(*args):
@@ -45,6 +51,7 @@ def pgcluster(*args):
 
 class ReplicaTest(harness.SecondNode, OfrepTestCase):
     replica_dir = None
+    settings = {"healthz_database_timeout_ms": DATABASE_TIMEOUT_MS}
 
     @classmethod
     def setUpClass(cls):
@@ -73,6 +80,12 @@ class ReplicaTest(harness.SecondNode, OfrepTestCase):
     @classmethod
     def prepare(cls):
         super().prepare()
+        # The test cluster commits asynchronously (synchronous_commit = off):
+        # its WAL reaches the replica only when the WAL writer flushes it,
+        # up to 600 ms later. The writes of this test commit as a
+        # production primary does, so the bound below is the refresher's.
+        harness.psql(cls.database.admin,
+                     f'ALTER DATABASE "{cls.database.name}" SET synchronous_commit = on')
         params = harness.parse_conninfo(cls.replica_cluster)
         cls.replica = harness.format_conninfo({**params, "dbname": cls.database.name})
         # Both nodes read the replica (node B is made from cls.settings).
@@ -84,7 +97,7 @@ class ReplicaTest(harness.SecondNode, OfrepTestCase):
 
     @classmethod
     def create_flags(cls):
-        for key in ("shared", "held"):
+        for key in ("shared", "held", "retried"):
             cls.fixture.flag(key, "string", {"red": "red", "blue": "blue"}, default="red",
                              off="blue")
 
@@ -244,6 +257,33 @@ class ReplicaTest(harness.SecondNode, OfrepTestCase):
                          r"waiting for the replica to replay it$")
         self.assertEqual(self.etag_on(self.server), etag_blue)
         self.assertEqual(self.variant_on(self.node_b, "held"), "red")
+
+    def test_an_unreachable_replica_is_retried_not_replaced_by_the_primary(self):
+        self.assertServedBoth("retried", "red", PROMPT_S)
+        pgcluster("stop", self.replica_dir)
+        try:
+            self.set_default("retried", "blue")
+            # Both nodes keep serving what they have, and say why they
+            # follow no change: the replica, not the primary, is down.
+            self.assertStaysServed("retried", "red", NOT_SERVED_FOR_S, (self.server, self.node_b))
+            found = harness.wait_for(
+                lambda: (lambda h: h if h[0] == 503 else None)(self.healthz_checks(self.node_b)),
+                PROMPT_S, 0.1)
+            self.assertIsNotNone(found, "healthz did not report the replica")
+            self.assertEqual(set(found[1]), {"database"}, found)
+            self.assertTrue(found[1]["database"].startswith("the replica: "), found)
+            self.assertEqual(self.variant_on(self.node_b, "retried"), "red")
+        finally:
+            pgcluster("start", self.replica_dir)
+        # Back, it is connected to again (a new connection, its generation
+        # query prepared again) and the write is served on both.
+        for server in (self.server, self.node_b):
+            self.served_within(server, "retried", "blue", RECONNECTED_WITHIN_S)
+            self.assertIsNotNone(harness.wait_for(
+                lambda: self.healthz_checks(server) == (200, {}), PROMPT_S, 0.05),
+                self.healthz_checks(server))
+        self.assertIn("database connection restored", self.node_b.stderr())
+        self.assertEqual(self.etag_on(self.server), self.etag_on(self.node_b))
 
 
 if __name__ == "__main__":
