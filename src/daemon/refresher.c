@@ -34,9 +34,10 @@
  * never goes back: a generation older than the one served in shared memory
  * is not built, nor is a part replaced by an older generation's; the
  * refresher waits, says why under snapshot_stale, and logs the start and
- * the end of each wait once. An unreachable replica is retried like the
- * database, without falling back to the primary (doc/choices.md "Read
- * replicas").
+ * the end of each wait once. A failed build is tried again after
+ * refresh_interval_ms, not at the next poll. An unreachable replica is
+ * retried like the database, without falling back to the primary
+ * (doc/choices.md "Read replicas").
  */
 #include "daemon/refresher.h"
 
@@ -70,9 +71,10 @@
 
 struct refresher {
     const struct config *cfg;
-    bool replica;              /* reading database_replica: polled, never back in time */
-    bool waiting;              /* the replica is behind what the node serves */
-    unsigned long prepared_on; /* loop.connections when the generation query was prepared */
+    bool replica;                /* reading database_replica: polled, never back in time */
+    bool waiting;                /* the replica is behind what the node serves */
+    unsigned long prepared_on;   /* loop.connections when the generation query was prepared */
+    long long retry_build_at_ms; /* with a replica: a failed build is tried again from then */
     struct shm_region *shm;
     struct bgloop loop;
     char path[4096 + 32]; /* the index */
@@ -283,6 +285,14 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     return snapshot_builder_write(res->index, rf->path, err, errlen);
 }
 
+/* A build failed. Polling a replica would try again every REPLICA_POLL_MS:
+ * it waits refresh_interval_ms, as the timer does on the primary. */
+static void build_failed(struct refresher *rf)
+{
+    if (rf->replica)
+        rf->retry_build_at_ms = bgloop_now_ms() + rf->cfg->refresh_interval_ms;
+}
+
 static void build(struct refresher *rf)
 {
     char err[512];
@@ -297,6 +307,7 @@ static void build(struct refresher *rf)
         health_pending(rf, rf->pending, why);
         count_database_error(rf);
         check_connection(rf);
+        build_failed(rf);
         return;
     }
     if (read_is_older(rf, &res)) {
@@ -318,6 +329,7 @@ static void build(struct refresher *rf)
         health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
         health_pending(rf, rf->pending, why);
         rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
+        build_failed(rf);
         free(fresh);
         snapshot_source_result_free(&res);
         return;
@@ -360,6 +372,8 @@ static void refresh(struct refresher *rf)
     if (replica_behind(rf, generation))
         return;
     if (rf->built_once && generation == rf->built)
+        return;
+    if (rf->replica && bgloop_now_ms() < rf->retry_build_at_ms)
         return;
     rf->pending = generation;
     if (!health_failing(health_of(rf), HEALTH_SNAPSHOT_STALE))
