@@ -187,11 +187,9 @@ static bool replica_behind(struct refresher *rf, uint64_t generation)
 static const struct snapshot_source_org *older_part(const struct refresher *rf,
                                                     const struct snapshot_source_result *res)
 {
-    for (size_t i = 0; rf->replica && i < res->org_count; i++) {
-        const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, res->orgs[i].id);
-        if (held != NULL && held->generation > res->orgs[i].generation)
+    for (size_t i = 0; rf->replica && i < res->org_count; i++)
+        if (snapshot_parts_newer(&rf->parts, res->orgs[i].id, res->orgs[i].generation))
             return &res->orgs[i];
-    }
     return NULL;
 }
 
