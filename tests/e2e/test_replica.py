@@ -177,10 +177,10 @@ class ReplicaTest(harness.SecondNode, OfrepTestCase):
         self.assertEqual(self.etag_on(self.server), self.etag_on(self.node_b))
         # Each node's refresher holds a connection to the replica (and
         # nothing else of ensignd does).
-        on_replica = self.on_replica(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
-        self.assertEqual(on_replica, "2")
+        connections = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        self.assertIsNotNone(harness.wait_for(lambda: self.on_replica(connections) == "2",
+                                              PROMPT_S, 0.05), self.on_replica(connections))
         written = self.set_default("shared", "blue")
         for server in (self.server, self.node_b):
             self.served_within(server, "shared", "blue", PROMPT_S)
@@ -232,7 +232,9 @@ class ReplicaTest(harness.SecondNode, OfrepTestCase):
         # ... and reloaded back to the paused replica, it does not go back.
         self.reload_node_a(database_replica=self.replica)
         self.assertStaysServed("held", "blue", NOT_SERVED_FOR_S, (self.server,))
-        self.assertIn("waiting for the replica to replay it", self.server.stderr())
+        self.assertIsNotNone(harness.wait_for(
+            lambda: "waiting for the replica to replay it" in self.server.stderr(), PROMPT_S, 0.05),
+            "node A did not say it waits for the replica")
         self.assertEqual(self.variant_on(self.node_b, "held"), "red")
 
         # Restarted with the files on disk of that newer generation, node A
@@ -240,7 +242,11 @@ class ReplicaTest(harness.SecondNode, OfrepTestCase):
         # older one, and healthz says why it waits.
         self.server.stop_cleanly()
         self.server.start()
-        self.assertEqual(self.variant_on(self.server, "held"), "blue")
+        first = harness.wait_for(  # the files on disk are published right after start
+            lambda: (lambda r: r if r.status == 200 else None)(self.on(self.server, "held")),
+            PROMPT_S, 0.01)
+        self.assertIsNotNone(first, "node A served nothing after its restart")
+        self.assertEqual(first.json["variant"], "blue")
         self.assertEqual(self.etag_on(self.server), etag_blue)
         started = time.monotonic()
         while True:
