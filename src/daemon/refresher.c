@@ -359,8 +359,10 @@ static void refresh(struct refresher *rf)
     uint64_t generation;
     bool prepare = rf->prepared_on != rf->loop.connections;
     if (snapshot_source_generation(rf->loop.conn, prepare, &generation, err, sizeof err) != 0) {
-        log_warn("%s", err);
-        health_failed(rf, HEALTH_DATABASE, err);
+        char reason[HEALTH_REASON_MAX];
+        snprintf(reason, sizeof reason, "%s%.180s", rf->replica ? "the replica: " : "", err);
+        log_warn("%s%s", rf->replica ? "the replica: " : "", err);
+        health_failed(rf, HEALTH_DATABASE, reason);
         count_database_error(rf);
         check_connection(rf);
         return;
