@@ -203,7 +203,7 @@ static bool read_is_older(struct refresher *rf, const struct snapshot_source_res
     if (org == NULL)
         return false;
     char what[SNAPSHOT_PART_ORG_MAX + 64];
-    snprintf(what, sizeof what, "for organization %s an older", org->id);
+    snprintf(what, sizeof what, "for organization %s only", org->id);
     wait_for_replica(rf, org->generation, what);
     return true;
 }
