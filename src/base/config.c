@@ -33,6 +33,7 @@
 enum key_index {
     KEY_LISTEN,
     KEY_DATABASE,
+    KEY_DATABASE_REPLICA,
     KEY_WORKERS,
     KEY_STATE_DIR,
     KEY_REFRESH_INTERVAL_MS,
@@ -83,6 +84,10 @@ static const struct config_key keys[KEY_COUNT] = {
                     "[IPV6-ADDRESS]:PORT, or *:PORT for every address."},
     [KEY_DATABASE] = {"database", CONFIG_STRING, "dbname=ensign", 0, 0, true,
                       "The libpq connection string used to reach PostgreSQL."},
+    [KEY_DATABASE_REPLICA] = {"database_replica", CONFIG_STRING, "", 0, 0, true,
+                              "A libpq connection string to a streaming replica that the "
+                              "refresher reads the configuration from, polling it for "
+                              "changes; empty reads database (the primary)."},
     [KEY_WORKERS] = {"workers", CONFIG_WORKERS, "auto", 1, 64, true,
                      "Number of worker processes serving requests; auto means one per "
                      "online CPU (at most 64)."},
@@ -223,6 +228,7 @@ struct key_slot {
 static const struct key_slot slots[KEY_COUNT] = {
     [KEY_LISTEN] = SLOT(listen, SLOT_LISTEN),
     [KEY_DATABASE] = SLOT(database, SLOT_STRING),
+    [KEY_DATABASE_REPLICA] = SLOT(database_replica, SLOT_STRING),
     [KEY_WORKERS] = SLOT(workers, SLOT_INT),
     [KEY_STATE_DIR] = SLOT(state_dir, SLOT_STRING),
     [KEY_REFRESH_INTERVAL_MS] = SLOT(refresh_interval_ms, SLOT_INT),

@@ -67,7 +67,8 @@ struct config {
     int listen_port;
 
     char *database;
-    int workers; /* resolved: "auto" becomes the CPU count */
+    char *database_replica; /* "": the refresher reads database */
+    int workers;            /* resolved: "auto" becomes the CPU count */
     char *state_dir;
     int refresh_interval_ms;
     int usage_flush_interval_ms;

@@ -84,6 +84,7 @@ bool bgloop_ensure_connected(struct bgloop *loop)
         schedule_retry(loop);
         return false;
     }
+    loop->connections++;
     if (loop->backoff_ms != 0)
         log_info("database connection restored");
     loop->backoff_ms = 0;

@@ -16,6 +16,7 @@ struct bgloop {
     const char *conninfo;
     const char *listen_channel; /* NULL: no LISTEN */
     PGconn *conn;               /* NULL while disconnected */
+    unsigned long connections;  /* made so far: a new one holds no prepared statement */
     int backoff_ms;
     long long retry_at_ms;
     _Atomic uint64_t *errors; /* failed connections counted here (/metrics), or NULL */

@@ -28,6 +28,20 @@
  * first time it reads a generation it has not published until it publishes
  * one; database fails from the first failed connection or generation read
  * and clears with the next generation read.
+ *
+ * With database_replica set it reads everything (the generation, the
+ * organization generations and the rows) from that streaming replica
+ * instead, which LISTEN does not reach: it polls the generation every
+ * REPLICA_POLL_MS. A replica may have replayed less than the node serves
+ * (replay paused or lagging, files on disk from a newer generation at
+ * start, a reload from the primary to the replica), so there the node
+ * never goes back: a generation older than the one served in shared memory
+ * is not built, nor is a part replaced by an older generation's; the
+ * refresher waits, says why under snapshot_stale, and logs the start and
+ * the end of each wait once. A failed build is tried again after
+ * refresh_interval_ms, not at the next poll. An unreachable replica is
+ * retried like the database, without falling back to the primary
+ * (doc/choices.md "Read replicas").
  */
 #include "daemon/refresher.h"
 
@@ -60,8 +74,16 @@
  * durable together by one syncfs of the state directory's file system. */
 #define PARTS_SYNCED_EACH 16
 
+/* How often the generation of a replica is read (doc/choices.md "Read
+ * replicas": a single-row SELECT, cheap on the replica). */
+#define REPLICA_POLL_MS 20
+
 struct refresher {
     const struct config *cfg;
+    bool replica;                /* reading database_replica: polled, never back in time */
+    bool waiting;                /* the replica is behind what the node serves */
+    unsigned long prepared_on;   /* loop.connections when the generation query was prepared */
+    long long retry_build_at_ms; /* with a replica: a failed build is tried again from then */
     struct shm_region *shm;
     struct bgloop loop;
     char path[4096 + 32]; /* the index */
@@ -73,8 +95,11 @@ struct refresher {
     bool have_catalog;               /* false: the next build reads everything */
     bool swept;                      /* leftovers of an earlier run doomed */
     bool part_write_failed;          /* in the read under way */
-    size_t parts_synced;             /* parts written with their fsync in it */
-    size_t parts_unsynced;           /* parts written without (syncfs later) */
+    bool read_older;                 /* it met a part older than published (replica) */
+    char older_org[SNAPSHOT_PART_ORG_MAX];
+    uint64_t older_generation;
+    size_t parts_synced;   /* parts written with their fsync in it */
+    size_t parts_unsynced; /* parts written without (syncfs later) */
 };
 
 static uint64_t monotonic_us(void)
@@ -139,6 +164,71 @@ static void health_pending(struct refresher *rf, uint64_t generation, const char
              "generation %" PRIu64 " in the database, %" PRIu64 " served: %.150s", generation,
              served, why);
     health_failed(rf, HEALTH_SNAPSHOT_STALE, reason);
+}
+
+static uint64_t served_generation(const struct refresher *rf)
+{
+    return atomic_load_explicit(&rf->shm->header->snapshot_generation, memory_order_acquire);
+}
+
+/* Enters (logged once, snapshot_stale says why) or stays in the wait for a
+ * replica that has replayed only generation, older than what is served. */
+static void wait_for_replica(struct refresher *rf, uint64_t generation, const char *what)
+{
+    uint64_t served = served_generation(rf);
+    char reason[HEALTH_REASON_MAX + 128]; /* health_failed cuts it to its size */
+    snprintf(reason, sizeof reason,
+             "the replica has %.100s generation %" PRIu64 ", %" PRIu64
+             " served: waiting for the replica to replay it",
+             what, generation, served);
+    if (!rf->waiting)
+        log_warn("%s (an older configuration is never served)", reason);
+    rf->waiting = true;
+    health_failed(rf, HEALTH_SNAPSHOT_STALE, reason);
+}
+
+/* With a replica: true (and waiting) when generation, read from it, is
+ * older than the generation served. */
+static bool replica_behind(struct refresher *rf, uint64_t generation)
+{
+    if (!rf->replica)
+        return false;
+    if (generation < served_generation(rf)) {
+        wait_for_replica(rf, generation, "replayed only");
+        return true;
+    }
+    if (rf->waiting) {
+        log_info("the replica has replayed generation %" PRIu64 ": following it again", generation);
+        rf->waiting = false;
+        health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
+    }
+    return false;
+}
+
+/* With a replica: an organization of res whose published part has a newer
+ * generation than res holds for it, or NULL. */
+static const struct snapshot_source_org *older_part(const struct refresher *rf,
+                                                    const struct snapshot_source_result *res)
+{
+    for (size_t i = 0; rf->replica && i < res->org_count; i++)
+        if (snapshot_parts_newer(&rf->parts, res->orgs[i].id, res->orgs[i].generation))
+            return &res->orgs[i];
+    return NULL;
+}
+
+/* With a replica: true (and waiting) when res, read from it, is older than
+ * what is served, as a whole or for one organization. */
+static bool read_is_older(struct refresher *rf, const struct snapshot_source_result *res)
+{
+    if (replica_behind(rf, res->generation))
+        return true;
+    const struct snapshot_source_org *org = older_part(rf, res);
+    if (org == NULL)
+        return false;
+    char what[SNAPSHOT_PART_ORG_MAX + 64];
+    snprintf(what, sizeof what, "for organization %s only", org->id);
+    wait_for_replica(rf, org->generation, what);
+    return true;
 }
 
 /* Whether the part file of org is there, valid and of that generation (the
@@ -236,6 +326,13 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
     struct snapshot_part_file f;
     char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
     int rc = -1;
+    if (rf->replica && snapshot_parts_newer(&rf->parts, org->id, org->generation)) {
+        rf->read_older = true; /* never written: the read stops, the refresher waits */
+        snprintf(rf->older_org, sizeof rf->older_org, "%s", org->id);
+        rf->older_generation = org->generation;
+        snprintf(err, errlen, "the replica is older for organization %s", org->id);
+        return -1;
+    }
     if (name_part(org, &f, err, errlen)) {
         snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f.name);
         if (rf->parts_synced < PARTS_SYNCED_EACH) { /* a change: a part or a few */
@@ -304,6 +401,14 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     return snapshot_builder_write(res->index, rf->path, err, errlen);
 }
 
+/* A build failed. Polling a replica would try again every REPLICA_POLL_MS:
+ * it waits refresh_interval_ms, as the timer does on the primary. */
+static void build_failed(struct refresher *rf)
+{
+    if (rf->replica)
+        rf->retry_build_at_ms = bgloop_now_ms() + rf->cfg->refresh_interval_ms;
+}
+
 /* A snapshot file could not be written: snapshot_write fails, and the
  * next build writes everything again. */
 static void write_failed(struct refresher *rf, const char *err)
@@ -317,6 +422,7 @@ static void write_failed(struct refresher *rf, const char *err)
     rf->have_catalog = false;
     rf->swept = false;
     snapshot_catalog_free(&rf->catalog);
+    build_failed(rf);
 }
 
 static void build(struct refresher *rf)
@@ -325,12 +431,18 @@ static void build(struct refresher *rf)
     struct snapshot_source_result res;
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
-    rf->part_write_failed = false;
+    rf->part_write_failed = rf->read_older = false;
     rf->parts_synced = rf->parts_unsynced = 0;
     if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, part_built, rf,
                              &res, err, sizeof err) != 0) {
         if (rf->part_write_failed) {
             write_failed(rf, err);
+            return;
+        }
+        if (rf->read_older) {
+            char what[SNAPSHOT_PART_ORG_MAX + 64];
+            snprintf(what, sizeof what, "for organization %s only", rf->older_org);
+            wait_for_replica(rf, rf->older_generation, what);
             return;
         }
         log_warn("cannot read the configuration: %s", err);
@@ -339,6 +451,11 @@ static void build(struct refresher *rf)
         health_pending(rf, rf->pending, why);
         count_database_error(rf);
         check_connection(rf);
+        build_failed(rf);
+        return;
+    }
+    if (read_is_older(rf, &res)) {
+        snapshot_source_result_free(&res);
         return;
     }
     long long read_ms = elapsed_ms(started);
@@ -385,15 +502,23 @@ static void refresh(struct refresher *rf)
 {
     char err[512];
     uint64_t generation;
-    if (snapshot_source_generation(rf->loop.conn, &generation, err, sizeof err) != 0) {
-        log_warn("%s", err);
-        health_failed(rf, HEALTH_DATABASE, err);
+    bool prepare = rf->prepared_on != rf->loop.connections;
+    if (snapshot_source_generation(rf->loop.conn, prepare, &generation, err, sizeof err) != 0) {
+        char reason[HEALTH_REASON_MAX];
+        snprintf(reason, sizeof reason, "%s%.180s", rf->replica ? "the replica: " : "", err);
+        log_warn("%s%s", rf->replica ? "the replica: " : "", err);
+        health_failed(rf, HEALTH_DATABASE, reason);
         count_database_error(rf);
         check_connection(rf);
         return;
     }
+    rf->prepared_on = rf->loop.connections;
     health_clear(health_of(rf), HEALTH_DATABASE);
+    if (replica_behind(rf, generation))
+        return;
     if (rf->built_once && generation == rf->built)
+        return;
+    if (rf->replica && bgloop_now_ms() < rf->retry_build_at_ms)
         return;
     rf->pending = generation;
     if (!health_failing(health_of(rf), HEALTH_SNAPSHOT_STALE))
@@ -404,8 +529,10 @@ static void refresh(struct refresher *rf)
 /* The database could not be reached: the database check runs. */
 static void database_unreachable(struct refresher *rf)
 {
-    health_failed(rf, HEALTH_DATABASE,
-                  rf->loop.last_error[0] != '\0' ? rf->loop.last_error : "not connected");
+    char reason[HEALTH_REASON_MAX];
+    snprintf(reason, sizeof reason, "%s%.180s", rf->replica ? "the replica: " : "",
+             rf->loop.last_error[0] != '\0' ? rf->loop.last_error : "not connected");
+    health_failed(rf, HEALTH_DATABASE, reason);
 }
 
 int refresher_main(const struct config *cfg, struct shm_region *shm)
@@ -417,19 +544,28 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     static struct refresher rf; /* large path buffer; one per process */
     rf.cfg = cfg;
     rf.shm = shm;
-    rf.loop = (struct bgloop){.conninfo = cfg->database, .listen_channel = REFRESHER_CHANNEL};
+    rf.replica = cfg->database_replica != NULL && cfg->database_replica[0] != '\0';
+    /* LISTEN does not reach a standby: the replica is polled instead. */
+    rf.loop = rf.replica
+                  ? (struct bgloop){.conninfo = cfg->database_replica}
+                  : (struct bgloop){.conninfo = cfg->database, .listen_channel = REFRESHER_CHANNEL};
+    int interval_ms = rf.replica ? REPLICA_POLL_MS : cfg->refresh_interval_ms;
     if (shm->metrics != NULL)
         rf.loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     snapshot_parts_init(&rf.parts, cfg->state_dir);
     snapshot_catalog_init(&rf.catalog);
     publish_file_on_disk(&rf);
+    if (rf.replica)
+        log_info("reading the configuration from the replica (database_replica), its generation"
+                 " every %d ms",
+                 REPLICA_POLL_MS);
     while (!bgloop_stopping()) {
         if (bgloop_ensure_connected(&rf.loop))
             refresh(&rf);
         else
             database_unreachable(&rf);
-        int changes = bgloop_wait(&rf.loop, rf.loop.conn != NULL ? cfg->refresh_interval_ms : 100);
+        int changes = bgloop_wait(&rf.loop, rf.loop.conn != NULL ? interval_ms : 100);
         if (changes > 0)
             log_debug("%d configuration change notifications", changes);
     }

@@ -20,8 +20,9 @@
  *
  * It fills in the struct http_server that the layers below serve from and
  * owns everything in it: its view of the flag snapshot (served_snapshot.h)
- * and its batch of usage counts, moved to shared memory every
- * USAGE_BATCH_FLUSH_MS, before each re-map and at exit.
+ * and its batch of usage counts, moved to shared memory on a timer every
+ * USAGE_BATCH_FLUSH_MS (usage_batch_tick: a large batch waits a few ticks),
+ * before each re-map and at exit.
  *
  * Password checks and hashes (scrypt, tens of milliseconds each) run on
  * the worker's helper threads (password_pool.h), never on its loop; the
@@ -57,6 +58,7 @@
 #include "base/config.h"
 #include "db/db.h"
 #include "http/early_write.h"
+#include "http/router.h"
 #include "eval/eval.h"
 #include "eval/heartbeat.h"
 #include "http/http.h"
@@ -151,7 +153,7 @@ static void flush_usage(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct http_server *w = arg;
-    usage_batch_flush(w->usage_batch, w->shm != NULL ? w->shm->usage : NULL);
+    usage_batch_tick(w->usage_batch, w->shm != NULL ? w->shm->usage : NULL);
 }
 
 static void start_usage_timer(struct worker_runtime *rt)
@@ -312,6 +314,7 @@ static void teardown(struct worker_runtime *rt)
     org_events_free(rt->w.org_events); /* after db_close: none of its reads is pending */
     free(rt->w.openapi_json);
     free(rt->w.api_doc);
+    route_index_free(rt->w.route_index);
     served_snapshot_free(rt->w.snapshot);
     eval_scratch_free(rt->w.eval_scratch);
     ofrep_state_free(rt->w.ofrep);
@@ -383,6 +386,7 @@ int worker_main(int index, unsigned heartbeat_slot, const struct config *cfg,
     rt->w.ui = ui;
     rt->w.routes = routes_table(&rt->w.route_count);
     rt->w.api_doc = apidoc_markdown(rt->w.routes, rt->w.route_count);
+    rt->w.route_index = route_index_new(rt->w.routes, rt->w.route_count);
     rt->w.base = new_event_base();
     if (rt->w.base != NULL)
         start_access_log(rt, access_log_fd);

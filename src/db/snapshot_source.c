@@ -50,6 +50,11 @@
 #include "eval/snapshot_catalog.h"
 
 static const char generation_sql[] = "SELECT generation FROM config_generation WHERE id = 1";
+/* generation_sql prepared once per connection: a refresher reading a
+ * replica runs it every few tens of milliseconds, and a prepared statement
+ * costs the server less than half of parsing and planning it each time
+ * (doc/choices.md "Read replicas"). */
+static const char generation_statement[] = "ensign_generation";
 
 /* The first step's statements (one each), then the second step's, all of
  * the organizations read again. */
@@ -74,8 +79,18 @@ enum { V_FLAG, V_KEY, V_VALUE, V_ORDER };
 enum { R_FLAG, R_ENV, R_ID, R_CONDITIONS, R_SERVE, R_PRIORITY, R_CREATED };
 enum { F_ENV, F_ID, F_KEY, F_TYPE, F_ENABLED, F_OFF, F_DEFAULT };
 
+/* The flags of the organizations in $1, for the `some` statements below. */
+#define SOME_FLAG_IDS "SELECT id FROM flags WHERE org_id = ANY($1::uuid[])"
+
 /* Each query whole (`all`) and for the organizations in $1 (`some`; the
- * first step's have none). */
+ * first step's have none). A `some` statement reads
+ * variants, rules and flag configurations by flag id through their
+ * indexes, from an array the planner cannot see into (ARRAY(subquery)
+ * counts as a few elements): a join on flags.org_id would let a missing or
+ * skewed estimate of an organization's flags (fresh statistics lag a bulk
+ * load; one organization holds a tenth of all flags) choose a hash join
+ * over the whole table, seconds on a million flags for a change of twenty
+ * (doc/choices.md, "The database side of a change"). */
 static const struct {
     const char *what, *all, *some;
 } queries[Q_COUNT] = {
@@ -106,23 +121,24 @@ static const struct {
                     " WHERE org_id = ANY($1::uuid[]) ORDER BY org_id, key"},
     [Q_VARIANTS] = {"variants", "SELECT flag_id, key, value::text, sort_order FROM variants",
                     "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
-                    " JOIN flags f ON f.id = v.flag_id WHERE f.org_id = ANY($1::uuid[])"},
+                    " WHERE v.flag_id = ANY (ARRAY(" SOME_FLAG_IDS "))"},
     [Q_RULES] = {"rules",
                  "SELECT flag_id, environment_id, id, conditions::text, serve::text,"
                  " priority, (extract(epoch FROM created_at) * 1000000)::bigint"
                  " FROM rules",
                  "SELECT r.flag_id, r.environment_id, r.id, r.conditions::text, r.serve::text,"
                  " r.priority, (extract(epoch FROM r.created_at) * 1000000)::bigint"
-                 " FROM rules r JOIN flags f ON f.id = r.flag_id"
-                 " WHERE f.org_id = ANY($1::uuid[])"},
+                 " FROM rules r WHERE r.flag_id = ANY (ARRAY(" SOME_FLAG_IDS "))"},
     [Q_FLAGS] = {"flags",
                  "SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
                  " fe.off_variant_key, fe.default_serve::text"
                  " FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id",
-                 "SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
+                 "WITH f AS MATERIALIZED (SELECT id, key, type FROM flags"
+                 " WHERE org_id = ANY($1::uuid[]))"
+                 " SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
                  " fe.off_variant_key, fe.default_serve::text"
-                 " FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id"
-                 " WHERE f.org_id = ANY($1::uuid[])"},
+                 " FROM flag_environments fe JOIN f ON f.id = fe.flag_id"
+                 " WHERE fe.flag_id = ANY (ARRAY(SELECT id FROM f))"},
 };
 
 struct source {
@@ -757,10 +773,38 @@ static int read_flags(struct source *s)
 
 /* ---- the transaction ---- */
 
-int snapshot_source_generation(PGconn *conn, uint64_t *out, char *err, size_t errlen)
+/* Prepares generation_statement on conn; NULL (and *error) or the result.
+ * Already prepared (a read failed after an earlier prepare) is fine. */
+static PGresult *prepare_generation(PGconn *conn, struct dbsync_error *error)
+{
+    PGresult *res = PQprepare(conn, generation_statement, generation_sql, 0, NULL);
+    if (PQresultStatus(res) == PGRES_COMMAND_OK)
+        return res;
+    dbsync_error_from_result(error, res, conn);
+    if (dbsync_error_is(error, "42P05")) /* duplicate_prepared_statement */
+        return res;
+    PQclear(res);
+    return NULL;
+}
+
+static PGresult *exec_generation(PGconn *conn, struct dbsync_error *error)
+{
+    PGresult *res = PQexecPrepared(conn, generation_statement, 0, NULL, NULL, NULL, 0);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK)
+        return res;
+    dbsync_error_from_result(error, res, conn);
+    PQclear(res);
+    return NULL;
+}
+
+int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err, size_t errlen)
 {
     struct dbsync_error error;
-    PGresult *res = dbsync_exec(conn, generation_sql, 0, NULL, &error);
+    PGresult *res = prepare ? prepare_generation(conn, &error) : NULL;
+    if (!prepare || res != NULL) {
+        PQclear(res);
+        res = exec_generation(conn, &error);
+    }
     if (res == NULL) {
         snprintf(err, errlen, "reading the configuration generation: %s", error.message);
         return -1;

@@ -24,8 +24,11 @@
 
 struct snapshot_builder;
 
-/* The current configuration generation (one cheap query). 0 or -1 with err. */
-int snapshot_source_generation(PGconn *conn, uint64_t *out, char *err, size_t errlen);
+/* The current configuration generation (one cheap query, a statement
+ * prepared on conn: prepare is true on a connection that has not prepared
+ * it yet). 0 or -1 with err. */
+int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err,
+                               size_t errlen);
 
 /* One organization that has environments, as the read found it. */
 struct snapshot_source_org {

@@ -63,6 +63,12 @@ bool snapshot_parts_holds(void *ctx, const char *org, uint64_t generation)
     return f != NULL && f->generation == generation;
 }
 
+bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, uint64_t generation)
+{
+    const struct snapshot_part_file *f = snapshot_parts_find(parts, org);
+    return f != NULL && f->generation > generation;
+}
+
 /* True when name is the file of one of files (count, sorted by org). */
 static bool named_in(const struct snapshot_part_file *files, size_t count, const char *name)
 {

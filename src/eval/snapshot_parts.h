@@ -54,6 +54,11 @@ const struct snapshot_part_file *snapshot_parts_find(const struct snapshot_parts
  * snapshot_source_held_fn; ctx is a struct snapshot_parts). */
 bool snapshot_parts_holds(void *ctx, const char *org, uint64_t generation);
 
+/* True when the published part of org has a newer generation than
+ * generation: replacing it by a part of generation would go back in time
+ * (a refresher reading a lagging replica, doc/choices.md "Read replicas"). */
+bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, uint64_t generation);
+
 /*
  * After an index naming fresh (count parts, sorted by org; taken over,
  * malloc'd) was published: deletes the files doomed by the previous

@@ -1,11 +1,24 @@
 /*
  * usage_batch.c - a worker's private evaluation counts (see usage_batch.h).
  *
- * Open addressing over BATCH_SLOTS slots keyed by the snapshot (one
- * organization's part) and flag index << 32 | variant index, plus one (0
- * marks an empty slot); the unknown keys in UNKNOWN_SLOTS more, keyed by
- * the snapshot, the environment index and the key's bytes (a count of 0
- * marks an empty one). Flushed when either is half full.
+ * Open addressing over a power-of-two number of slots keyed by the
+ * snapshot (one organization's part) and flag index << 32 | variant index,
+ * plus one (0 marks an empty slot), with the list of the slots in use in
+ * the order they were taken (a flush visits only those); the unknown keys
+ * in UNKNOWN_SLOTS more, keyed by the snapshot, the environment index and
+ * the key's bytes (a count of 0 marks an empty one).
+ *
+ * The flags' map starts at BATCH_MIN_SLOTS and doubles, up to
+ * BATCH_MAX_SLOTS, when it is half full: it grows to hold the distinct
+ * (flag, variant) pairs one worker counts between two flushes, so a bulk
+ * evaluation of a large environment adds to the entries of the one before
+ * it instead of flushing every few hundred flags (each entry flushed costs
+ * two uuid parses and a probe of the shared table, several times the
+ * count itself; doc/choices.md, "The database side of a change"). Growing
+ * allocates, a few times in a worker's life (log2(BATCH_MAX_SLOTS /
+ * BATCH_MIN_SLOTS) at most), never per request; a worker that cannot grow
+ * flushes as before. At BATCH_MAX_SLOTS, or when either map is half full
+ * and cannot grow, the batch flushes.
  */
 #include "eval/usage_batch.h"
 
@@ -17,8 +30,8 @@
 #include "eval/unknown_flags.h"
 #include "eval/usage.h"
 
-#define BATCH_SLOTS 1024 /* a power of two */
-#define BATCH_MAX_USED (BATCH_SLOTS / 2)
+#define BATCH_MIN_SLOTS 1024    /* a power of two */
+#define BATCH_MAX_SLOTS 131072u /* a power of two: 3 MB, 65,536 pairs */
 
 struct batch_slot {
     const struct snapshot *s; /* the part the entry's indexes refer to */
@@ -26,7 +39,7 @@ struct batch_slot {
     uint64_t count;
 };
 
-#define UNKNOWN_SLOTS BATCH_SLOTS /* as many distinct keys between flushes as flags */
+#define UNKNOWN_SLOTS 1024 /* a power of two */
 #define UNKNOWN_MAX_USED (UNKNOWN_SLOTS / 2)
 
 struct unknown_slot {
@@ -41,21 +54,63 @@ struct unknown_slot {
 struct usage_batch {
     int64_t hour;
     int64_t last_seen;
-    size_t used;
+    size_t cap;               /* slots: BATCH_MIN_SLOTS .. BATCH_MAX_SLOTS */
+    size_t used;              /* slots in use, at most cap / 2 */
+    struct batch_slot *slots; /* cap of them */
+    uint32_t *taken;          /* the used slots' indexes, cap / 2 of them */
     size_t unknown_used;
+    unsigned ticks; /* timer ticks since the last flush */
     struct unknown_table *unknown;
-    struct batch_slot slots[BATCH_SLOTS];
     struct unknown_slot unknown_slots[UNKNOWN_SLOTS];
 };
 
+/* The bound of usage_batch.h holds: the most ticks a full batch waits. */
+_Static_assert((BATCH_MAX_SLOTS / 2 / USAGE_BATCH_TICK_ENTRIES + 1) * USAGE_BATCH_FLUSH_MS <=
+                   USAGE_BATCH_HOLD_MAX_MS,
+               "a full batch waits longer than USAGE_BATCH_HOLD_MAX_MS");
+
+/* Gives b a map of cap empty slots (and its list); false when out of
+ * memory, b unchanged. */
+static bool set_slots(struct usage_batch *b, size_t cap)
+{
+    struct batch_slot *slots = calloc(cap, sizeof *slots);
+    uint32_t *taken = malloc(cap / 2 * sizeof *taken);
+    if (slots == NULL || taken == NULL) {
+        free(slots);
+        free(taken);
+        return false;
+    }
+    free(b->slots);
+    free(b->taken);
+    b->slots = slots;
+    b->taken = taken;
+    b->cap = cap;
+    b->used = 0;
+    return true;
+}
+
 struct usage_batch *usage_batch_new(void)
 {
-    return calloc(1, sizeof(struct usage_batch));
+    struct usage_batch *b = calloc(1, sizeof *b);
+    if (b != NULL && !set_slots(b, BATCH_MIN_SLOTS)) {
+        free(b);
+        return NULL;
+    }
+    return b;
 }
 
 void usage_batch_free(struct usage_batch *b)
 {
+    if (b == NULL)
+        return;
+    free(b->slots);
+    free(b->taken);
     free(b);
+}
+
+size_t usage_batch_capacity(const struct usage_batch *b)
+{
+    return b != NULL ? b->cap / 2 : 0;
 }
 
 static uint64_t mix(uint64_t x)
@@ -63,34 +118,6 @@ static uint64_t mix(uint64_t x)
     x ^= x >> 33;
     x *= UINT64_C(0xff51afd7ed558ccd);
     return x ^ (x >> 33);
-}
-
-/* Moves one entry into the shared table under the batch's hour. */
-static void publish_entry(const struct usage_batch *b, struct usage_table *table,
-                          const struct batch_slot *slot)
-{
-    const struct snapshot *s = slot->s;
-    uint32_t flag_index = (uint32_t)((slot->key - 1) >> 32);
-    uint32_t variant_index = (uint32_t)(slot->key - 1);
-    const struct snapshot_flag *flag = &s->flags[flag_index];
-    const struct snapshot_variant *variant = &s->variants[variant_index];
-    uint8_t flag_id[USAGE_ID_BYTES], env_id[USAGE_ID_BYTES];
-    if (!usage_uuid_parse(snapshot_string(s, flag->id), flag_id) ||
-        !usage_uuid_parse(snapshot_string(s, s->envs[flag->env].id), env_id))
-        return;
-    struct usage_entry e = {.hour = b->hour, .count = slot->count, .last_seen = b->last_seen};
-    memcpy(e.flag_id, flag_id, sizeof flag_id);
-    memcpy(e.environment_id, env_id, sizeof env_id);
-    if (variant->key.len > USAGE_VARIANT_MAX)
-        return;
-    memcpy(e.variant, snapshot_string(s, variant->key), variant->key.len + 1);
-    usage_add_entry(table, &e);
-}
-
-void usage_batch_set_unknown(struct usage_batch *b, struct unknown_table *unknown)
-{
-    if (b != NULL)
-        b->unknown = unknown;
 }
 
 /* The environment whose id was parsed last (most entries of a flush share
@@ -102,6 +129,42 @@ struct env_cache {
     uint8_t id[USAGE_ID_BYTES];
 };
 
+/* Parses the id of environment env of s into cache unless it holds it. */
+static bool env_id_of(struct env_cache *cache, const struct snapshot *s, uint32_t env)
+{
+    if (cache->s != s || cache->env != env) {
+        cache->s = s;
+        cache->env = env;
+        cache->ok = usage_uuid_parse(snapshot_string(s, s->envs[env].id), cache->id);
+    }
+    return cache->ok;
+}
+
+/* Moves one entry into the shared table under the batch's hour. */
+static void publish_entry(const struct usage_batch *b, struct usage_table *table,
+                          const struct batch_slot *slot, struct env_cache *cache)
+{
+    const struct snapshot *s = slot->s;
+    uint32_t flag_index = (uint32_t)((slot->key - 1) >> 32);
+    uint32_t variant_index = (uint32_t)(slot->key - 1);
+    const struct snapshot_flag *flag = &s->flags[flag_index];
+    const struct snapshot_variant *variant = &s->variants[variant_index];
+    struct usage_entry e = {.hour = b->hour, .count = slot->count, .last_seen = b->last_seen};
+    if (variant->key.len > USAGE_VARIANT_MAX ||
+        !usage_uuid_parse(snapshot_string(s, flag->id), e.flag_id) ||
+        !env_id_of(cache, s, flag->env))
+        return;
+    memcpy(e.environment_id, cache->id, USAGE_ID_BYTES);
+    memcpy(e.variant, snapshot_string(s, variant->key), variant->key.len + 1);
+    usage_add_entry(table, &e);
+}
+
+void usage_batch_set_unknown(struct usage_batch *b, struct unknown_table *unknown)
+{
+    if (b != NULL)
+        b->unknown = unknown;
+}
+
 /* Moves one unknown key's count into the shared table, if its len bytes
  * follow the key pattern (no NUL among them either). */
 static void publish_unknown(const struct usage_batch *b, const struct unknown_slot *slot,
@@ -110,12 +173,7 @@ static void publish_unknown(const struct usage_batch *b, const struct unknown_sl
     const struct snapshot *s = slot->s;
     if (!unknown_flags_key_ok(slot->key, slot->len))
         return;
-    if (cache->s != s || cache->env != slot->env) {
-        cache->s = s;
-        cache->env = slot->env;
-        cache->ok = usage_uuid_parse(snapshot_string(s, s->envs[slot->env].id), cache->id);
-    }
-    if (!cache->ok)
+    if (!env_id_of(cache, s, slot->env))
         return;
     struct unknown_entry e = {.hour = b->hour, .count = slot->count, .last_seen = b->last_seen};
     memcpy(e.environment_id, cache->id, USAGE_ID_BYTES);
@@ -141,26 +199,83 @@ void usage_batch_flush(struct usage_batch *b, struct usage_table *table)
 {
     if (b == NULL)
         return;
+    b->ticks = 0;
     if (b->unknown_used > 0)
         flush_unknown(b);
-    if (b->used == 0)
-        return;
-    for (size_t i = 0; i < BATCH_SLOTS; i++) {
-        if (b->slots[i].key == 0)
-            continue;
+    struct env_cache cache = {.s = NULL};
+    for (size_t i = 0; i < b->used; i++) {
+        struct batch_slot *slot = &b->slots[b->taken[i]];
         if (table != NULL)
-            publish_entry(b, table, &b->slots[i]);
-        b->slots[i] = (struct batch_slot){NULL, 0, 0};
+            publish_entry(b, table, slot, &cache);
+        *slot = (struct batch_slot){NULL, 0, 0};
     }
     b->used = 0;
 }
 
-/* True when the pending entries cannot take a count made at hour. */
-static bool must_flush(const struct usage_batch *b, int64_t hour)
+bool usage_batch_tick(struct usage_batch *b, struct usage_table *table)
+{
+    if (b == NULL || (b->used == 0 && b->unknown_used == 0))
+        return false;
+    if (++b->ticks < 1 + b->used / USAGE_BATCH_TICK_ENTRIES)
+        return false;
+    usage_batch_flush(b, table);
+    return true;
+}
+
+/* Consecutive flags of a part share a run of 2 * FLAG_RUN slots placed by
+ * the hash, two slots a flag (by its variant's parity): a bulk evaluation,
+ * which counts a part's flags in order, walks memory in order instead of
+ * missing the cache once a flag. */
+#define FLAG_RUN 8
+
+/* The slot of key (flag << 32 | variant, plus one) of part s, or the empty
+ * slot where it goes. */
+static size_t slot_of(const struct usage_batch *b, const struct snapshot *s, uint64_t key)
+{
+    size_t mask = b->cap - 1;
+    uint64_t flag = (key - 1) >> 32, variant = (key - 1) & UINT32_MAX;
+    uint64_t run = mix((uint64_t)(uintptr_t)s ^ (flag / FLAG_RUN * UINT64_C(0x9e3779b97f4a7c15)));
+    size_t i = (size_t)(run * (2 * FLAG_RUN) + flag % FLAG_RUN * 2 + (variant & 1)) & mask;
+    while (b->slots[i].key != 0 && (b->slots[i].key != key || b->slots[i].s != s))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Doubles the flags' map, keeping its entries; false when it may not (at
+ * BATCH_MAX_SLOTS) or cannot (out of memory), b unchanged. */
+static bool grow(struct usage_batch *b)
+{
+    if (b->cap >= BATCH_MAX_SLOTS)
+        return false;
+    struct usage_batch old = *b;
+    b->slots = NULL;
+    b->taken = NULL;
+    if (!set_slots(b, old.cap * 2)) {
+        b->slots = old.slots;
+        b->taken = old.taken;
+        return false;
+    }
+    for (size_t i = 0; i < old.used; i++) {
+        const struct batch_slot *from = &old.slots[old.taken[i]];
+        size_t to = slot_of(b, from->s, from->key);
+        b->slots[to] = *from;
+        b->taken[b->used++] = (uint32_t)to;
+    }
+    free(old.slots);
+    free(old.taken);
+    return true;
+}
+
+/* True when the pending entries cannot take a count made at hour (the
+ * flags' map grows first when it can). */
+static bool must_flush(struct usage_batch *b, int64_t hour)
 {
     bool pending = b->used > 0 || b->unknown_used > 0;
-    return pending &&
-           (b->used >= BATCH_MAX_USED || b->unknown_used >= UNKNOWN_MAX_USED || b->hour != hour);
+    if (!pending)
+        return false;
+    if (b->hour != hour || b->unknown_used >= UNKNOWN_MAX_USED)
+        return true;
+    return b->used >= b->cap / 2 && !grow(b);
 }
 
 void usage_batch_count(struct usage_batch *b, struct usage_table *table, const struct snapshot *s,
@@ -174,13 +289,11 @@ void usage_batch_count(struct usage_batch *b, struct usage_table *table, const s
     b->hour = hour;
     b->last_seen = now_s;
     uint64_t key = ((uint64_t)flag << 32 | variant) + 1;
-    size_t i = (size_t)mix(key ^ (uint64_t)(uintptr_t)s) & (BATCH_SLOTS - 1);
-    while (b->slots[i].key != 0 && (b->slots[i].key != key || b->slots[i].s != s))
-        i = (i + 1) & (BATCH_SLOTS - 1);
+    size_t i = slot_of(b, s, key);
     if (b->slots[i].key == 0) {
         b->slots[i].key = key;
         b->slots[i].s = s;
-        b->used++;
+        b->taken[b->used++] = (uint32_t)i;
     }
     b->slots[i].count++;
 }

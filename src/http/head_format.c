@@ -19,6 +19,13 @@
  *    text of the current second per thread and formats it again, through
  *    libevent's own definition, only when the second changes; with a time
  *    it is libevent's call as it is.
+ *  - the header line of HEAD_FORMAT_BLOCK_HEADER is not written: in its
+ *    place go the lines attached with head_format_attach_block (the
+ *    dashboard's ETag, caching and security headers, written once per
+ *    file at load). evhttp writes an answer's head inside
+ *    evhttp_send_reply, so the block attached just before is the one of
+ *    the answer being written; it is consumed there, and a block header
+ *    with nothing attached writes nothing.
  * tests/unit/test_head_format.c checks both against libevent's output.
  * Both are listed in libevent_replacements.c and proven in effect at
  * start-up.
@@ -31,6 +38,7 @@
 
 #include <dlfcn.h>
 #include <event2/buffer.h>
+#include <event2/http.h>
 #include <event2/util.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -114,6 +122,37 @@ int head_format_status_line(struct evbuffer *buf, int major, int minor, int code
     return commit(buf, &extent, len);
 }
 
+/* ---- the attached block ---- */
+
+struct attached_block {
+    const char *lines; /* NULL when none is attached */
+    size_t len;
+};
+
+static _Thread_local struct attached_block attached;
+
+int head_format_attach_block(struct evkeyvalq *headers, const char *lines, size_t len)
+{
+    attached = (struct attached_block){lines, len};
+    return evhttp_add_header(headers, HEAD_FORMAT_BLOCK_HEADER, "");
+}
+
+/* The attached lines added to buf in place of the block's header line:
+ * the bytes added, or -1. */
+static int write_attached_block(struct evbuffer *buf)
+{
+    struct attached_block block = attached;
+    attached = (struct attached_block){NULL, 0};
+    if (block.lines == NULL || block.len == 0)
+        return 0;
+    return evbuffer_add(buf, block.lines, block.len) == 0 ? (int)block.len : -1;
+}
+
+static bool is_block_header(const char *name)
+{
+    return name[0] == 'X' && strcmp(name, HEAD_FORMAT_BLOCK_HEADER) == 0;
+}
+
 /* ---- the interposed definitions ---- */
 
 int evbuffer_add_printf(struct evbuffer *buf, const char *fmt, ...)
@@ -127,7 +166,8 @@ int evbuffer_add_printf(struct evbuffer *buf, const char *fmt, ...)
         const char *name = va_arg(ap, const char *);
         const char *value = va_arg(ap, const char *);
         if (name != NULL && value != NULL)
-            added = head_format_header_line(buf, name, value);
+            added = is_block_header(name) ? write_attached_block(buf)
+                                          : head_format_header_line(buf, name, value);
     } else if (strcmp(fmt, STATUS_LINE_FORMAT) == 0) {
         int major = va_arg(ap, int), minor = va_arg(ap, int), code = va_arg(ap, int);
         const char *reason = va_arg(ap, const char *);

@@ -66,6 +66,7 @@
 #include "http/libevent_replacements.h"
 #include "base/config.h"
 #include "http/early_write.h"
+#include "http/head_format.h"
 #include "http/intake.h"
 #include "http/json_guard.h"
 #include "base/log.h"
@@ -338,6 +339,11 @@ const char *http_bearer(const struct http_request *r)
 void http_add_header(struct http_request *r, const char *name, const char *value)
 {
     evhttp_add_header(evhttp_request_get_output_headers(r->req), name, value);
+}
+
+void http_add_header_block(struct http_request *r, const char *lines, size_t len)
+{
+    head_format_attach_block(evhttp_request_get_output_headers(r->req), lines, len);
 }
 
 /* Vary: Origin, and with Origin the Access-Control-* headers (doc/choices.md
@@ -681,7 +687,11 @@ static void route_request(struct http_request *r)
         answer_preflight(r);
         return;
     }
-    switch (router_match(w->routes, w->route_count, r->method, r->path, &r->match)) {
+    enum route_result found =
+        w->route_index != NULL
+            ? route_index_match(w->route_index, r->method, r->path, &r->match)
+            : router_match(w->routes, w->route_count, r->method, r->path, &r->match);
+    switch (found) {
     case ROUTE_FOUND:
         r->match.route->handler(r);
         return;

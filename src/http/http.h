@@ -106,6 +106,11 @@ const char *http_bearer(const struct http_request *r);
 /* Adds a response header. */
 void http_add_header(struct http_request *r, const char *name, const char *value);
 
+/* Adds len bytes of complete header lines, written once beforehand, as one
+ * header (http/head_format.h head_format_attach_block): send the answer
+ * before attaching another. lines must outlive the answer's send. */
+void http_add_header_block(struct http_request *r, const char *lines, size_t len);
+
 /* Answers status with body (ownership of body passes; NULL sends no body). */
 void http_send_json(struct http_request *r, int status, struct json_object *body);
 

@@ -7,12 +7,22 @@
  * a {name} segment takes one non-empty segment, percent-decoded into the
  * caller's route_match buffer (a decoded NUL, or a value that does not fit,
  * makes the route not match). Matching is pure: no allocation, no globals.
+ *
+ * The route index (struct route_index) narrows the table by a path's first
+ * segment: routes whose patterns begin with a different literal cannot
+ * match, so only the rows of the path's bucket (its literal's rows and the
+ * rows that begin with a parameter, in table order) are tried. The answer
+ * is router_match's over the whole table, row for row (the first matching
+ * row wins; allowed methods are those of every matching row), at the cost of
+ * the bucket: the dashboard's rows, last of about 170, were walked through
+ * every row before (two strcspn each), more than a file answer's headers.
  * Called by http.c for every request; routes.c owns the table.
  */
 #include "http/router.h"
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/hex.h"
@@ -120,22 +130,24 @@ static bool method_accepts(unsigned route_method, unsigned method)
     return route_method == method || (method == METHOD_HEAD && route_method == METHOD_GET);
 }
 
-enum route_result router_match(const struct route *routes, size_t count, unsigned method,
-                               const char *path, struct route_match *out)
+/* Tries the rows rows[order[k]] (or rows[k] when order is NULL), k < n, in
+ * that order: the first that matches path and takes method wins. */
+static enum route_result match_rows(const struct route *routes, const size_t *order, size_t n,
+                                    unsigned method, const char *rest, struct route_match *out)
 {
-    const char *rest = skip_leading_slashes(path);
     unsigned allowed = 0;
     out->route = NULL;
     out->nparams = 0;
     out->allowed = 0;
-    for (size_t i = 0; rest != NULL && i < count; i++) {
-        if (!match_pattern(routes[i].pattern, rest, out))
+    for (size_t k = 0; rest != NULL && k < n; k++) {
+        const struct route *row = &routes[order != NULL ? order[k] : k];
+        if (!match_pattern(row->pattern, rest, out))
             continue;
-        if (method_accepts(routes[i].method, method)) {
-            out->route = &routes[i];
+        if (method_accepts(row->method, method)) {
+            out->route = row;
             return ROUTE_FOUND;
         }
-        allowed |= routes[i].method;
+        allowed |= row->method;
     }
     out->nparams = 0;
     if (allowed == 0)
@@ -146,6 +158,134 @@ enum route_result router_match(const struct route *routes, size_t count, unsigne
     return ROUTE_METHOD_NOT_ALLOWED;
 }
 
+enum route_result router_match(const struct route *routes, size_t count, unsigned method,
+                               const char *path, struct route_match *out)
+{
+    return match_rows(routes, NULL, count, method, skip_leading_slashes(path), out);
+}
+
+/* ---- the index by first segment ---- */
+
+/* The rows a first segment can match: those whose pattern begins with
+ * literal (length len), and those that begin with a parameter. */
+struct route_bucket {
+    const char *literal; /* points into a pattern; not NUL-terminated */
+    size_t len;
+    size_t *order; /* row numbers, ascending */
+    size_t n;
+};
+
+struct route_index {
+    const struct route *routes;
+    struct route_bucket *buckets; /* one per distinct first literal */
+    size_t bucket_count;
+    struct route_bucket others; /* the parameter rows alone: any other first segment */
+};
+
+/* The first segment of pattern (after its leading slashes) into *seg and
+ * *len; false when the pattern is not absolute. */
+static bool first_segment(const char *pattern, const char **seg, size_t *len)
+{
+    const char *rest = skip_leading_slashes(pattern);
+    if (rest == NULL)
+        return false;
+    *seg = rest;
+    *len = strcspn(rest, "/");
+    return true;
+}
+
+static bool is_parameter(const char *seg, size_t len)
+{
+    return len >= 2 && seg[0] == '{' && seg[len - 1] == '}';
+}
+
+static struct route_bucket *find_bucket(const struct route_index *index, const char *seg,
+                                        size_t len)
+{
+    for (size_t b = 0; b < index->bucket_count; b++) {
+        struct route_bucket *bucket = &index->buckets[b];
+        if (bucket->len == len && memcmp(bucket->literal, seg, len) == 0)
+            return bucket;
+    }
+    return NULL;
+}
+
+/* Makes a bucket for every distinct first literal of the table. */
+static bool make_buckets(struct route_index *index, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const char *seg;
+        size_t len;
+        if (!first_segment(index->routes[i].pattern, &seg, &len) || is_parameter(seg, len) ||
+            find_bucket(index, seg, len) != NULL)
+            continue;
+        struct route_bucket *bucket = &index->buckets[index->bucket_count++];
+        bucket->literal = seg;
+        bucket->len = len;
+        bucket->order = calloc(count, sizeof *bucket->order);
+        if (bucket->order == NULL)
+            return false;
+    }
+    index->others.order = calloc(count ? count : 1, sizeof *index->others.order);
+    return index->others.order != NULL;
+}
+
+/* Puts row i in its literal's bucket, or (a parameter row) in every one. */
+static void place_row(struct route_index *index, size_t i)
+{
+    const char *seg;
+    size_t len;
+    if (!first_segment(index->routes[i].pattern, &seg, &len))
+        return; /* not absolute: matches no path */
+    if (!is_parameter(seg, len)) {
+        struct route_bucket *bucket = find_bucket(index, seg, len);
+        bucket->order[bucket->n++] = i;
+        return;
+    }
+    for (size_t b = 0; b < index->bucket_count; b++)
+        index->buckets[b].order[index->buckets[b].n++] = i;
+    index->others.order[index->others.n++] = i;
+}
+
+struct route_index *route_index_new(const struct route *routes, size_t count)
+{
+    struct route_index *index = calloc(1, sizeof *index);
+    if (index == NULL)
+        return NULL;
+    index->routes = routes;
+    index->buckets = calloc(count ? count : 1, sizeof *index->buckets);
+    if (index->buckets == NULL || !make_buckets(index, count)) {
+        route_index_free(index);
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++)
+        place_row(index, i);
+    return index;
+}
+
+enum route_result route_index_match(const struct route_index *index, unsigned method,
+                                    const char *path, struct route_match *out)
+{
+    const char *rest = skip_leading_slashes(path);
+    const struct route_bucket *bucket = &index->others;
+    if (rest != NULL) {
+        const struct route_bucket *found = find_bucket(index, rest, strcspn(rest, "/"));
+        if (found != NULL)
+            bucket = found;
+    }
+    return match_rows(index->routes, bucket->order, bucket->n, method, rest, out);
+}
+
+void route_index_free(struct route_index *index)
+{
+    if (index == NULL)
+        return;
+    for (size_t b = 0; b < index->bucket_count; b++)
+        free(index->buckets[b].order);
+    free(index->buckets);
+    free(index->others.order);
+    free(index);
+}
 const char *route_param(const struct route_match *m, const char *name)
 {
     size_t len = strlen(name);

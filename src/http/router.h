@@ -129,6 +129,18 @@ struct route_match {
 enum route_result router_match(const struct route *routes, size_t count, unsigned method,
                                const char *path, struct route_match *out);
 
+/*
+ * The table indexed by the first path segment (router.c): the same answer
+ * as router_match over the table it was made from, trying only the rows
+ * whose pattern can match. The table must outlive the index.
+ * route_index_new returns NULL when out of memory.
+ */
+struct route_index;
+struct route_index *route_index_new(const struct route *routes, size_t count);
+enum route_result route_index_match(const struct route_index *index, unsigned method,
+                                    const char *path, struct route_match *out);
+void route_index_free(struct route_index *index);
+
 /* The decoded value of parameter name, or NULL. */
 const char *route_param(const struct route_match *m, const char *name);
 

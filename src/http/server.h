@@ -22,6 +22,7 @@ struct event_base;
 struct evhttp;
 struct config;
 struct route;
+struct route_index;     /* http/router.h */
 struct db;              /* db/db.h: management connection */
 struct shm_region;      /* eval/shm.h: the node's shared memory */
 struct served_snapshot; /* eval/served_snapshot.h */
@@ -44,6 +45,7 @@ struct http_server {
     const struct config *cfg;
     const struct route *routes;
     size_t route_count;
+    struct route_index *route_index;   /* routes by first segment; NULL: walk them all */
     char *openapi_json;                /* serialized on first use; owned by the daemon */
     char *api_doc;                     /* GET /docs/api text (api/apidoc.h); owned by the daemon */
     _Atomic uint64_t *requests_served; /* node-wide counter in shared memory, or NULL */

@@ -5,9 +5,10 @@
  * followed, hidden names and names with other characters are skipped),
  * reads each regular file whole, takes its SHA-256 for the ETag and
  * compresses it with zlib (gzip wrapper, best compression: it happens once
- * per load, not per request). The array is sorted by name for a binary
- * search. Every allocation belongs to the set; a failed load frees what it
- * made. Called by the master at start and on reload.
+ * per load, not per request), and writes the header lines of each form of
+ * its answer (the order and text ui_route.c sent header by header before). The array is sorted by
+ * name for a binary search. Every allocation belongs to the set; a failed load frees what it made.
+ * Called by the master at start and on reload.
  */
 #include "http/ui_files.h"
 
@@ -23,6 +24,10 @@
 #include <zlib.h>
 
 #include "base/token.h"
+
+const char ui_content_security_policy[] =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /* Content types by file name extension; anything else is bytes. */
 static const struct {
@@ -124,6 +129,40 @@ static char *read_all(int fd, size_t size)
     return body;
 }
 
+/* The header lines of an answer with etag, and Content-Encoding: gzip
+ * when gzip; NULL when out of memory. */
+static char *head_lines(const char *etag, bool gzip, size_t *len)
+{
+    static const char format[] = "ETag: %s\r\n"
+                                 "Cache-Control: no-cache\r\n"
+                                 "Vary: Accept-Encoding\r\n"
+                                 "Content-Security-Policy: %s\r\n"
+                                 "X-Content-Type-Options: nosniff\r\n"
+                                 "Referrer-Policy: no-referrer\r\n"
+                                 "%s";
+    const char *encoding = gzip ? "Content-Encoding: gzip\r\n" : "";
+    int n = snprintf(NULL, 0, format, etag, ui_content_security_policy, encoding);
+    char *lines = n > 0 ? malloc((size_t)n + 1) : NULL;
+    if (lines == NULL)
+        return NULL;
+    snprintf(lines, (size_t)n + 1, format, etag, ui_content_security_policy, encoding);
+    *len = (size_t)n;
+    return lines;
+}
+
+/* Writes f's header lines of every form; false when out of memory. */
+static bool write_heads(struct ui_file *f)
+{
+    f->head[UI_HEAD_IDENTITY] = head_lines(f->etag, false, &f->head_len[UI_HEAD_IDENTITY]);
+    f->head[UI_HEAD_GZIP] = head_lines(f->etag_gz, true, &f->head_len[UI_HEAD_GZIP]);
+    f->head[UI_HEAD_GZIP_NOT_MOD] =
+        head_lines(f->etag_gz, false, &f->head_len[UI_HEAD_GZIP_NOT_MOD]);
+    for (int form = 0; form < UI_HEAD_FORMS; form++)
+        if (f->head[form] == NULL)
+            return false;
+    return true;
+}
+
 static int add_file(struct loader *ld, int dirfd, const char *entry, const char *name, size_t size)
 {
     if (ld->ui->count >= UI_FILES_MAX)
@@ -159,6 +198,8 @@ static int add_file(struct loader *ld, int dirfd, const char *entry, const char 
     snprintf(f->etag, sizeof f->etag, "\"%.32s\"", hex);
     snprintf(f->etag_gz, sizeof f->etag_gz, "\"%.32s-gz\"", hex);
     f->gz = gzip_of(body, size, &f->gz_len);
+    if (!write_heads(f))
+        return fail(ld, "ui_dir", name, "out of memory");
     ld->ui->bytes += size;
     ld->ui->gz_bytes += f->gz != NULL ? f->gz_len : size;
     return 0;
@@ -260,6 +301,8 @@ void ui_files_free(struct ui_files *ui)
         free(ui->files[i].name);
         free(ui->files[i].body);
         free(ui->files[i].gz);
+        for (int form = 0; form < UI_HEAD_FORMS; form++)
+            free(ui->files[i].head[form]);
     }
     free(ui->files);
     free(ui);

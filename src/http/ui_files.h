@@ -3,8 +3,11 @@
  *
  * Owns struct ui_files: every regular file below ui_dir (configuration),
  * read when the master starts and on reload, never per request, each with
- * its content type, its strong ETag (a digest of its bytes) and, when that
- * is smaller, its gzip form compressed once here. The set is immutable
+ * its content type, its strong ETag (a digest of its bytes), when that
+ * is smaller its gzip form compressed once here, and the header lines of
+ * each form of its answer (ETag, caching, Vary and the security headers),
+ * written once here so that an answer adds them as one block
+ * (http/head_format.h) instead of one header each. The set is immutable
  * after ui_files_load: the master loads it before forking, so every worker
  * serves the same bytes from the memory it inherited. Only names found by
  * walking ui_dir exist (letters, digits, '.', '-', '_' per segment, no
@@ -23,6 +26,17 @@
 #define UI_DEPTH_MAX 4
 #define UI_ETAG_MAX 48
 
+/* The Content-Security-Policy every dashboard answer carries. */
+extern const char ui_content_security_policy[];
+
+/* The forms of a file's answer, each with its own header lines. */
+enum ui_head_form {
+    UI_HEAD_IDENTITY,     /* the identity bytes, and its 304 */
+    UI_HEAD_GZIP,         /* the gzip bytes: Content-Encoding too */
+    UI_HEAD_GZIP_NOT_MOD, /* the 304 of a client that accepts gzip */
+    UI_HEAD_FORMS
+};
+
 struct ui_file {
     char *name;               /* relative to ui_dir: "index.html", "screens/flags.js" */
     const char *content_type; /* static text */
@@ -32,6 +46,8 @@ struct ui_file {
     size_t gz_len;
     char etag[UI_ETAG_MAX];    /* "\"<hex>\"" of the identity form */
     char etag_gz[UI_ETAG_MAX]; /* "\"<hex>-gz\"" of the gzip form */
+    char *head[UI_HEAD_FORMS]; /* complete header lines of each form */
+    size_t head_len[UI_HEAD_FORMS];
 };
 
 struct ui_files {

@@ -3,9 +3,11 @@
  *
  * Per request: find the name (the path after /ui/, compared as sent, so a
  * percent-encoded or dotted path matches nothing), pick the gzip or the
- * identity form, compare If-None-Match, add the headers and hand the
- * bytes to libevent by reference (http_send_static): no copy, no
- * allocation but libevent's own for the headers. Called by the router.
+ * identity form, compare If-None-Match, attach that form's header lines
+ * (written once per file at load, ui_files.h: one header's cost instead of
+ * seven) and hand the bytes to libevent by reference (http_send_static):
+ * no copy, no allocation but libevent's own for the headers. Called by the
+ * router.
  */
 #include "http/ui_route.h"
 
@@ -15,10 +17,6 @@
 #include "http/http.h"
 #include "http/server.h"
 #include "http/ui_files.h"
-
-const char ui_content_security_policy[] =
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 static void add_security_headers(struct http_request *r)
 {
@@ -108,18 +106,16 @@ void ui_serve(struct http_request *r)
         return;
     }
     bool gz = f->gz != NULL && ui_accepts_gzip(http_header(r, "Accept-Encoding"));
-    const char *etag = gz ? f->etag_gz : f->etag;
-    http_add_header(r, "ETag", etag);
-    http_add_header(r, "Cache-Control", "no-cache");
-    http_add_header(r, "Vary", "Accept-Encoding");
-    add_security_headers(r);
     const char *if_none_match = http_header(r, "If-None-Match");
-    if (if_none_match != NULL &&
-        (ui_etag_matches(if_none_match, f->etag) || ui_etag_matches(if_none_match, f->etag_gz))) {
+    bool not_modified = if_none_match != NULL && (ui_etag_matches(if_none_match, f->etag) ||
+                                                  ui_etag_matches(if_none_match, f->etag_gz));
+    enum ui_head_form form = !gz            ? UI_HEAD_IDENTITY
+                             : not_modified ? UI_HEAD_GZIP_NOT_MOD
+                                            : UI_HEAD_GZIP;
+    http_add_header_block(r, f->head[form], f->head_len[form]);
+    if (not_modified) {
         http_send_not_modified(r);
         return;
     }
-    if (gz)
-        http_add_header(r, "Content-Encoding", "gzip");
     http_send_static(r, 200, f->content_type, gz ? f->gz : f->body, gz ? f->gz_len : f->len);
 }

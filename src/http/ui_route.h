@@ -19,9 +19,6 @@
 
 struct http_request;
 
-/* The Content-Security-Policy every dashboard answer carries. */
-extern const char ui_content_security_policy[];
-
 /* GET / and GET /ui: 302 to /ui/. */
 void ui_redirect(struct http_request *r);
 

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -134,6 +135,60 @@ class ServingTest(DashboardCase):
             self.assertEqual(response.headers["ETag"], plain.headers["ETag"])
         stale = self.server.request("GET", "/ui/app.css", headers={"If-None-Match": '"0000"'})
         self.assertEqual(stale.status, 200)
+
+    def test_heads_of_every_form_in_order_on_one_connection(self):
+        """Each form's header lines (written once per file at load and sent
+        as one block) arrive exactly once, in order, on answers pipelined
+        on one connection, and nothing of the block's carrier shows."""
+        plain = self.server.get("/ui/app.css")
+        zipped = self.server.request("GET", "/ui/app.css", headers={"Accept-Encoding": "gzip"})
+        asks = [("", 200, plain.headers["ETag"], None),
+                ("Accept-Encoding: gzip\r\n", 200, zipped.headers["ETag"], "gzip"),
+                (f"Accept-Encoding: gzip\r\nIf-None-Match: {zipped.headers['ETag']}\r\n", 304,
+                 zipped.headers["ETag"], None),
+                (f"If-None-Match: {plain.headers['ETag']}\r\n", 304, plain.headers["ETag"], None)]
+        data = b"".join(f"GET /ui/app.css HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode()
+                        for extra, _, _, _ in asks)
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            s.sendall(data)
+            received, heads = b"", None
+            while heads is None:
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, f"closed after {received!r}")
+                received += chunk
+                heads = self.split_answers(received, len(asks))
+        expected_order = ["ETag", "Cache-Control", "Vary", "Content-Security-Policy",
+                          "X-Content-Type-Options", "Referrer-Policy"]
+        for (_, status, etag, encoding), lines in zip(asks, heads):
+            self.assertEqual(lines[0].split(" ")[1], str(status), lines)
+            names = [line.split(":", 1)[0] for line in lines[1:]]
+            values = dict(line.split(": ", 1) for line in lines[1:])
+            self.assertEqual(names[:6], expected_order, lines)
+            self.assertEqual(len(names), len(set(names)), lines)
+            self.assertNotIn("X-Ensign-Head-Block", names)
+            self.assertEqual(values["ETag"], etag)
+            self.assertEqual(values["Content-Security-Policy"], CSP)
+            self.assertEqual(values.get("Content-Encoding"), encoding, lines)
+
+    @staticmethod
+    def split_answers(received, count):
+        """The head lines of the first count answers in received, or None
+        while they have not all arrived whole."""
+        heads = []
+        while len(heads) < count:
+            head, sep, rest = received.partition(b"\r\n\r\n")
+            if not sep:
+                return None
+            lines = head.decode().split("\r\n")
+            length = 0
+            for line in lines[1:]:
+                if line.lower().startswith("content-length:"):
+                    length = int(line.split(":", 1)[1])
+            if len(rest) < length:
+                return None
+            heads.append(lines)
+            received = rest[length:]
+        return heads
 
     def test_unknown_files_and_no_way_out(self):
         secret = os.path.join(os.path.dirname(self.ui_dir), "secret.txt")

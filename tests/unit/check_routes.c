@@ -22,6 +22,10 @@
  * each required argument filled in, its REST request matches the very row
  * the tool names (method and pattern), with a body exactly when the row
  * takes one.
+ *
+ * And the route index (http/router.h) answers as router_match does over
+ * the whole table, for every method, on a path made from every row and
+ * on paths no row has.
  */
 #include <check.h>
 #include <stdio.h>
@@ -387,6 +391,65 @@ START_TEST(every_mcp_tool_calls_its_row)
 }
 END_TEST
 
+/* path from pattern: each {name} segment becomes `x` + suffix. */
+static void path_of(const char *pattern, const char *suffix, char *out, size_t room)
+{
+    size_t used = 0;
+    for (const char *p = pattern; *p != '\0' && used + 1 < room;) {
+        if (*p == '{') {
+            const char *end = strchr(p, '}');
+            used += (size_t)snprintf(out + used, room - used, "x%s", suffix);
+            p = end != NULL ? end + 1 : p + strlen(p);
+        } else {
+            out[used++] = *p++;
+        }
+    }
+    out[used < room ? used : room - 1] = '\0';
+}
+
+/* The index's answer for method and path is router_match's. */
+static void same_answer(const struct route_index *index, const struct route *routes, size_t count,
+                        unsigned method, const char *path)
+{
+    struct route_match want, got;
+    enum route_result w = router_match(routes, count, method, path, &want);
+    enum route_result g = route_index_match(index, method, path, &got);
+    ck_assert_msg(w == g, "%s %s: result %d, index %d", router_method_name(method), path, w, g);
+    ck_assert_msg(want.route == got.route, "%s %s: another row", router_method_name(method), path);
+    ck_assert_uint_eq(want.allowed, got.allowed);
+    ck_assert_uint_eq(want.nparams, got.nparams);
+    for (size_t i = 0; i < want.nparams; i++)
+        ck_assert_str_eq(want.params[i].value, got.params[i].value);
+}
+
+START_TEST(route_index_answers_as_the_table)
+{
+    size_t count;
+    const struct route *routes = routes_table(&count);
+    struct route_index *index = route_index_new(routes, count);
+    ck_assert_ptr_nonnull(index);
+    static const unsigned methods[] = {METHOD_GET,     METHOD_HEAD,  METHOD_POST,
+                                       METHOD_PUT,     METHOD_PATCH, METHOD_DELETE,
+                                       METHOD_OPTIONS, METHOD_QUERY, METHOD_OTHER};
+    static const char *const others[] = {
+        "/",   "//",   "",        "ui",           "/ui",       "//ui/app.js", "/ui/",    "/nope",
+        "/v1", "/v1/", "/%75i/x", "/v1/healthz/", "/ofrep/v1", "/x/y/z",      "/orgs//x"};
+    char path[512];
+    for (size_t i = 0; i < count; i++) {
+        for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+            path_of(routes[i].pattern, "", path, sizeof path);
+            same_answer(index, routes, count, methods[m], path);
+            path_of(routes[i].pattern, "%2F/more", path, sizeof path);
+            same_answer(index, routes, count, methods[m], path);
+        }
+    }
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
+        for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++)
+            same_answer(index, routes, count, methods[m], others[k]);
+    route_index_free(index);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("routes");
@@ -395,6 +458,7 @@ int main(void)
     tcase_add_test(tc, every_request_schema_is_enforced);
     tcase_add_test(tc, condition_operators_come_from_the_table);
     tcase_add_test(tc, every_mcp_tool_calls_its_row);
+    tcase_add_test(tc, route_index_answers_as_the_table);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

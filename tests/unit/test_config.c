@@ -132,6 +132,7 @@ static void assert_same_settings(const struct config *a, const struct config *b)
     assert_str_or_null_eq(a->listen_host, b->listen_host);
     ck_assert_int_eq(a->listen_port, b->listen_port);
     ck_assert_str_eq(a->database, b->database);
+    ck_assert_str_eq(a->database_replica, b->database_replica);
     ck_assert_int_eq(a->workers, b->workers);
     ck_assert_str_eq(a->state_dir, b->state_dir);
     ck_assert_int_eq(a->refresh_interval_ms, b->refresh_interval_ms);
@@ -166,6 +167,7 @@ START_TEST(test_table_order_and_flags)
     } expected[] = {
         {"listen", "127.0.0.1:8080", true},
         {"database", "dbname=ensign", true},
+        {"database_replica", "", true},
         {"workers", "auto", true},
         {"state_dir", LOCALSTATEDIR "/lib/ensign", false},
         {"refresh_interval_ms", "1000", true},
@@ -269,6 +271,7 @@ START_TEST(test_defaults)
     ck_assert_str_eq(cfg.listen_host, "127.0.0.1");
     ck_assert_int_eq(cfg.listen_port, 8080);
     ck_assert_str_eq(cfg.database, "dbname=ensign");
+    ck_assert_str_eq(cfg.database_replica, "");
     ck_assert_int_eq(cfg.workers, expected_workers());
     ck_assert_str_eq(cfg.state_dir, LOCALSTATEDIR "/lib/ensign");
     ck_assert_int_eq(cfg.refresh_interval_ms, 1000);
@@ -459,6 +462,7 @@ END_TEST
 static const char *const changed_values[] = {
     "listen = 0.0.0.0:9090",
     "database = \"host=db dbname=flags\"",
+    "database_replica = \"host=replica dbname=flags\"",
     "workers = 3",
     "state_dir = /srv/ensign",
     "refresh_interval_ms = 50",
@@ -556,6 +560,7 @@ START_TEST(test_reload_keeps_restart_only_keys)
     ck_assert_str_eq(fresh.listen_host, "0.0.0.0");
     ck_assert_int_eq(fresh.listen_port, 9090);
     ck_assert_str_eq(fresh.database, "host=db dbname=flags");
+    ck_assert_str_eq(fresh.database_replica, "host=replica dbname=flags");
     ck_assert_int_eq(fresh.workers, 3);
     ck_assert_int_eq(fresh.refresh_interval_ms, 50);
     ck_assert_int_eq(fresh.max_body_bytes, 2048);

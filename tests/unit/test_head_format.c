@@ -20,6 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
 #include "http/head_format.h"
 #include "suites.h"
 
@@ -107,6 +110,34 @@ START_TEST(other_formats_go_to_libevent)
 }
 END_TEST
 
+/* The attached block goes out in place of its header's line, once; the
+ * other lines as they are. Headers are written as evhttp writes them. */
+START_TEST(an_attached_block_stands_for_its_header_once)
+{
+    static const char block[] = "ETag: \"1\"\r\nVary: Accept-Encoding\r\n";
+    struct evkeyvalq headers;
+    headers.tqh_first = NULL; /* TAILQ_INIT, which libevent does not export */
+    headers.tqh_last = &headers.tqh_first;
+    evhttp_add_header(&headers, "Content-Type", "text/css");
+    ck_assert_int_eq(head_format_attach_block(&headers, block, strlen(block)), 0);
+    evhttp_add_header(&headers, "Date", "now");
+    struct evbuffer *buf = evbuffer_new();
+    for (int pass = 0; pass < 2; pass++)
+        for (struct evkeyval *h = headers.tqh_first; h != NULL; h = h->next.tqe_next)
+            evbuffer_add_printf(buf, "%s: %s\r\n", h->key, h->value);
+    static const char want[] = "Content-Type: text/css\r\n"
+                               "ETag: \"1\"\r\nVary: Accept-Encoding\r\n"
+                               "Date: now\r\n"
+                               "Content-Type: text/css\r\n" /* the second pass: consumed */
+                               "Date: now\r\n";
+    size_t len = evbuffer_get_length(buf);
+    ck_assert_uint_eq(len, strlen(want));
+    ck_assert_mem_eq(evbuffer_pullup(buf, -1), want, len);
+    evbuffer_free(buf);
+    evhttp_clear_headers(&headers);
+}
+END_TEST
+
 START_TEST(date_of_now_as_libevent_formats_it)
 {
     date_fn libevent_date = (date_fn)dlsym(RTLD_NEXT, "evutil_date_rfc1123");
@@ -156,6 +187,7 @@ Suite *suite_head_format(void)
     tcase_add_test(tc, header_lines_as_printf_writes_them);
     tcase_add_test(tc, status_lines_as_printf_writes_them);
     tcase_add_test(tc, other_formats_go_to_libevent);
+    tcase_add_test(tc, an_attached_block_stands_for_its_header_once);
     tcase_add_test(tc, date_of_now_as_libevent_formats_it);
     tcase_add_test(tc, date_of_a_given_time_is_libevent_s);
     suite_add_tcase(s, tc);

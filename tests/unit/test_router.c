@@ -1,7 +1,8 @@
 /*
  * test_router.c - Check suite for router.c: literal and parameter matches,
  * percent-decoding, slashes, 404, 405 with the allowed set, HEAD on GET
- * routes, parameter bounds and the Allow header text.
+ * routes, parameter bounds and the Allow header text; the route index
+ * answers as the table does.
  */
 #include <stdio.h>
 #include <string.h>
@@ -336,6 +337,45 @@ START_TEST(method_names)
 }
 END_TEST
 
+#define ROW(m, pattern)                                                                            \
+    {                                                                                              \
+        m, pattern, NULL, pattern, ROUTE_AUTH_NONE, NULL, NULL, 0, {0}, NULL, NULL                 \
+    }
+
+/* Rows that begin with a parameter keep their place among the literal rows
+ * of every first segment, and serve first segments no literal row has. */
+START_TEST(route_index_keeps_table_order_with_parameter_rows)
+{
+    static const struct route mixed[] = {
+        ROW(METHOD_GET, "/{any}/x"), ROW(METHOD_GET, "/a/x"),    ROW(METHOD_POST, "/a/{p}"),
+        ROW(METHOD_PUT, "/{any}/y"), ROW(METHOD_GET, "/b"),      ROW(METHOD_GET, "/"),
+        ROW(METHOD_GET, "relative"), ROW(METHOD_DELETE, "/a/x"),
+    };
+    size_t count = sizeof mixed / sizeof mixed[0];
+    struct route_index *index = route_index_new(mixed, count);
+    ck_assert_ptr_nonnull(index);
+    static const char *const paths[] = {"/a/x",  "/a/y", "/c/x", "/c/y",     "/b", "/",
+                                        "//a/x", "/a/z", "/b/x", "relative", "",   "/a"};
+    static const unsigned methods[] = {METHOD_GET, METHOD_HEAD,   METHOD_POST,
+                                       METHOD_PUT, METHOD_DELETE, METHOD_OTHER};
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
+        for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+            struct route_match want, got;
+            enum route_result w = router_match(mixed, count, methods[m], paths[k], &want);
+            ck_assert_int_eq(route_index_match(index, methods[m], paths[k], &got), w);
+            ck_assert_ptr_eq(got.route, want.route);
+            ck_assert_uint_eq(got.allowed, want.allowed);
+            ck_assert_uint_eq(got.nparams, want.nparams);
+        }
+    struct route_match m;
+    ck_assert_int_eq(route_index_match(index, METHOD_GET, "/a/x", &m), ROUTE_FOUND);
+    ck_assert_ptr_eq(m.route, &mixed[0]); /* the parameter row comes first in the table */
+    ck_assert_int_eq(route_index_match(index, METHOD_DELETE, "/a/x", &m), ROUTE_FOUND);
+    ck_assert_ptr_eq(m.route, &mixed[7]);
+    route_index_free(index);
+}
+END_TEST
+
 Suite *suite_router(void)
 {
     Suite *s = suite_create("router");
@@ -357,6 +397,7 @@ Suite *suite_router(void)
     tcase_add_test(tc, param_too_long_does_not_match);
     tcase_add_test(tc, params_share_the_buffer);
     tcase_add_test(tc, too_many_params_do_not_match);
+    tcase_add_test(tc, route_index_keeps_table_order_with_parameter_rows);
     suite_add_tcase(s, tc);
     TCase *tc_text = tcase_create("text");
     tcase_add_test(tc_text, allow_header_text);

@@ -541,6 +541,26 @@ START_TEST(part_names_and_holds)
 }
 END_TEST
 
+/* What a refresher reading a lagging replica must not replace. */
+START_TEST(a_part_is_newer_only_than_an_older_generation)
+{
+    struct snapshot_parts parts;
+    snapshot_parts_init(&parts, "/nonexistent");
+    ck_assert(!snapshot_parts_newer(&parts, ORG1, 1)); /* no part yet: anything goes */
+    const char *orgs[] = {ORG1, ORG2};
+    const uint64_t gens[] = {42, 7};
+    snapshot_parts_published(&parts, files(2, orgs, gens), 2, false);
+    ck_assert(snapshot_parts_newer(&parts, ORG1, 41));
+    ck_assert(snapshot_parts_newer(&parts, ORG1, 0));
+    ck_assert(!snapshot_parts_newer(&parts, ORG1, 42));
+    ck_assert(!snapshot_parts_newer(&parts, ORG1, 43));
+    ck_assert(snapshot_parts_newer(&parts, ORG2, 6));
+    ck_assert(!snapshot_parts_newer(&parts, ORG2, 7));
+    ck_assert(!snapshot_parts_newer(&parts, "30000000-0000-0000-0000-000000000003", 1));
+    snapshot_parts_free(&parts);
+}
+END_TEST
+
 START_TEST(superseded_parts_are_deleted_one_publication_later)
 {
     make_dir();
@@ -596,6 +616,7 @@ Suite *suite_snapshot_parts(void)
     tcase_add_test(tc, catalog_loads_an_index_and_fills_the_next);
     tcase_add_test(tc, catalog_leaves_out_a_refused_part);
     tcase_add_test(tc, part_names_and_holds);
+    tcase_add_test(tc, a_part_is_newer_only_than_an_older_generation);
     tcase_add_test(tc, superseded_parts_are_deleted_one_publication_later);
     suite_add_tcase(s, tc);
     return s;

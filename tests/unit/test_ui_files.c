@@ -158,6 +158,34 @@ START_TEST(test_csp_is_the_contract)
 }
 END_TEST
 
+/* Each form's header lines: the ETag of its bytes, the caching and
+ * security headers, Content-Encoding only on the gzip bytes. */
+START_TEST(test_head_lines_of_each_form)
+{
+    make_tree();
+    char err[256];
+    struct ui_files *ui = ui_files_load(root, err, sizeof err);
+    ck_assert_msg(ui != NULL, "%s", err);
+    for (size_t i = 0; i < ui->count; i++) {
+        const struct ui_file *f = &ui->files[i];
+        const char *etags[UI_HEAD_FORMS] = {f->etag, f->etag_gz, f->etag_gz};
+        for (int form = 0; form < UI_HEAD_FORMS; form++) {
+            char want[1024];
+            snprintf(want, sizeof want,
+                     "ETag: %s\r\nCache-Control: no-cache\r\nVary: Accept-Encoding\r\n"
+                     "Content-Security-Policy: %s\r\nX-Content-Type-Options: nosniff\r\n"
+                     "Referrer-Policy: no-referrer\r\n%s",
+                     etags[form], ui_content_security_policy,
+                     form == UI_HEAD_GZIP ? "Content-Encoding: gzip\r\n" : "");
+            ck_assert_uint_eq(f->head_len[form], strlen(want));
+            ck_assert_mem_eq(f->head[form], want, strlen(want));
+        }
+    }
+    ui_files_free(ui);
+    remove_tree();
+}
+END_TEST
+
 Suite *suite_ui_files(void)
 {
     Suite *s = suite_create("ui_files");
@@ -167,6 +195,7 @@ Suite *suite_ui_files(void)
     tcase_add_test(tc, test_accepts_gzip);
     tcase_add_test(tc, test_etag_matches);
     tcase_add_test(tc, test_csp_is_the_contract);
+    tcase_add_test(tc, test_head_lines_of_each_form);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -534,6 +534,161 @@ START_TEST(batch_without_unknown_table_forgets_them)
 }
 END_TEST
 
+/* A snapshot of n flags "f-<i>" (variants on/off, ids ending in i) in one
+ * environment, for the batch's growth. */
+static void open_many_flags(unsigned n, struct snapshot *out)
+{
+    char dir[] = "/tmp/test_usage.XXXXXX", path[64], err[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/snapshot.bin", dir);
+    struct snapshot_builder *b = snapshot_builder_new(7);
+    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV_P, "org", "production"), 0);
+    struct snapshot_variant_input variants[] = {{"on", "true"}, {"off", "false"}};
+    for (unsigned i = 0; i < n; i++) {
+        char id[40], key[16];
+        snprintf(id, sizeof id, "0f1e2d3c-4b5a-6978-8796-%012u", i);
+        snprintf(key, sizeof key, "f-%u", i);
+        struct snapshot_flag_input flag = {.env_id = ENV_P,
+                                           .flag_id = id,
+                                           .flag_key = key,
+                                           .type = "boolean",
+                                           .enabled = true,
+                                           .off_variant_key = "off",
+                                           .default_serve_json = "{\"variant\":\"on\"}",
+                                           .variants = variants,
+                                           .variant_count = 2};
+        ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), 0);
+    }
+    ck_assert_int_eq(snapshot_builder_write(b, path, err, sizeof err), 0);
+    snapshot_builder_free(b);
+    ck_assert_int_eq(snapshot_open(path, out, err, sizeof err), 0);
+    ck_assert_uint_eq(out->counts[SNAPSHOT_SEC_FLAGS], n);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Counts one evaluation of every flag of s (variant: first + which). */
+static void count_every_flag(struct usage_batch *b, struct usage_table *t, const struct snapshot *s,
+                             uint32_t which, int64_t now)
+{
+    for (uint32_t f = 0; f < s->counts[SNAPSHOT_SEC_FLAGS]; f++)
+        usage_batch_count(b, t, s, f, s->flags[f].variant_first + which, now);
+}
+
+struct drained_sum {
+    size_t entries;
+    uint64_t total;
+    uint64_t max_count;
+};
+
+static void sum_entry(const struct usage_entry *e, void *arg)
+{
+    struct drained_sum *d = arg;
+    d->entries++;
+    d->total += e->count;
+    if (e->count > d->max_count)
+        d->max_count = e->count;
+}
+
+/* Repeated bulk evaluations of a 5,000-flag environment stay in the batch
+ * (it grows) until the flush: one entry per flag, its count the number of
+ * evaluations, nothing in the shared table before. */
+START_TEST(batch_grows_to_hold_a_large_environment)
+{
+    struct usage_table *t = new_table(16384);
+    struct snapshot s;
+    open_many_flags(5000, &s);
+    struct usage_batch *b = usage_batch_new();
+    ck_assert_uint_eq(usage_batch_capacity(b), 512);
+    for (int round = 0; round < 3; round++)
+        count_every_flag(b, t, &s, 0, NOW);
+    ck_assert_uint_ge(usage_batch_capacity(b), 5000);
+    struct drained_sum before = {0};
+    ck_assert_uint_eq(usage_drain(t, NOW, sum_entry, &before), 0); /* no flush on its own */
+    usage_batch_flush(b, t);
+    struct drained_sum after = {0};
+    usage_drain(t, NOW, sum_entry, &after);
+    ck_assert_uint_eq(after.entries, 5000);
+    ck_assert_uint_eq(after.total, 15000);
+    ck_assert_uint_eq(after.max_count, 3);
+    ck_assert_uint_eq(usage_dropped(t), 0);
+    /* the grown batch is reused after a flush, and keeps counting right */
+    size_t grown = usage_batch_capacity(b);
+    count_every_flag(b, t, &s, 1, NOW);
+    usage_batch_flush(b, t);
+    ck_assert_uint_eq(usage_batch_capacity(b), grown);
+    struct drained_sum again = {0};
+    usage_drain(t, NOW, sum_entry, &again);
+    ck_assert_uint_eq(again.entries, 5000);
+    ck_assert_uint_eq(again.total, 5000);
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(t);
+}
+END_TEST
+
+/* At its bound the batch stops growing and flushes on its own, losing no
+ * count: 70,000 distinct pairs are more than it may hold. */
+START_TEST(batch_flushes_itself_at_its_bound)
+{
+    struct usage_table *t = new_table(262144);
+    struct snapshot s;
+    open_many_flags(35000, &s);
+    struct usage_batch *b = usage_batch_new();
+    count_every_flag(b, t, &s, 0, NOW);
+    count_every_flag(b, t, &s, 1, NOW);
+    size_t bound = usage_batch_capacity(b);
+    ck_assert_uint_lt(bound, 70000);
+    ck_assert_uint_ge(bound, 32768);
+    struct drained_sum early = {0};
+    usage_drain(t, NOW, sum_entry, &early);
+    ck_assert_uint_gt(early.entries, 0); /* flushed before the explicit flush */
+    usage_batch_flush(b, t);
+    struct drained_sum rest = {0};
+    usage_drain(t, NOW, sum_entry, &rest);
+    ck_assert_uint_eq(early.total + rest.total, 70000);
+    ck_assert_uint_eq(usage_dropped(t), 0);
+    /* and never grows past it */
+    count_every_flag(b, t, &s, 0, NOW);
+    count_every_flag(b, t, &s, 1, NOW);
+    ck_assert_uint_eq(usage_batch_capacity(b), bound);
+    usage_batch_flush(b, t);
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(t);
+}
+END_TEST
+
+/* The timer hands a small batch over at every tick, a batch of more than
+ * USAGE_BATCH_TICK_ENTRIES entries one tick later per such many. */
+START_TEST(batch_tick_waits_longer_for_a_large_batch)
+{
+    struct usage_table *t = new_table(16384);
+    struct snapshot s;
+    open_many_flags(5000, &s);
+    struct usage_batch *b = usage_batch_new();
+    ck_assert(!usage_batch_tick(b, t)); /* nothing pending */
+    usage_batch_count(b, t, &s, 0, s.flags[0].variant_first, NOW);
+    ck_assert(usage_batch_tick(b, t));
+    struct drained_sum small = {0};
+    usage_drain(t, NOW, sum_entry, &small);
+    ck_assert_uint_eq(small.total, 1);
+
+    count_every_flag(b, t, &s, 0, NOW); /* 5,000 entries: two ticks */
+    ck_assert(!usage_batch_tick(b, t));
+    struct drained_sum waiting = {0};
+    ck_assert_uint_eq(usage_drain(t, NOW, sum_entry, &waiting), 0);
+    ck_assert(usage_batch_tick(b, t));
+    struct drained_sum large = {0};
+    usage_drain(t, NOW, sum_entry, &large);
+    ck_assert_uint_eq(large.total, 5000);
+    ck_assert(!usage_batch_tick(b, t)); /* empty again */
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(t);
+}
+END_TEST
+
 Suite *suite_usage(void)
 {
     Suite *s = suite_create("usage");
@@ -552,6 +707,9 @@ Suite *suite_usage(void)
     tcase_add_test(batch, batch_counts_reach_the_table_on_flush);
     tcase_add_test(batch, batch_flushes_itself_when_the_hour_changes);
     tcase_add_test(batch, batch_counts_flags_of_several_parts_apart);
+    tcase_add_test(batch, batch_grows_to_hold_a_large_environment);
+    tcase_add_test(batch, batch_flushes_itself_at_its_bound);
+    tcase_add_test(batch, batch_tick_waits_longer_for_a_large_batch);
     tcase_add_test(batch, batch_unknown_keys_reach_their_table_on_flush);
     tcase_add_test(batch, batch_flushes_itself_when_half_full_of_unknown_keys);
     tcase_add_test(batch, batch_without_unknown_table_forgets_them);
