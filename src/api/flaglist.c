@@ -78,12 +78,21 @@
 /*
  * The page (pagination.h's $1 route, $2 scope, $3 q, $4 cursor, $5 limit
  * + 1; then $6 org id, $7 stale_after_days as an interval, $8 the
- * horizon). The keyset is the key: the cursor carries the
- * last key shown, the first page starts after ''. The last column is the
- * next page's cursor on the limit-th row (NULL on the others).
+ * horizon). The keyset is the key: the cursor carries the last key shown,
+ * the first page starts after ''. CTE pg picks the page's flags (ids in
+ * key order, at most limit + 1, through an index); only those are then
+ * joined to their names, usage and environments, so a search that matches
+ * 100,000 flags joins 1,001 of them. The last column is the next page's
+ * cursor on the limit-th row (NULL on the others).
  */
+#define FLAGLIST_PAGE(which, search, stale)                                                        \
+    PAGE_WITH_CURSOR("''") ","                                                                     \
+    " pg AS MATERIALIZED (SELECT f.id FROM flags f"                                                \
+    "   LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id"                                       \
+    "  WHERE f.org_id = $6::uuid AND f.key > " PAGE_KEY(1) which search stale                      \
+    "  ORDER BY f.key LIMIT $5::int)"
+
 #define FLAGLIST_SELECT                                                                            \
-    PAGE_WITH_CURSOR("''")                                                                         \
     " SELECT f.id, f.key, f.name, f.tags_json, f.type,"                                            \
     "       f.production_value,"                                                                   \
     "       f.created_at, f.permanent, f.updated_at,"                                              \
@@ -102,34 +111,36 @@
     "         WHERE fe.flag_id = f.id AND fe.enabled),"                                            \
     "       CASE WHEN row_number() OVER (ORDER BY f.key) = $5::int - 1"                            \
     "            THEN ensign_cursor_make($1, $2, $3, ARRAY[f.key]) END"                            \
-    "  FROM flags f"                                                                               \
+    "  FROM pg JOIN flags f ON f.id = pg.id"                                                       \
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"                                         \
     "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "                                        \
     USAGE_SQL                                                                                      \
-    " WHERE f.org_id = $6::uuid AND f.key > " PAGE_KEY(1)
+    " ORDER BY f.key"
 
 /* Which flags: the active or the archived ones, in the text itself so that
  * the archived list uses its partial index (sql/0019). */
 #define ACTIVE " AND f.archived_at IS NULL"
 #define ARCHIVED " AND f.archived_at IS NOT NULL"
 
-/* q in the key, the name or one tag; with three characters or more
- * through the trigram index of sql/0019 first. */
+/* q in the key, the name or one tag (each tested on its own: MATCH_EACH),
+ * first as one text: with three characters or more the text of the
+ * trigram index of sql/0019; a shorter q has no trigram and tests a text
+ * the index does not hold, so that no plan reads the whole index for it. */
 #define PATTERN "ensign_search_pattern($3)"
 #define MATCH_EACH                                                                                 \
     " AND (lower(f.key) LIKE " PATTERN " OR lower(f.name) LIKE " PATTERN                           \
     "      OR EXISTS (SELECT FROM unnest(f.tags) AS t(tag) WHERE lower(t.tag) LIKE " PATTERN "))"
 #define NO_SEARCH ""
-#define SHORT_SEARCH MATCH_EACH
+#define SHORT_SEARCH                                                                               \
+    " AND (f.key || E'\\n' || f.name || E'\\n' || array_to_string(f.tags, E'\\n')) ILIKE "         \
+    PATTERN MATCH_EACH
 #define INDEXED_SEARCH                                                                             \
     " AND ensign_flag_search_text(f.key, f.name, f.tags) LIKE " PATTERN MATCH_EACH
 
 #define ALL ""
 #define STALE_ONLY " AND " STALE_REASON " IS NOT NULL"
 
-#define PAGE_END " ORDER BY f.key LIMIT $5::int"
-
-#define FLAGLIST(which, search, stale) FLAGLIST_SELECT which search stale PAGE_END
+#define FLAGLIST(which, search, stale) FLAGLIST_PAGE(which, search, stale) FLAGLIST_SELECT
 
 /* [archived][search][stale], each text a prepared statement of its own
  * (db.c), so that each keeps the plan its conditions ask for. */
