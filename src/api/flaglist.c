@@ -79,18 +79,42 @@
  * The page (pagination.h's $1 route, $2 scope, $3 q, $4 cursor, $5 limit
  * + 1; then $6 org id, $7 stale_after_days as an interval, $8 the
  * horizon). The keyset is the key: the cursor carries the last key shown,
- * the first page starts after ''. CTE pg picks the page's flags (ids in
- * key order, at most limit + 1, through an index); only those are then
- * joined to their names, usage and environments, so a search that matches
+ * the first page starts after ''. CTE pg picks the page's flags (in key
+ * order, at most limit + 1, through an index); only those are then joined
+ * to their names, usage and environments, so a search that matches
  * 100,000 flags joins 1,001 of them. The last column is the next page's
  * cursor on the limit-th row (NULL on the others).
  */
+#define FLAGS_AFTER_CURSOR                                                                         \
+    " FROM flags f LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id"                            \
+    " WHERE f.org_id = $6::uuid AND f.key > " PAGE_KEY(1)
+
 #define FLAGLIST_PAGE(which, search, stale)                                                        \
     PAGE_WITH_CURSOR("''") ","                                                                     \
-    " pg AS MATERIALIZED (SELECT f.id FROM flags f"                                                \
-    "   LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id"                                       \
-    "  WHERE f.org_id = $6::uuid AND f.key > " PAGE_KEY(1) which search stale                      \
+    " pg AS MATERIALIZED (SELECT f.*" FLAGS_AFTER_CURSOR which search stale                        \
     "  ORDER BY f.key LIMIT $5::int)"
+
+/*
+ * A q of three characters or more: the walk in key order reads at most
+ * SEARCH_WALK flags after the cursor (a q that many flags match fills its
+ * page there); when the page is not full and the walk did not reach the
+ * organization's last flag, the trigram index finds the matches past the
+ * walk's last key (a q few flags match), and the page is the first
+ * limit + 1 of both. Either way the work is bounded by the walk or by the
+ * matches, whatever plan PostgreSQL keeps for the prepared statement.
+ */
+#define SEARCH_WALK "5000"
+#define FLAGLIST_SEARCH_PAGE(which, stale)                                                         \
+    PAGE_WITH_CURSOR("''") ","                                                                     \
+    " w AS MATERIALIZED (SELECT f.id, f.key, (true " SEARCH_TEXT MATCH_EACH ") AS hit"\
+    FLAGS_AFTER_CURSOR which stale " ORDER BY f.key LIMIT " SEARCH_WALK "),"                       \
+    " wh AS MATERIALIZED (SELECT w.id, w.key FROM w WHERE w.hit ORDER BY w.key LIMIT $5::int),"     \
+    " g AS MATERIALIZED (SELECT f.id, f.key" FLAGS_AFTER_CURSOR which stale                        \
+    "   AND (SELECT count(*) FROM wh) < $5::int"                                                   \
+    "   AND (SELECT count(*) FROM w) = " SEARCH_WALK                                               \
+    "   AND f.key > (SELECT max(w.key) FROM w)" INDEXED_SEARCH "),"                                \
+    " pg AS MATERIALIZED (SELECT f.* FROM flags f JOIN (SELECT id, key FROM wh UNION ALL"          \
+    "   SELECT id, key FROM g ORDER BY key LIMIT $5::int) AS u ON u.id = f.id)"
 
 #define FLAGLIST_SELECT                                                                            \
     " SELECT f.id, f.key, f.name, f.tags_json, f.type,"                                            \
@@ -111,7 +135,7 @@
     "         WHERE fe.flag_id = f.id AND fe.enabled),"                                            \
     "       CASE WHEN row_number() OVER (ORDER BY f.key) = $5::int - 1"                            \
     "            THEN ensign_cursor_make($1, $2, $3, ARRAY[f.key]) END"                            \
-    "  FROM pg JOIN flags f ON f.id = pg.id"                                                       \
+    "  FROM pg AS f"                                                                               \
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"                                         \
     "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "                                        \
     USAGE_SQL                                                                                      \
@@ -123,34 +147,36 @@
 #define ARCHIVED " AND f.archived_at IS NOT NULL"
 
 /* q in the key, the name or one tag (each tested on its own: MATCH_EACH),
- * first as one text: with three characters or more the text of the
- * trigram index of sql/0019; a shorter q has no trigram and tests a text
- * the index does not hold, so that no plan reads the whole index for it. */
+ * first as one text (SEARCH_TEXT): the text of the trigram index of
+ * sql/0019 for a q of three characters or more (INDEXED_SEARCH); a
+ * shorter q has no trigram and tests a text the index does not hold, so
+ * that no plan reads the whole index for it (SHORT_SEARCH). */
 #define PATTERN "ensign_search_pattern($3)"
 #define MATCH_EACH                                                                                 \
     " AND (lower(f.key) LIKE " PATTERN " OR lower(f.name) LIKE " PATTERN                           \
     "      OR EXISTS (SELECT FROM unnest(f.tags) AS t(tag) WHERE lower(t.tag) LIKE " PATTERN "))"
+#define SEARCH_TEXT " AND ensign_flag_search_text(f.key, f.name, f.tags) LIKE " PATTERN
 #define NO_SEARCH ""
 #define SHORT_SEARCH                                                                               \
     " AND (f.key || E'\\n' || f.name || E'\\n' || array_to_string(f.tags, E'\\n')) ILIKE "         \
     PATTERN MATCH_EACH
-#define INDEXED_SEARCH                                                                             \
-    " AND ensign_flag_search_text(f.key, f.name, f.tags) LIKE " PATTERN MATCH_EACH
+#define INDEXED_SEARCH SEARCH_TEXT MATCH_EACH
 
 #define ALL ""
 #define STALE_ONLY " AND " STALE_REASON " IS NOT NULL"
 
 #define FLAGLIST(which, search, stale) FLAGLIST_PAGE(which, search, stale) FLAGLIST_SELECT
+#define FLAGLIST_SEARCH(which, stale) FLAGLIST_SEARCH_PAGE(which, stale) FLAGLIST_SELECT
 
 /* [archived][search][stale], each text a prepared statement of its own
  * (db.c), so that each keeps the plan its conditions ask for. */
 static const char *const statements[2][3][2] = {
     {{FLAGLIST(ACTIVE, NO_SEARCH, ALL), FLAGLIST(ACTIVE, NO_SEARCH, STALE_ONLY)},
      {FLAGLIST(ACTIVE, SHORT_SEARCH, ALL), FLAGLIST(ACTIVE, SHORT_SEARCH, STALE_ONLY)},
-     {FLAGLIST(ACTIVE, INDEXED_SEARCH, ALL), FLAGLIST(ACTIVE, INDEXED_SEARCH, STALE_ONLY)}},
+     {FLAGLIST_SEARCH(ACTIVE, ALL), FLAGLIST_SEARCH(ACTIVE, STALE_ONLY)}},
     {{FLAGLIST(ARCHIVED, NO_SEARCH, ALL), FLAGLIST(ARCHIVED, NO_SEARCH, STALE_ONLY)},
      {FLAGLIST(ARCHIVED, SHORT_SEARCH, ALL), FLAGLIST(ARCHIVED, SHORT_SEARCH, STALE_ONLY)},
-     {FLAGLIST(ARCHIVED, INDEXED_SEARCH, ALL), FLAGLIST(ARCHIVED, INDEXED_SEARCH, STALE_ONLY)}},
+     {FLAGLIST_SEARCH(ARCHIVED, ALL), FLAGLIST_SEARCH(ARCHIVED, STALE_ONLY)}},
 };
 
 /* clang-format on */

@@ -237,5 +237,39 @@ class FlagPagesTest(FlagPagesTestCase):
         self.assertEqual(keys, [f"f-{i}" for i in range(2400, 2500) if i % 3 == 0])
 
 
+class FlagSearchPastTheWalkTest(FlagPagesTestCase):
+    """12,000 flags: a q of three characters or more walks 5,000 flags after
+    the cursor, then asks the trigram index for the matches past them
+    (flaglist.c); both halves, and their seam, give every match once."""
+
+    @classmethod
+    def prepare(cls):
+        super().prepare()
+        cls.database.query(
+            "INSERT INTO flags (org_id, key, name, type, tags)"
+            " SELECT o.id, 'w-' || lpad(i::text, 5, '0'), 'Walked ' || i, 'boolean',"
+            " CASE WHEN i % 1000 = 0 THEN ARRAY['rare-tag'] ELSE '{}' END"
+            " FROM orgs o, generate_series(0, 11999) AS i WHERE o.slug = 'acme'")
+        cls.database.query(flags_sql("globex", 0, 50))
+        cls.database.query("UPDATE flags SET tags = '{rare-tag}' WHERE key = 'f-0001'")
+
+    def test_rare_matches_past_the_walk(self):
+        expected = [f"w-{i:05d}" for i in range(0, 12000, 1000)]
+        for limit in (7, 5, 1, 1000):
+            with self.subTest(limit=limit):
+                keys, pages = self.walk(f"/acme/flags?q=rare-tag&limit={limit}")
+                self.assertEqual(keys, expected)
+        self.assertEqual(self.page("/acme/flags?q=Walked%2011999")[0], ["w-11999"])
+        self.assertEqual(self.page("/acme/flags?q=walked%205001")[0], ["w-05001"])
+        self.assertEqual(self.page("/acme/flags?q=walked%2011999&archived=true")[0], [])
+
+    def test_common_matches_fill_the_walk(self):
+        keys, pages = self.walk("/acme/flags?q=walked&limit=1000")
+        self.assertEqual((len(keys), pages), (12000, 12))
+        self.assertEqual(keys, sorted(keys))
+        keys, _ = self.walk("/acme/flags?q=" + urllib.parse.quote("walked 1") + "&limit=300")
+        self.assertEqual(keys, sorted(f"w-{i:05d}" for i in range(12000) if str(i).startswith("1")))
+
+
 if __name__ == "__main__":
     unittest.main()
