@@ -96,14 +96,18 @@
 
 /*
  * A q of three characters or more: the walk in key order reads at most
- * SEARCH_WALK flags after the cursor (a q that many flags match fills its
- * page there); when the page is not full and the walk did not reach the
- * organization's last flag, the trigram index finds the matches past the
- * walk's last key (a q few flags match), and the page is the first
- * limit + 1 of both. Either way the work is bounded by the walk or by the
- * matches, whatever plan PostgreSQL keeps for the prepared statement.
+ * SEARCH_WALK flags after the cursor (five pages' worth, at least 1,000: a
+ * q that many flags match fills its page there); when the page is not
+ * full and the walk did not reach the organization's last flag, the
+ * trigram index finds the matches past the walk's last key (a q few flags
+ * match), and the page is the first limit + 1 of both. Either way the work
+ * is bounded by the walk or by the matches. SEARCH_WALK is an expression
+ * of $5, not a constant, on purpose: the plan PostgreSQL keeps for the
+ * prepared statement (generic: it assumes an organization of average size)
+ * then still walks the key index in order rather than reading every flag
+ * of the organization to sort them.
  */
-#define SEARCH_WALK "5000"
+#define SEARCH_WALK "greatest($5::int * 5, 1000)"
 #define FLAGLIST_SEARCH_PAGE(which, stale)                                                         \
     PAGE_WITH_CURSOR("''") ","                                                                     \
     " w AS MATERIALIZED (SELECT f.id, f.key, (true " SEARCH_TEXT MATCH_EACH ") AS hit"\
