@@ -17,6 +17,14 @@
  * and are written as ensign_iso() writes them (jsonout.h, pgtime.h):
  * to_char in 4,000 rows was a third of the statement's execution.
  *
+ * Pages (doc/choices.md "The flag list pages"): every statement is a
+ * keyset page on the key (the cursor of pagination.h holds the last key
+ * shown) of at most limit + 1 rows; the body holds the first limit, so an
+ * organization of at most limit flags answers the body it always did. One
+ * statement text per kind of request (active or archived, q none, short
+ * or indexed, stale or not): each is prepared once per session and keeps
+ * the plan its own conditions ask for.
+ *
  * Called by flags.c (flags_list).
  */
 #include "api/flaglist.h"
@@ -28,6 +36,8 @@
 #include <string.h>
 
 #include "mgmt/jsonout.h"
+#include "mgmt/pagination.h"
+#include "mgmt/validate.h"
 
 /* clang-format off */
 
@@ -58,15 +68,60 @@
  * per row and use, now() - interval was most of what stale added (0.2 ms
  * of 0.3 ms for 1,000 flags). */
 #define STALE_ARGUMENTS                                                                            \
-    "f.permanent, f.created_at, ut.last_seen_at, f.rolled_out_since, $4::timestamptz"
+    "f.permanent, f.created_at, ut.last_seen_at, f.rolled_out_since, $8::timestamptz"
 #define STALE_REASON "ensign_stale_reason(" STALE_ARGUMENTS ")"
 
 #define USAGE_SQL                                                                                  \
     "LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id "                                         \
     "LEFT JOIN flag_usage_series s ON s.flag_id = f.id AND ut.flag_id IS NOT NULL "
 
+/*
+ * The page (pagination.h's $1 route, $2 scope, $3 q, $4 cursor, $5 limit
+ * + 1; then $6 org id, $7 stale_after_days as an interval, $8 the
+ * horizon). The keyset is the key: the cursor carries the last key shown,
+ * the first page starts after ''. CTE pg picks the page's flags (in key
+ * order, at most limit + 1, through an index); only those are then joined
+ * to their names, usage and environments, so a search that matches
+ * 100,000 flags joins 1,001 of them. The last column is the next page's
+ * cursor on the limit-th row (NULL on the others).
+ */
+#define FLAGS_AFTER_CURSOR                                                                         \
+    " FROM flags f LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id"                            \
+    " WHERE f.org_id = $6::uuid AND f.key > " PAGE_KEY(1)
+
+#define FLAGLIST_PAGE(which, search, stale)                                                        \
+    PAGE_WITH_CURSOR("''") ","                                                                     \
+    " pg AS MATERIALIZED (SELECT f.*" FLAGS_AFTER_CURSOR which search stale                        \
+    "  ORDER BY f.key LIMIT $5::int)"
+
+/*
+ * A q of three characters or more: the walk in key order reads at most
+ * SEARCH_WALK flags after the cursor (five pages' worth, at least 1,000: a
+ * q that many flags match fills its page there); when the page is not
+ * full and the walk did not reach the organization's last flag, the
+ * trigram index finds the matches past the walk's last key (a q few flags
+ * match), and the page is the first limit + 1 of both. Either way the work
+ * is bounded by the walk or by the matches. SEARCH_WALK is an expression
+ * of $5, not a constant, on purpose: the plan PostgreSQL keeps for the
+ * prepared statement (generic: it assumes an organization of average size)
+ * then still walks the key index in order rather than reading every flag
+ * of the organization to sort them.
+ */
+#define SEARCH_WALK "greatest($5::int * 5, 1000)"
+#define FLAGLIST_SEARCH_PAGE(which, stale)                                                         \
+    PAGE_WITH_CURSOR("''") ","                                                                     \
+    " w AS MATERIALIZED (SELECT f.id, f.key, (true " SEARCH_TEXT MATCH_EACH ") AS hit"\
+    FLAGS_AFTER_CURSOR which stale " ORDER BY f.key LIMIT " SEARCH_WALK "),"                       \
+    " wh AS MATERIALIZED (SELECT w.id, w.key FROM w WHERE w.hit ORDER BY w.key LIMIT $5::int),"     \
+    " g AS MATERIALIZED (SELECT f.id, f.key" FLAGS_AFTER_CURSOR which stale                        \
+    "   AND (SELECT count(*) FROM wh) < $5::int"                                                   \
+    "   AND (SELECT count(*) FROM w) = " SEARCH_WALK                                               \
+    "   AND f.key > (SELECT max(w.key) FROM w)" INDEXED_SEARCH "),"                                \
+    " pg AS MATERIALIZED (SELECT f.* FROM flags f JOIN (SELECT id, key FROM wh UNION ALL"          \
+    "   SELECT id, key FROM g ORDER BY key LIMIT $5::int) AS u ON u.id = f.id)"
+
 #define FLAGLIST_SELECT                                                                            \
-    "SELECT f.id, f.key, f.name, f.tags_json, f.type,"                                             \
+    " SELECT f.id, f.key, f.name, f.tags_json, f.type,"                                            \
     "       f.production_value,"                                                                   \
     "       f.created_at, f.permanent, f.updated_at,"                                              \
     "       f.archived_at, f.description, cu.name, mu.name,"                                       \
@@ -78,22 +133,55 @@
     "            THEN array_to_string(ensign_usage_counts(f.id, " CURRENT_HOUR "), ',')"          \
     "            ELSE s.counts_text END,"                                                          \
     "       " STALE_REASON ","                                                                     \
-    "       ensign_stale_since(" STALE_ARGUMENTS ", $3::interval),"                                \
+    "       ensign_stale_since(" STALE_ARGUMENTS ", $7::interval),"                                \
     "       (SELECT coalesce(array_to_json(array_agg(e.key ORDER BY e.key))::text, '[]')"         \
     "          FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id"          \
-    "         WHERE fe.flag_id = f.id AND fe.enabled)"                                             \
-    "  FROM flags f"                                                                               \
+    "         WHERE fe.flag_id = f.id AND fe.enabled),"                                            \
+    "       CASE WHEN row_number() OVER (ORDER BY f.key) = $5::int - 1"                            \
+    "            THEN ensign_cursor_make($1, $2, $3, ARRAY[f.key]) END"                            \
+    "  FROM pg AS f"                                                                               \
     "  LEFT JOIN users cu ON cu.id = f.created_by_user_id"                                         \
     "  LEFT JOIN users mu ON mu.id = f.maintainer_user_id "                                        \
     USAGE_SQL                                                                                      \
-    " WHERE f.org_id = $1::uuid AND (f.archived_at IS NOT NULL) = ($2 = 't')"
+    " ORDER BY f.key"
 
-const char FLAGLIST_SQL[] = FLAGLIST_SELECT " ORDER BY f.key";
+/* Which flags: the active or the archived ones, in the text itself so that
+ * the archived list uses its partial index (sql/0019). */
+#define ACTIVE " AND f.archived_at IS NULL"
+#define ARCHIVED " AND f.archived_at IS NOT NULL"
 
-/* The stale ones only: a statement of its own, so that the whole list does
- * not test a parameter per row. */
-const char FLAGLIST_STALE_SQL[] =
-    FLAGLIST_SELECT " AND " STALE_REASON " IS NOT NULL ORDER BY f.key";
+/* q in the key, the name or one tag (each tested on its own: MATCH_EACH),
+ * first as one text (SEARCH_TEXT): the text of the trigram index of
+ * sql/0019 for a q of three characters or more (INDEXED_SEARCH); a
+ * shorter q has no trigram and tests a text the index does not hold, so
+ * that no plan reads the whole index for it (SHORT_SEARCH). */
+#define PATTERN "ensign_search_pattern($3)"
+#define MATCH_EACH                                                                                 \
+    " AND (lower(f.key) LIKE " PATTERN " OR lower(f.name) LIKE " PATTERN                           \
+    "      OR EXISTS (SELECT FROM unnest(f.tags) AS t(tag) WHERE lower(t.tag) LIKE " PATTERN "))"
+#define SEARCH_TEXT " AND ensign_flag_search_text(f.key, f.name, f.tags) LIKE " PATTERN
+#define NO_SEARCH ""
+#define SHORT_SEARCH                                                                               \
+    " AND (f.key || E'\\n' || f.name || E'\\n' || array_to_string(f.tags, E'\\n')) ILIKE "         \
+    PATTERN MATCH_EACH
+#define INDEXED_SEARCH SEARCH_TEXT MATCH_EACH
+
+#define ALL ""
+#define STALE_ONLY " AND " STALE_REASON " IS NOT NULL"
+
+#define FLAGLIST(which, search, stale) FLAGLIST_PAGE(which, search, stale) FLAGLIST_SELECT
+#define FLAGLIST_SEARCH(which, stale) FLAGLIST_SEARCH_PAGE(which, stale) FLAGLIST_SELECT
+
+/* [archived][search][stale], each text a prepared statement of its own
+ * (db.c), so that each keeps the plan its conditions ask for. */
+static const char *const statements[2][3][2] = {
+    {{FLAGLIST(ACTIVE, NO_SEARCH, ALL), FLAGLIST(ACTIVE, NO_SEARCH, STALE_ONLY)},
+     {FLAGLIST(ACTIVE, SHORT_SEARCH, ALL), FLAGLIST(ACTIVE, SHORT_SEARCH, STALE_ONLY)},
+     {FLAGLIST_SEARCH(ACTIVE, ALL), FLAGLIST_SEARCH(ACTIVE, STALE_ONLY)}},
+    {{FLAGLIST(ARCHIVED, NO_SEARCH, ALL), FLAGLIST(ARCHIVED, NO_SEARCH, STALE_ONLY)},
+     {FLAGLIST(ARCHIVED, SHORT_SEARCH, ALL), FLAGLIST(ARCHIVED, SHORT_SEARCH, STALE_ONLY)},
+     {FLAGLIST_SEARCH(ARCHIVED, ALL), FLAGLIST_SEARCH(ARCHIVED, STALE_ONLY)}},
+};
 
 /* clang-format on */
 
@@ -120,6 +208,7 @@ enum {
     COL_STALE_REASON,
     COL_STALE_SINCE,
     COL_ENABLED_IN,
+    COL_CURSOR,
     COL_COUNT
 };
 
@@ -286,7 +375,29 @@ static size_t estimated_size(const PGresult *res)
     return size;
 }
 
-char *flaglist_json(const PGresult *res)
+/* The search a q asks: none, a walk testing each flag (no trigram in it),
+ * or the trigram index. */
+static int search_kind(const char *q)
+{
+    if (q[0] == '\0')
+        return 0;
+    return validate_utf8_length(q, strlen(q)) < FLAGLIST_TRIGRAM ? 1 : 2;
+}
+
+const char *flaglist_statement(bool archived, const char *q, bool stale_only)
+{
+    return statements[archived ? 1 : 0][search_kind(q)][stale_only ? 1 : 0];
+}
+
+const char *flaglist_next_cursor(const PGresult *res, int limit)
+{
+    if (PQnfields(res) != COL_COUNT || PQntuples(res) <= limit ||
+        PQgetisnull(res, limit - 1, COL_CURSOR))
+        return NULL;
+    return PQgetvalue(res, limit - 1, COL_CURSOR);
+}
+
+char *flaglist_json(const PGresult *res, int limit)
 {
     if (PQnfields(res) != COL_COUNT)
         return NULL;
@@ -294,8 +405,9 @@ char *flaglist_json(const PGresult *res)
     struct jsonout *pb = &body;
     if (!jsonout_init(pb, estimated_size(res)))
         return NULL;
+    int rows = PQntuples(res) < limit ? PQntuples(res) : limit;
     jsonout_put(pb, "{\"flags\" : [");
-    for (int row = 0; row < PQntuples(res); row++) {
+    for (int row = 0; row < rows; row++) {
         if (row > 0)
             jsonout_put(pb, ", ");
         put_flag(pb, res, row);

@@ -6,7 +6,8 @@
  * caller is resolved (mgmt.c): the JSON answer is built by PostgreSQL with
  * the record forms of sql/0002_flag_management.sql (the list: plain rows
  * written as JSON by flaglist.c, with their per-row extras: names,
- * production value, usage, from the same query; the detail: flagdetail.c,
+ * production value, usage, from the same query, page by page with
+ * pagination.h's cursor and Link; the detail: flagdetail.c,
  * its revisions as plain rows), and
  * writes record their revision in the same statement (revisions.h).
  *
@@ -38,6 +39,7 @@
 #include "http/http.h"
 #include "http/server.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pagination.h"
 #include "api/revisions.h"
 #include "mgmt/validate.h"
 #include "api/variants.h"
@@ -281,14 +283,26 @@ static void send_written(struct http_request *r, const PGresult *res, char *body
     free(body);
 }
 
+/* A list request between its statement and its answer (flags_list). */
+struct list_page {
+    struct http_request *r;
+    struct page_request page;
+};
+
 static void on_list_rows(PGresult *res, const char *error, void *arg)
 {
-    struct http_request *r = arg;
+    struct list_page *lp = arg;
+    struct http_request *r = lp->r;
     if (!db_result_ok(res)) {
-        mgmt_send_failure(r, res, error);
-        return;
+        if (!page_send_rejected(r, res))
+            mgmt_send_failure(r, res, error);
+    } else {
+        const char *next = flaglist_next_cursor(res, lp->page.limit);
+        if (next != NULL)
+            page_add_next_link(r, &lp->page, next);
+        send_written(r, res, flaglist_json(res, lp->page.limit), "cannot write the flag list");
     }
-    send_written(r, res, flaglist_json(res), "cannot write the flag list");
+    free(lp);
 }
 
 /* stale_after_days as the interval the list and detail statements take:
@@ -315,14 +329,47 @@ static void stale_horizon(const struct http_request *r, char out[32])
         snprintf(out, 32, "-infinity");
 }
 
+/* The filters of a list in its Link and its cursor's scope: the cursor
+ * of one list is refused by another (pagination.h). */
+static void list_filters(struct list_page *lp, const char *org_id, bool archived, bool stale,
+                         char *scope, size_t scope_len)
+{
+    snprintf(lp->page.link_extra, sizeof lp->page.link_extra, "%s%s",
+             archived ? "archived=true&" : "", stale ? "stale=true&" : "");
+    snprintf(scope, scope_len, "%s/%s%s", org_id, archived ? "archived" : "active",
+             stale ? "/stale" : "");
+}
+
 void flags_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    char after[32], horizon[32];
+    struct list_page *lp = malloc(sizeof *lp);
+    if (lp == NULL) {
+        http_send_error(r, 500, "out of memory");
+        return;
+    }
+    lp->r = r;
+    if (!page_read_bounded(r, &lp->page, FLAGLIST_LIMIT_DEFAULT, FLAGLIST_LIMIT_MAX)) {
+        free(lp);
+        return;
+    }
+    bool archived = query_flag(r, "archived")[0] == 't';
+    bool stale_only = query_flag(r, "stale")[0] == 't';
+    char after[32], horizon[32], fetch[16], scope[AUTH_UUID_LEN + 32];
     stale_after(r, after);
     stale_horizon(r, horizon);
-    const char *params[] = {ctx->org_id, query_flag(r, "archived"), after, horizon};
-    bool stale_only = query_flag(r, "stale")[0] == 't';
-    mgmt_query(r, stale_only ? FLAGLIST_STALE_SQL : FLAGLIST_SQL, 4, params, on_list_rows, r);
+    snprintf(fetch, sizeof fetch, "%d", lp->page.limit + 1);
+    list_filters(lp, ctx->org_id, archived, stale_only, scope, sizeof scope);
+    const char *params[] = {r->match.route->pattern,
+                            scope,
+                            lp->page.q,
+                            lp->page.cursor,
+                            fetch,
+                            ctx->org_id,
+                            after,
+                            horizon};
+    const char *sql = flaglist_statement(archived, lp->page.q, stale_only);
+    if (mgmt_query(r, sql, 8, params, on_list_rows, lp) != 0)
+        free(lp);
 }
 
 static void on_flag_not_found(PGresult *res, const char *error, void *arg)

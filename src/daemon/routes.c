@@ -112,8 +112,9 @@ static const struct route route_table[] = {
     OP(POST, "/v1/orgs/{org}/flags", flags_create, "Create a flag (disabled in every environment)",
        NEED(MEMBER, FLAGS, true), flagschema_flag_create, flagschema_flag_answer, 201),
     OP(GET, "/v1/orgs/{org}/flags", flags_list,
-       "List the active flags (?archived=true: the archived ones; ?stale=true: only the stale "
-       "ones) with value, usage and stale",
+       "List the active flags by key (?archived=true: the archived ones; ?stale=true: only the "
+       "stale ones) with value, usage and stale; pages: limit (1 to 1,000, default 1,000), "
+       "cursor, q (key, name or tag), Link rel=\"next\" while more",
        NEED(VIEWER, FLAGS, false), NULL, flagschema_flag_list, 200),
     OP(GET, FLAG_PATH, flags_get,
        "Read a flag with its revisions, variants and environment configurations",

@@ -209,9 +209,39 @@ static char *failure_text(int status, struct json_object *answer)
     return out;
 }
 
+/* The cursor of a list answer's Link: <...&cursor=C>; rel="next" (a
+ * cursor is base64url and '.', nothing to decode), or NULL; caller frees. */
+static char *next_cursor(const char *link)
+{
+    const char *at = link ? strstr(link, "&cursor=") : NULL;
+    if (at == NULL || strstr(link, "rel=\"next\"") == NULL)
+        return NULL;
+    at += strlen("&cursor=");
+    size_t len = strcspn(at, ">&");
+    return len > 0 ? strndup(at, len) : NULL;
+}
+
+/* A page of a list answer (an object) with the next page's cursor as
+ * nextCursor, and the text of the content that says it too. */
+static void add_next_cursor(struct json_object *answer, struct json_object *item, const char *link)
+{
+    char *cursor = next_cursor(link);
+    if (cursor == NULL || !json_object_is_type(answer, json_type_object)) {
+        free(cursor);
+        return;
+    }
+    json_object_object_add(answer, "nextCursor", json_object_new_string(cursor));
+    json_object_object_add(
+        item, "text",
+        json_object_new_string(json_object_to_json_string_ext(answer, JSON_C_TO_STRING_PLAIN)));
+    free(cursor);
+}
+
 /* The tools/call result of a REST answer (status, body text or NULL, and
- * Retry-After when it said one). */
-static struct json_object *tool_result(int status, const char *body, const char *retry_after)
+ * Retry-After and Link when it said them: a list's next page is its
+ * nextCursor). */
+static struct json_object *tool_result(int status, const char *body, const char *retry_after,
+                                       const char *link)
 {
     struct json_object *answer = body ? json_tokener_parse(body) : NULL;
     struct json_object *result = json_object_new_object(), *content = json_object_new_array();
@@ -221,6 +251,7 @@ static struct json_object *tool_result(int status, const char *body, const char 
     json_object_object_add(item, "type", json_object_new_string("text"));
     if (ok) {
         json_object_object_add(item, "text", json_object_new_string(body ? body : "{}"));
+        add_next_cursor(answer, item, link);
         if (json_object_is_type(answer, json_type_object)) {
             structured = answer;
         } else {
@@ -255,7 +286,8 @@ static void on_tool_answer(void *arg, int status, const char *body, const struct
 {
     struct tool_call *call = arg;
     const char *retry_after = evhttp_find_header(headers, "Retry-After");
-    send_response(call->r, jsonrpc_result(call->id, tool_result(status, body, retry_after)));
+    const char *link = evhttp_find_header(headers, "Link");
+    send_response(call->r, jsonrpc_result(call->id, tool_result(status, body, retry_after, link)));
     json_object_put(call->id);
     free(call);
 }

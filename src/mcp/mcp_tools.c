@@ -42,6 +42,14 @@ struct mcp_tool {
         "org", "flag", "environment"                                                               \
     }
 
+/* The page arguments of the flag list (doc/api.md: limit 1 to 1,000; the
+ * cursor a previous result's nextCursor). */
+#define PAGE_ARGS                                                                                  \
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"              \
+    "\"flags per page (default 1000)\"},"                                                          \
+    "\"cursor\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":" MCP_CURSOR_MAX_TEXT ","       \
+    "\"description\":\"the nextCursor of the previous page\"}"
+
 /* clang-format off */
 static const struct mcp_tool tools[] = {
     /* the agent's tools (agent/agent_tools.h), with org */
@@ -59,14 +67,16 @@ static const struct mcp_tool tools[] = {
     {"create_segment", "Create a segment (key, name, description, conditions).", METHOD_POST,
      "/v1/orgs/{org}/segments", ORG_ARGS, NULL, NULL, NULL, false},
     /* read tools, and the writes of revisions and schedules */
-    {"list_flags", "List the organization's flags with their value in each environment, usage and "
-     "staleness (q searches key, name and tags; stale=true only the stale ones; archived=true the "
-     "archived ones).", METHOD_GET, "/v1/orgs/{org}/flags", ORG_ARGS, NULL,
+    {"list_flags", "List the organization's flags by key with their value in each environment, "
+     "usage and staleness (q searches key, name and tags; stale=true only the stale ones; "
+     "archived=true the archived ones), a page of limit flags at a time: when more remain the "
+     "result has nextCursor, to pass as cursor with the same q.", METHOD_GET,
+     "/v1/orgs/{org}/flags", ORG_ARGS, NULL,
      "{\"q\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"description\":"
      "\"search the flags' key, name and tags\"},"
      "\"stale\":{\"type\":\"boolean\",\"description\":\"only the stale flags\"},"
      "\"archived\":{\"type\":\"boolean\",\"description\":\"the archived flags instead of the "
-     "active ones\"}}", NULL, true},
+     "active ones\"}," PAGE_ARGS "}", NULL, true},
     {"get_flag", "Read a flag: variants, each environment's configuration and rules, the newest "
      "revisions.", METHOD_GET, FLAG_PATH, FLAG_ARGS, NULL, NULL, NULL, true},
     {"evaluate_flag", "Evaluate flags for a context in an environment, as an SDK would (flags "
@@ -76,8 +86,8 @@ static const struct mcp_tool tools[] = {
     {"flag_usage", "Evaluation counts of a flag per environment, variant and day.", METHOD_GET,
      FLAG_PATH "/usage", FLAG_ARGS, NULL, NULL, NULL, true},
     {"list_stale_flags", "List the stale flags: never evaluated, unused, or fully rolled out for "
-     "stale_after_days.", METHOD_GET, "/v1/orgs/{org}/flags", ORG_ARGS, NULL, NULL, "stale=true",
-     true},
+     "stale_after_days (a page at a time, as list_flags).", METHOD_GET, "/v1/orgs/{org}/flags",
+     ORG_ARGS, NULL, "{" PAGE_ARGS "}", "stale=true", true},
     {"list_segments", "List the organization's segments.", METHOD_GET, "/v1/orgs/{org}/segments",
      ORG_ARGS, NULL, NULL, NULL, true},
     {"list_environments", "List the organization's environments.", METHOD_GET,
@@ -306,9 +316,16 @@ static bool query_value(const struct json_object *decl, struct json_object *valu
         snprintf(text, text_len, "%s", json_object_get_boolean(value) ? "true" : "false");
         return true;
     }
+    struct json_object *max;
+    int max_len = json_object_object_get_ex(decl, "maxLength", &max) ? json_object_get_int(max)
+                                                                     : MCP_ARGUMENT_MAX;
     if (strcmp(want, "string") == 0 && json_object_is_type(value, json_type_string) &&
-        json_object_get_string_len(value) > 0 && json_object_get_string_len(value) <= 200) {
+        json_object_get_string_len(value) > 0 && json_object_get_string_len(value) <= max_len) {
         snprintf(text, text_len, "%s", json_object_get_string(value));
+        return true;
+    }
+    if (strcmp(want, "integer") == 0 && json_object_is_type(value, json_type_int)) {
+        snprintf(text, text_len, "%lld", (long long)json_object_get_int64(value));
         return true;
     }
     return false;
@@ -324,7 +341,7 @@ static int build_query(const struct mcp_tool *t, const struct json_object *args,
         json_object_object_foreach(query, name, decl)
         {
             struct json_object *value;
-            char text[256], head[2] = {sep, '\0'};
+            char text[MCP_CURSOR_MAX + 1], head[2] = {sep, '\0'};
             if (!json_object_object_get_ex(args, name, &value))
                 continue;
             if (!query_value(decl, value, text, sizeof text)) {

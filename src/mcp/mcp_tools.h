@@ -38,7 +38,9 @@
 
 #include "http/router.h"
 
-#define MCP_PATH_MAX 1024
+#define MCP_PATH_MAX 2048
+#define MCP_CURSOR_MAX 400 /* bytes of a list's cursor argument (a flag list's is ~140) */
+#define MCP_CURSOR_MAX_TEXT "400"
 #define MCP_ARGUMENT_MAX 200 /* bytes of a path argument (a slug, key or id) */
 
 struct mcp_rest_call {

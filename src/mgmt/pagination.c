@@ -7,9 +7,9 @@
  * text without re-parsing it) and the Link header. The HMAC and the keyset
  * itself live in SQL (sql/0003_accounts.sql), so this file holds no secret.
  *
- * Invariants: limit is clamped to 1..PAGE_LIMIT_MAX; every answer to a list
- * is sent here; the Link URL repeats the request path as received, so it is
- * relative and already percent-encoded.
+ * Invariants: limit is clamped to 1..limit_max (or refused outside it for a
+ * bounded request); every answer to a list of the root API is sent here; the Link URL repeats the
+ * request path as received, so it is relative and already percent-encoded.
  */
 #include "mgmt/pagination.h"
 
@@ -36,11 +36,21 @@ struct page_run {
     const char *member;
 };
 
-static int clamp_limit(long long value)
+static int clamp_limit(long long value, int max)
 {
     if (value < 1)
         return 1;
-    return value > PAGE_LIMIT_MAX ? PAGE_LIMIT_MAX : (int)value;
+    return value > max ? max : (int)value;
+}
+
+/* A limit read as value into out: clamped, or refused outside 1..limit_max
+ * when the request is bounded. */
+static void take_limit(struct validate *v, long long value, struct page_request *out)
+{
+    if (out->limit_strict && (value < 1 || value > out->limit_max))
+        validate_error(v, "limit", "an integer from 1 to %d", out->limit_max);
+    else
+        out->limit = clamp_limit(value, out->limit_max);
 }
 
 static bool cursor_shape_ok(const char *cursor)
@@ -85,9 +95,9 @@ void page_parse_query(const char *query, struct validate *v, struct page_request
         errno = 0;
         long long value = strtoll(limit, &end, 10);
         if (end == limit || *end != '\0' || errno != 0)
-            validate_error(v, "limit", "an integer from 1 to %d", PAGE_LIMIT_MAX);
+            validate_error(v, "limit", "an integer from 1 to %d", out->limit_max);
         else
-            out->limit = clamp_limit(value);
+            take_limit(v, value, out);
     }
     if (q != NULL && q_ok(v, q))
         snprintf(out->q, sizeof out->q, "%s", q);
@@ -113,7 +123,7 @@ void page_parse_json(struct json_object *body, struct validate *v, struct page_r
         snprintf(out->q, sizeof out->q, "%s", q);
     if (validate_int(v, body, "limit", INT64_MIN, INT64_MAX, VALIDATE_NULLABLE, &limit) ==
         VALIDATE_SET)
-        out->limit = clamp_limit(limit);
+        take_limit(v, limit, out);
     if (validate_string(v, body, "cursor", 0, PAGE_CURSOR_MAX, VALIDATE_NULLABLE, &cursor) ==
         VALIDATE_SET) {
         snprintf(out->cursor, sizeof out->cursor, "%s", cursor);
@@ -136,11 +146,20 @@ void page_request_init(struct page_request *out)
 {
     memset(out, 0, sizeof *out);
     out->limit = PAGE_LIMIT_DEFAULT;
+    out->limit_max = PAGE_LIMIT_MAX;
 }
 
-bool page_read(struct http_request *r, struct page_request *out)
+void page_request_init_bounded(struct page_request *out, int def, int max)
 {
     page_request_init(out);
+    out->limit = def;
+    out->limit_max = max;
+    out->limit_strict = true;
+}
+
+/* q, limit and cursor of r into out (initialized by the caller). */
+static bool read_into(struct http_request *r, struct page_request *out)
+{
     struct validate v;
     validate_init(&v);
     bool parsed = r->method == METHOD_QUERY ? read_body(r, &v, out)
@@ -157,9 +176,21 @@ bool page_read(struct http_request *r, struct page_request *out)
     return true;
 }
 
+bool page_read(struct http_request *r, struct page_request *out)
+{
+    page_request_init(out);
+    return read_into(r, out);
+}
+
+bool page_read_bounded(struct http_request *r, struct page_request *out, int def, int max)
+{
+    page_request_init_bounded(out, def, max);
+    return read_into(r, out);
+}
+
 /* ---- the answer ---- */
 
-static void add_link(struct http_request *r, const struct page_request *p, const char *cursor)
+void page_add_next_link(struct http_request *r, const struct page_request *p, const char *cursor)
 {
     struct evbuffer *link = evbuffer_new();
     if (link == NULL)
@@ -202,9 +233,20 @@ static void send_page(struct http_request *r, const PGresult *res, const struct 
         evbuffer_add_printf(body, "%s%s", i ? "," : "", PQgetvalue(res, i, 0));
     evbuffer_add(body, "]}", 3);
     if (rows > run->page.limit && !PQgetisnull(res, shown - 1, 1))
-        add_link(r, &run->page, PQgetvalue(res, shown - 1, 1));
+        page_add_next_link(r, &run->page, PQgetvalue(res, shown - 1, 1));
     http_send_json_text(r, 200, (const char *)evbuffer_pullup(body, -1));
     evbuffer_free(body);
+}
+
+bool page_send_rejected(struct http_request *r, const PGresult *res)
+{
+    if (res != NULL && strcmp(db_sqlstate(res), PAGE_CURSOR_SQLSTATE) == 0)
+        send_cursor_rejected(r);
+    else if (res != NULL && strncmp(db_sqlstate(res), "22", 2) == 0)
+        http_send_error(r, 422, "invalid search text");
+    else
+        return false;
+    return true;
 }
 
 static void on_page(PGresult *res, const char *error, void *arg)
@@ -212,11 +254,7 @@ static void on_page(PGresult *res, const char *error, void *arg)
     struct page_run *run = arg;
     struct http_request *r = run->r;
     if (!db_result_ok(res)) {
-        if (res != NULL && strcmp(db_sqlstate(res), PAGE_CURSOR_SQLSTATE) == 0)
-            send_cursor_rejected(r);
-        else if (res != NULL && strncmp(db_sqlstate(res), "22", 2) == 0)
-            http_send_error(r, 422, "invalid search text");
-        else
+        if (!page_send_rejected(r, res))
             auth_send_db_failure(r, res, error);
     } else if (PQnfields(res) != 2) {
         auth_send_db_failure(r, res, "a page needs the columns item and cursor");

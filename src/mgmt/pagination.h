@@ -29,7 +29,14 @@
  * set). A cursor rejected by ensign_cursor_keys (SQLSTATE 22EC1) answers 422
  * with the error on "cursor".
  *
- * Called by the list handlers of src/accounts/ (and the audit list).
+ * The flag list of /v1 (src/api/flags.c) pages the same way with bounds
+ * of its own (1 to 1,000, default 1,000: doc/api.md) that refuse a limit
+ * outside them with 422 instead of clamping it (page_read_bounded), and
+ * writes its own body: it takes the Link (page_add_next_link) and the
+ * cursor's 422 (page_send_rejected) from here.
+ *
+ * Called by the list handlers of src/accounts/ (and the audit list), the
+ * flag revisions and the flag list of src/api/.
  */
 #ifndef ENSIGN_PAGINATION_H
 #define ENSIGN_PAGINATION_H
@@ -50,7 +57,9 @@ struct http_request;
 struct page_request {
     char q[PAGE_Q_BYTES];             /* "" when absent */
     char cursor[PAGE_CURSOR_MAX + 1]; /* "" for the first page */
-    int limit;                        /* 1 to PAGE_LIMIT_MAX */
+    int limit;                        /* 1 to limit_max */
+    int limit_max;                    /* PAGE_LIMIT_MAX, or a list's own bound */
+    bool limit_strict;                /* a limit outside 1..limit_max is a 422, not clamped */
     /* A list's own filters for the Link URL, already encoded, each ending
      * in "&" ("action=flag.created&actor=ID&"); "" for none. page_read
      * leaves it empty; the list handler fills it. */
@@ -79,6 +88,9 @@ struct validate;
 /* A first page of the default size: no q, no cursor. */
 void page_request_init(struct page_request *out);
 
+/* A first page of limit def, with limits 1..max and no clamping. */
+void page_request_init_bounded(struct page_request *out, int def, int max);
+
 /*
  * The pure readers behind page_read (also the fuzz target's entry points):
  * q, limit and cursor from a query string (NULL: none) or a QUERY body
@@ -96,6 +108,18 @@ void page_parse_json(struct json_object *body, struct validate *v, struct page_r
  * member of the wrong type.
  */
 bool page_read(struct http_request *r, struct page_request *out);
+
+/* page_read with the bounds of page_request_init_bounded: a limit that is
+ * not an integer from 1 to max answers 422 on "limit". */
+bool page_read_bounded(struct http_request *r, struct page_request *out, int def, int max);
+
+/* Adds Link: <PATH?[q=..&]EXTRA limit=N&cursor=..>; rel="next" to r. */
+void page_add_next_link(struct http_request *r, const struct page_request *p, const char *cursor);
+
+/* Answers r for a list statement's error that is the caller's: 422 for a
+ * cursor ensign_cursor_keys rejected or a q PostgreSQL refused; true when
+ * it answered, false for any other error (the caller answers). */
+bool page_send_rejected(struct http_request *r, const PGresult *res);
 
 /*
  * Queues the list statement sql (parameters as above; extra[0..nextra) are

@@ -334,6 +334,12 @@ class BrowserTest(DashboardCase):
             " SELECT o.id, 'bulk-' || lpad(g::text, 4, '0'), 'Bulk flag ' || g, 'boolean',"
             "        ARRAY['bulk', 'team-' || (g % 7)], 'one of a thousand'"
             "   FROM orgs o, generate_series(1, 1000) g WHERE o.slug = 'big'")
+        harness.ensignctl(config, "org", "create", "--name", "Huge Org", "--slug", "huge",
+                          "--owner", cls.email)
+        cls.database.query(
+            "INSERT INTO flags (org_id, key, name, type)"
+            " SELECT o.id, 'huge-' || lpad(g::text, 4, '0'), 'Huge flag ' || g, 'boolean'"
+            "   FROM orgs o, generate_series(0, 1204) g WHERE o.slug = 'huge'")
 
     @classmethod
     def setUpClass(cls):
@@ -369,7 +375,7 @@ class BrowserTest(DashboardCase):
     def run_browser(cls):
         cls.shots = os.path.join(harness.BUILD_DIR, "dashboard-screenshots")
         env = dict(os.environ, ENSIGN_URL=f"http://127.0.0.1:{cls.server.port}", ORG="acme",
-                   EMAIL=cls.email, PASSWORD=PASSWORD, BIG_ORG="big",
+                   EMAIL=cls.email, PASSWORD=PASSWORD, BIG_ORG="big", HUGE_ORG="huge",
                    SDK_KEY_PREVIEW=cls.sdk_key, SHOTS_DIR=cls.shots, CHROMIUM=CHROMIUM)
         workdir = npm_workdir()
         started = time.monotonic()
@@ -481,6 +487,9 @@ class BrowserTest(DashboardCase):
 
     def test_axe_finds_no_serious_or_critical_violation(self):
         self.judge("axe_no_serious_or_critical")
+
+    def test_more_than_1000_flags_load_more_and_search_the_server(self):
+        self.judge("more_than_1000_flags")
 
     def test_budgets(self):
         self.judge("first_load_bytes")

@@ -84,6 +84,14 @@ class SnapshotWriteTest(HealthzCase):
     def test_state_dir_removed_then_restored(self):
         self.assertHealthy(self.healthz())
         self.assertEqual(self.served_enabled(), True)
+        # Every worker maps the published files before they go: one that
+        # follows the publication on its heartbeat may not have yet, and
+        # with state_dir gone it would have nothing to serve (one request
+        # per new connection reaches both workers' sockets; the wait
+        # covers heartbeats a loaded machine delays).
+        for _ in range(16):
+            self.assertEqual(self.served_enabled(), True)
+        time.sleep(1.0)
         state_dir = self.server.state_dir
         shutil.rmtree(state_dir)
         try:

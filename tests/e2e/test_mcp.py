@@ -429,6 +429,40 @@ class McpProtocolTest(McpCase):
         usage = self.tool("flag_usage", {"org": "acme", "flag": "ruled"}, token="viewer")
         self.assertFalse(usage["isError"], usage)
 
+    def test_list_flags_pages_and_searches_on_the_server(self):
+        for key in ("page-a", "page-b", "page-c", "page-d", "other-e"):
+            self.assertFalse(self.tool("create_flag", {"org": "acme", "slug": key})["isError"])
+        seen, cursor, calls = [], None, 0
+        while True:
+            arguments = {"org": "acme", "q": "page-", "limit": 3}
+            if cursor is not None:
+                arguments["cursor"] = cursor
+            result = self.tool("list_flags", arguments, token="viewer")
+            self.assertFalse(result["isError"], result)
+            page = result["structuredContent"]
+            self.assertEqual(json.loads(result["content"][0]["text"]), page)
+            seen += [f["key"] for f in page["flags"]]
+            cursor = page.get("nextCursor")
+            calls += 1
+            if cursor is None:
+                break
+        self.assertEqual((seen, calls), (["page-a", "page-b", "page-c", "page-d"], 2))
+        # one page of everything: no nextCursor
+        result = self.tool("list_flags", {"org": "acme", "limit": 1000}, token="viewer")
+        self.assertNotIn("nextCursor", result["structuredContent"])
+        self.assertIn("other-e", [f["key"] for f in result["structuredContent"]["flags"]])
+        # the REST answer's 422s are tool errors: a bad limit, a cursor of another q
+        first = self.tool("list_flags", {"org": "acme", "q": "page-", "limit": 1}, token="viewer")
+        foreign = first["structuredContent"]["nextCursor"]
+        for arguments in ({"limit": 0}, {"limit": 1001}, {"cursor": foreign},
+                          {"q": "other", "cursor": foreign}):
+            with self.subTest(arguments=arguments):
+                result = self.tool("list_flags", {"org": "acme", **arguments}, token="viewer")
+                self.assertTrue(result["isError"], result)
+                self.assertEqual(result["structuredContent"]["error"]["status"], 422, result)
+        self.assertRpcError(self.rpc("tools/call", {"name": "list_flags", "arguments": {
+            "org": "acme", "limit": "3"}}, token="viewer"), 200, -32602, 1)
+
 
 if __name__ == "__main__":
     unittest.main()

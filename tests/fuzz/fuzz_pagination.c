@@ -4,12 +4,13 @@
  *
  * The first byte picks the form: even, the rest is a GET query string
  * (page_parse_query); odd, the rest is a QUERY body, read as the server
- * reads a body (fuzz_json_guarded), then page_parse_json. Cursors are checked for their HMAC in PostgreSQL;
- * what C reads (limit, q, the cursor's shape) must, whenever the readers
- * accept it, hold a limit from 1 to PAGE_LIMIT_MAX, a q of at most
- * PAGE_Q_MAX_CHARS characters of UTF-8, and a cursor of the cursor
- * alphabet within PAGE_CURSOR_MAX bytes, since those reach SQL and the
- * Link header. Never a crash, leak or overflow.
+ * reads a body (fuzz_json_guarded), then page_parse_json. Its second bit
+ * picks the bounds: the root API's (clamped to 1..PAGE_LIMIT_MAX) or the
+ * flag list's (page_request_init_bounded: 1..1,000, refused outside). Cursors are checked for their
+ * HMAC in PostgreSQL; what C reads (limit, q, the cursor's shape) must, whenever the readers accept
+ * it, hold a limit from 1 to the request's limit_max, a q of at most PAGE_Q_MAX_CHARS characters of
+ * UTF-8, and a cursor of the cursor alphabet within PAGE_CURSOR_MAX bytes, since those reach SQL
+ * and the Link header. Never a crash, leak or overflow.
  */
 #include <json-c/json.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "mgmt/pagination.h"
 #include "mgmt/validate.h"
 
+#define FLAG_LIST_LIMIT 1000 /* the flag list's bounds (api/flaglist.h) */
 #define CURSOR_ALPHABET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."
 
 static void fail(const char *what, const struct page_request *p)
@@ -32,7 +34,7 @@ static void fail(const char *what, const struct page_request *p)
 /* What an accepted request must hold. */
 static void check_accepted(const struct page_request *p)
 {
-    if (p->limit < 1 || p->limit > PAGE_LIMIT_MAX)
+    if (p->limit < 1 || p->limit > p->limit_max)
         fail("limit out of range", p);
     long chars = validate_utf8_length(p->q, strlen(p->q));
     if (chars < 0 || chars > PAGE_Q_MAX_CHARS)
@@ -48,7 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     struct page_request p;
     struct validate v;
-    page_request_init(&p);
+    if (data[0] & 2)
+        page_request_init_bounded(&p, FLAG_LIST_LIMIT, FLAG_LIST_LIMIT);
+    else
+        page_request_init(&p);
     validate_init(&v);
     if (data[0] % 2 == 0) {
         char *text = fuzz_text(data + 1, size - 1);

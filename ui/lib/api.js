@@ -31,7 +31,14 @@ function messageOf(status, body) {
 let onSignedOut = () => {};
 export function whenSignedOut(fn) { onSignedOut = fn; }
 
-export async function call(method, path, body) {
+// The next page's URL of a list answer's Link header, or null.
+function nextOf(response) {
+  const link = response.headers.get('Link') || '';
+  const match = /<([^>]+)>;\s*rel="next"/.exec(link);
+  return match ? match[1] : null;
+}
+
+export async function call(method, path, body, withNext = false) {
   const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
@@ -52,10 +59,12 @@ export async function call(method, path, body) {
     if (response.status === 401 && path !== '/v1/session') onSignedOut();
     throw new ApiError(response.status, data);
   }
-  return data;
+  return withNext ? { data, next: nextOf(response) } : data;
 }
 
 export const get = (path) => call('GET', path);
+// A list page: { data, next } where next is the Link rel="next" URL (null on the last page).
+export const getPage = (path) => call('GET', path, undefined, true);
 export const post = (path, body) => call('POST', path, body === undefined ? {} : body);
 export const patch = (path, body) => call('PATCH', path, body);
 export const put = (path, body) => call('PUT', path, body);

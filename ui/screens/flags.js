@@ -2,6 +2,9 @@
 // environment. One request for the list (GET /v1/orgs/{org}/flags; its
 // items say in which environments each flag is on), search and filters in
 // the page, a switch per row (production asks first), "New flag".
+// An organization of more than 1,000 flags answers its first 1,000 and a
+// Link: then "Load more" follows the Link, and the search also asks the
+// server (q), so a flag not loaded yet is found (doc/api.md).
 import { h, fill, field, errorSlot, showError, ago, sparkline } from '../lib/view.js';
 import * as api from '../lib/api.js';
 import { path } from '../lib/api.js';
@@ -103,7 +106,12 @@ export default async function flagsScreen(main, ctx) {
   const count = h('p', { class: 'muted', role: 'status' });
   const tbody = h('tbody');
   const newButton = h('button', { type: 'button', class: 'primary', onclick: () => openNew() }, 'New flag');
+  const more = h('button', { type: 'button', hidden: true, onclick: () => loadMore() }, 'Load more');
   let flags = [];
+  let next = null; // the Link of the last page loaded, or null when every flag is here
+  let paged = false; // the organization's list pages: search asks the server too
+  let serverQ = ''; // the q of the pages loaded
+  let perDay = new Map();
 
   const openNew = () => {
     if (formSlot.firstChild) { formSlot.querySelector('input').focus(); return; }
@@ -127,19 +135,31 @@ export default async function flagsScreen(main, ctx) {
     const rows = document.createDocumentFragment();
     for (const f of shown) rows.appendChild(flagRow(f, () => {}));
     tbody.replaceChildren(rows);
-    count.textContent = `${shown.length} of ${flags.length} flags`;
+    count.textContent = `${shown.length} of ${flags.length}${next ? ' loaded' : ''} flags`
+      + (next ? ' (more on the server: Load more, or search)' : '');
+    more.hidden = !next;
     main.dataset.renderMs = String(Math.round(performance.now() - started));
+  };
+
+  const listPath = () => {
+    const params = [];
+    if (paged && serverQ) params.push(`q=${encodeURIComponent(serverQ)}`);
+    if (archived.checked) params.push('archived=true');
+    return `${path`/v1/orgs/${state.org}/flags`}${params.length ? `?${params.join('&')}` : ''}`;
   };
 
   const load = async () => {
     try {
-      const [data, week] = await Promise.all([
-        api.get(`${path`/v1/orgs/${state.org}/flags`}${archived.checked ? '?archived=true' : ''}`),
+      const [page, week] = await Promise.all([
+        api.getPage(listPath()),
         api.get(path`/v1/orgs/${state.org}/environments/${state.env}/usage`),
       ]);
       if (!ctx.isCurrent()) return;
-      const perDay = new Map(week.flags.map((f) => [f.key, f.series]));
+      const data = page.data;
+      perDay = new Map(week.flags.map((f) => [f.key, f.series]));
       for (const f of data.flags) f.week = perDay.get(f.key) || null;
+      next = page.next;
+      if (!serverQ) paged = next !== null;
       flags = data.flags;
       state.flags = flags;
       const tags = [...new Set(flags.flatMap((f) => f.tags || []))].sort();
@@ -152,7 +172,39 @@ export default async function flagsScreen(main, ctx) {
     }
   };
 
-  for (const el of [search]) el.addEventListener('input', draw);
+  const loadMore = async () => {
+    if (!next) return;
+    more.disabled = true;
+    try {
+      const page = await api.getPage(next);
+      if (!ctx.isCurrent()) return;
+      for (const f of page.data.flags) f.week = perDay.get(f.key) || null;
+      flags = flags.concat(page.data.flags);
+      state.flags = flags;
+      next = page.next;
+      showError(error, null);
+      draw();
+    } catch (err) {
+      showError(error, err);
+    } finally {
+      more.disabled = false;
+    }
+  };
+
+  // A large organization searches on the server too, once typing pauses.
+  let searchTimer = null;
+  const searchServer = () => {
+    clearTimeout(searchTimer);
+    if (!paged) return;
+    searchTimer = setTimeout(() => {
+      const q = search.value.trim();
+      if (q === serverQ) return;
+      serverQ = q;
+      load();
+    }, 300);
+  };
+
+  search.addEventListener('input', () => { draw(); searchServer(); });
   for (const el of [enabled, type, tag, stale]) el.addEventListener('change', draw);
   archived.addEventListener('change', load);
 
@@ -165,7 +217,8 @@ export default async function flagsScreen(main, ctx) {
     error, count,
     h('table', { class: 'list flags' },
       h('thead', null, h('tr', null, ['Enabled', 'Flag', 'Type', 'Tags', 'Last seen', '7 days', ''].map((t) => h('th', { scope: 'col' }, t)))),
-      tbody));
+      tbody),
+    more);
   let timer = null;
   ctx.onChange(() => { clearTimeout(timer); timer = setTimeout(load, 100); });
   await load();

@@ -31,9 +31,12 @@ export default async function unknownScreen(main, ctx) {
   const loadStale = async () => {
     const error = errorSlot();
     try {
-      const data = await api.get(`${path`/v1/orgs/${state.org}/flags`}?stale=true`);
+      const page = await api.getPage(`${path`/v1/orgs/${state.org}/flags`}?stale=true`);
       if (!ctx.isCurrent()) return;
-      const flags = data.flags.filter((f) => f.stale);
+      const flags = page.data.flags.filter((f) => f.stale);
+      // The list answers at most 1,000 flags: those archived here leave it, the next take their place.
+      const more = page.next ? h('p', { class: 'muted', role: 'status' },
+        `The first ${flags.length} stale flags by key; more remain after them.`) : null;
       fill(staleBox, flags.length ? h('table', { class: 'list' },
         h('thead', null, h('tr', null, ['Flag', 'Why', 'Since', ''].map((t) => h('th', { scope: 'col' }, t)))),
         h('tbody', null, flags.map((f) => {
@@ -45,7 +48,7 @@ export default async function unknownScreen(main, ctx) {
           return h('tr', null, h('td', null, h('a', { href: `#/flags/${encodeURIComponent(f.key)}` }, f.key)),
             h('td', null, String(f.stale.reason).replace(/_/g, ' ')), h('td', null, ago(f.stale.since)),
             h('td', null, h('button', { type: 'button', onclick: archive, 'aria-label': `Archive ${f.key}` }, 'Archive'), rowError));
-        }))) : h('p', { class: 'muted' }, 'No stale flag.'), error);
+        }))) : h('p', { class: 'muted' }, 'No stale flag.'), more, error);
     } catch (err) { fill(staleBox, error); showError(error, err); }
   };
 

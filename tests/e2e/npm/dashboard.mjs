@@ -5,7 +5,8 @@
 // screen reader would.
 //
 // Input (environment): ENSIGN_URL, ORG, EMAIL, PASSWORD, BIG_ORG (an
-// organization with 1,000 flags), SDK_KEY_PREVIEW (for the OFREP check),
+// organization with 1,000 flags), HUGE_ORG (one with 1,205: the list
+// pages), SDK_KEY_PREVIEW (for the OFREP check),
 // SHOTS_DIR (screenshots), CHROMIUM (default /usr/bin/chromium).
 // Output: one JSON object on the last line of stdout: {checks: {name:
 // {ok, skipped?, detail}}, figures: {...}}. Exit status 0 unless the
@@ -21,6 +22,7 @@ const ORG = process.env.ORG;
 const EMAIL = process.env.EMAIL;
 const PASSWORD = process.env.PASSWORD;
 const BIG_ORG = process.env.BIG_ORG;
+const HUGE_ORG = process.env.HUGE_ORG;
 const SDK_KEY = process.env.SDK_KEY_PREVIEW;
 const SHOTS = process.env.SHOTS_DIR;
 const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -519,6 +521,36 @@ await check('render_1000_flags', async () => {
   await chooseOrg(page, ORG);
   assert(renderMs < 1000, `rendering took ${renderMs} ms`);
   return `render ${renderMs} ms; request and render ${Math.round(ended - started)} ms`;
+});
+
+await check('more_than_1000_flags', async () => {
+  const rows = () => page.evaluate(() => document.querySelectorAll('table.flags tbody tr').length);
+  const listed = [];
+  const spy = (req) => { if (req.url().includes(`/v1/orgs/${HUGE_ORG}/flags`)) listed.push(req.url().slice(BASE.length)); };
+  page.on('request', spy);
+  try {
+    await page.goto(`${BASE}/ui/#/segments`);
+    await chooseOrg(page, HUGE_ORG);
+    await page.goto(`${BASE}/ui/#/flags`);
+    await page.waitForFunction(() => document.querySelectorAll('table.flags tbody tr').length === 1000, null, { timeout: 10000 });
+    const more = page.getByRole('button', { name: 'Load more' });
+    await more.waitFor();
+    // a flag past the first 1,000 is found by the server's search
+    await page.getByRole('searchbox', { name: 'Search flags' }).fill('huge-1204');
+    await page.getByRole('link', { name: 'huge-1204', exact: true }).waitFor({ timeout: 10000 });
+    assert((await rows()) === 1, `search shows ${await rows()} rows`);
+    await page.getByRole('searchbox', { name: 'Search flags' }).fill('');
+    await page.waitForFunction(() => document.querySelectorAll('table.flags tbody tr').length === 1000, null, { timeout: 10000 });
+    await more.click();
+    await page.waitForFunction(() => document.querySelectorAll('table.flags tbody tr').length === 1205, null, { timeout: 10000 });
+    assert(await more.isHidden(), 'Load more is still shown on the last page');
+    const keys = await page.evaluate(() => [...document.querySelectorAll('table.flags tbody tr')].map((r) => r.dataset.key));
+    assert(new Set(keys).size === 1205 && keys[1204] === 'huge-1204', `keys: ${keys.length}, last ${keys[1204]}`);
+  } finally {
+    page.off('request', spy);
+    await chooseOrg(page, ORG);
+  }
+  return `requests: ${listed.join(' ')}`;
 });
 
 await check('requests_per_screen', async () => {
