@@ -4,14 +4,18 @@
  *
  * At start it publishes the generation of the snapshot index already on
  * disk (if it is valid), so workers evaluate from it even while the
- * database is down. Then, whenever it can reach the database: it reads the
- * generation (on every NOTIFY and at least every refresh_interval_ms), and
- * when that differs from what it last built (or it has built nothing yet),
- * it reads (snapshot_source.h) the index and the organizations whose
- * generation moved since their part was written (every organization on the
- * first build after start and after a failed write), writes each of those
- * parts, then the index,
- * atomically (snapshot_build.h: temp file, fsync, rename; one fsync of the
+ * database is down, and takes that index's valid part files as published,
+ * with its catalog of them (snapshot_catalog.h): a restart rebuilds only
+ * organizations whose generation moved while it was down. Then, whenever
+ * it can reach the database: it reads the generation (on every NOTIFY and
+ * at least every refresh_interval_ms), and when that differs from what it
+ * last built (or it has built nothing yet), it reads (snapshot_source.h)
+ * the organizations whose generation moved since the catalog's (every
+ * organization when there is no index on disk and after a failed write),
+ * writes each of their parts as the read builds it (a batch at a time when
+ * there are many), then the index (made from the new catalog), atomically
+ * (snapshot_build.h: temp file, fsync, rename; past PARTS_SYNCED_EACH parts
+ * no fsync each but one syncfs before the index; one fsync of the
  * directory after the index's rename makes all the renames durable), and
  * only then publishes the new generation in shared memory.
  * A failed build leaves the old files and the old generation in place and
@@ -62,8 +66,13 @@
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
+#include "eval/snapshot_catalog.h"
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
+
+/* Parts of one build written with an fsync each; later ones are made
+ * durable together by one syncfs of the state directory's file system. */
+#define PARTS_SYNCED_EACH 16
 
 /* How often the generation of a replica is read (doc/choices.md "Read
  * replicas": a single-row SELECT, cheap on the replica). */
@@ -79,9 +88,18 @@ struct refresher {
     struct bgloop loop;
     char path[4096 + 32]; /* the index */
     bool built_once;
-    uint64_t built;              /* generation of the last index written */
-    uint64_t pending;            /* generation last read from the database */
-    struct snapshot_parts parts; /* what that index names */
+    uint64_t built;                  /* generation of the last index written */
+    uint64_t pending;                /* generation last read from the database */
+    struct snapshot_parts parts;     /* what that index names */
+    struct snapshot_catalog catalog; /* what that index holds, per organization */
+    bool have_catalog;               /* false: the next build reads everything */
+    bool swept;                      /* leftovers of an earlier run doomed */
+    bool part_write_failed;          /* in the read under way */
+    bool read_older;                 /* it met a part older than published (replica) */
+    char older_org[SNAPSHOT_PART_ORG_MAX];
+    uint64_t older_generation;
+    size_t parts_synced;   /* parts written with their fsync in it */
+    size_t parts_unsynced; /* parts written without (syncfs later) */
 };
 
 static uint64_t monotonic_us(void)
@@ -94,6 +112,11 @@ static uint64_t monotonic_us(void)
 static uint64_t unix_ms(const struct timespec *t)
 {
     return (uint64_t)t->tv_sec * 1000u + (uint64_t)t->tv_nsec / 1000000u;
+}
+
+static long long elapsed_ms(long long since)
+{
+    return bgloop_now_ms() - since;
 }
 
 /* Publishes generation, with when its file was written for /metrics. */
@@ -208,7 +231,56 @@ static bool read_is_older(struct refresher *rf, const struct snapshot_source_res
     return true;
 }
 
-/* Publishes the generation of a valid file already on disk. */
+/* Whether the part file of org is there, valid and of that generation (the
+ * shape of snapshot_catalog_part_ok_fn; ctx is the refresher). */
+static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t generation)
+{
+    struct refresher *rf = ctx;
+    struct snapshot_part_file named = {.generation = generation};
+    snprintf(named.org, sizeof named.org, "%s", org);
+    if (!snapshot_parts_name(&named) || strcmp(named.name, file) != 0)
+        return false; /* not a name this refresher writes */
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1], err[256];
+    snprintf(path, sizeof path, "%s/%s", rf->parts.dir, file);
+    struct snapshot part;
+    if (snapshot_open(path, &part, err, sizeof err) != 0) {
+        log_warn("snapshot part %s on disk is not usable, it is built again: %s", file, err);
+        return false;
+    }
+    bool same = snapshot_generation(&part) == generation;
+    snapshot_close(&part);
+    return same;
+}
+
+/*
+ * Takes the parts of the index on disk whose files are valid as published,
+ * with the catalog of their organizations, so the first build reads and
+ * writes only organizations whose generation moved since (or whose file is
+ * bad). When every part is usable, the index counts as built: a database
+ * still at its generation is not read again.
+ */
+static void adopt_index(struct refresher *rf, const struct snapshot *index)
+{
+    long long started = bgloop_now_ms();
+    struct snapshot_part_file *parts;
+    size_t count, named = index->counts[SNAPSHOT_SEC_PARTS];
+    if (snapshot_catalog_load(&rf->catalog, index, part_on_disk, rf, &parts, &count) != 0) {
+        log_warn("cannot hold the snapshot index in memory: it is built again whole");
+        return;
+    }
+    snapshot_parts_published(&rf->parts, parts, count, true);
+    rf->swept = true;
+    rf->have_catalog = true;
+    if (count == named) {
+        rf->built = snapshot_generation(index);
+        rf->built_once = true;
+    }
+    log_info("%zu of %zu snapshot parts on disk are kept (checked in %lld ms)", count, named,
+             elapsed_ms(started));
+}
+
+/* Publishes the generation of a valid file already on disk, and adopts its
+ * parts. */
 static void publish_file_on_disk(struct refresher *rf)
 {
     struct snapshot s;
@@ -218,11 +290,12 @@ static void publish_file_on_disk(struct refresher *rf)
         return;
     }
     uint64_t generation = snapshot_generation(&s);
-    snapshot_close(&s);
     struct stat st;
     publish(rf, generation, stat(rf->path, &st) == 0 ? unix_ms(&st.st_mtim) : 0);
     log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
              generation, rf->path);
+    adopt_index(rf, &s);
+    snapshot_close(&s);
 }
 
 /* Forgets the connection after a failure that broke it. */
@@ -232,12 +305,50 @@ static void check_connection(struct refresher *rf)
         bgloop_disconnect(&rf->loop);
 }
 
-static long long elapsed_ms(long long since)
+/* Names the part file of org in *f; false (err set) when its id is not a
+ * plain name. */
+static bool name_part(const struct snapshot_source_org *org, struct snapshot_part_file *f,
+                      char *err, size_t errlen)
 {
-    return bgloop_now_ms() - since;
+    snprintf(f->org, sizeof f->org, "%s", org->id);
+    f->generation = org->generation;
+    if (!snapshot_parts_name(f)) {
+        snprintf(err, errlen, "organization id %s is not a file name", org->id);
+        return false;
+    }
+    return true;
 }
 
-/* Writes the part of org (read again) and names it in the index. */
+/* Writes the part of org as the read builds it (snapshot_source_part_fn). */
+static int part_built(void *ctx, const struct snapshot_source_org *org, char *err, size_t errlen)
+{
+    struct refresher *rf = ctx;
+    struct snapshot_part_file f;
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
+    int rc = -1;
+    if (rf->replica && snapshot_parts_newer(&rf->parts, org->id, org->generation)) {
+        rf->read_older = true; /* never written: the read stops, the refresher waits */
+        snprintf(rf->older_org, sizeof rf->older_org, "%s", org->id);
+        rf->older_generation = org->generation;
+        snprintf(err, errlen, "the replica is older for organization %s", org->id);
+        return -1;
+    }
+    if (name_part(org, &f, err, errlen)) {
+        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f.name);
+        if (rf->parts_synced < PARTS_SYNCED_EACH) { /* a change: a part or a few */
+            rc = snapshot_builder_write_part(org->builder, path, err, errlen);
+            rf->parts_synced++;
+        } else { /* many (a first build): one syncfs before the index */
+            rc = snapshot_builder_write_part_unsynced(org->builder, path, err, errlen);
+            rf->parts_unsynced++;
+        }
+    }
+    if (rc != 0)
+        rf->part_write_failed = true;
+    return rc;
+}
+
+/* Names the part of org in the index: written during the read, else held. */
 static int write_part(struct refresher *rf, struct snapshot_source_result *res, size_t i,
                       struct snapshot_part_file *f, char *err, size_t errlen)
 {
@@ -245,7 +356,10 @@ static int write_part(struct refresher *rf, struct snapshot_source_result *res, 
     char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
     snprintf(f->org, sizeof f->org, "%s", org->id);
     f->generation = org->generation;
-    if (org->builder == NULL) { /* unchanged: the published file stands */
+    if (org->written) {
+        if (!name_part(org, f, err, errlen))
+            return -1;
+    } else if (org->builder == NULL) { /* unchanged: the published file stands */
         const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, org->id);
         if (held == NULL) {
             snprintf(err, errlen, "no part of organization %s", org->id);
@@ -280,6 +394,10 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     for (size_t i = 0; i < res->org_count; i++)
         if (write_part(rf, res, i, &(*fresh)[i], err, errlen) != 0)
             return -1;
+    /* The parts written during the read are durable before the index
+     * names them: one fsync for a part or two, one syncfs for many. */
+    if (rf->parts_unsynced > 0 && snapshot_sync_filesystem(rf->parts.dir, err, errlen) != 0)
+        return -1;
     return snapshot_builder_write(res->index, rf->path, err, errlen);
 }
 
@@ -291,14 +409,42 @@ static void build_failed(struct refresher *rf)
         rf->retry_build_at_ms = bgloop_now_ms() + rf->cfg->refresh_interval_ms;
 }
 
+/* A snapshot file could not be written: snapshot_write fails, and the
+ * next build writes everything again. */
+static void write_failed(struct refresher *rf, const char *err)
+{
+    log_error("cannot write the snapshot: %s", err);
+    char why[512 + 32];
+    snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
+    health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
+    health_pending(rf, rf->pending, why);
+    rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
+    rf->have_catalog = false;
+    rf->swept = false;
+    snapshot_catalog_free(&rf->catalog);
+    build_failed(rf);
+}
+
 static void build(struct refresher *rf)
 {
     char err[512];
     struct snapshot_source_result res;
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
-    if (snapshot_source_read(rf->loop.conn, rf->built_once ? snapshot_parts_holds : NULL,
-                             &rf->parts, &res, err, sizeof err) != 0) {
+    rf->part_write_failed = rf->read_older = false;
+    rf->parts_synced = rf->parts_unsynced = 0;
+    if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, part_built, rf,
+                             &res, err, sizeof err) != 0) {
+        if (rf->part_write_failed) {
+            write_failed(rf, err);
+            return;
+        }
+        if (rf->read_older) {
+            char what[SNAPSHOT_PART_ORG_MAX + 64];
+            snprintf(what, sizeof what, "for organization %s only", rf->older_org);
+            wait_for_replica(rf, rf->older_generation, what);
+            return;
+        }
         log_warn("cannot read the configuration: %s", err);
         char why[sizeof err + 32];
         snprintf(why, sizeof why, "cannot read the configuration: %s", err);
@@ -315,25 +461,23 @@ static void build(struct refresher *rf)
     long long read_ms = elapsed_ms(started);
     size_t flags = 0, rebuilt = 0;
     for (size_t i = 0; i < res.org_count; i++)
-        if (res.orgs[i].builder != NULL) {
-            flags += snapshot_builder_flag_count(res.orgs[i].builder);
+        if (res.orgs[i].builder != NULL || res.orgs[i].written) {
+            flags += res.orgs[i].flag_count;
             rebuilt++;
         }
     struct snapshot_part_file *fresh = NULL;
     if (write_files(rf, &res, &fresh, err, sizeof err) != 0) {
-        log_error("cannot write the snapshot: %s", err);
-        char why[sizeof err + 32];
-        snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
-        health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
-        health_pending(rf, rf->pending, why);
-        rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
-        build_failed(rf);
+        write_failed(rf, err);
         free(fresh);
         snapshot_source_result_free(&res);
         return;
     }
     uint64_t generation = res.generation;
     size_t orgs = res.org_count;
+    snapshot_catalog_free(&rf->catalog);
+    rf->catalog = res.catalog; /* taken over */
+    snapshot_catalog_init(&res.catalog);
+    rf->have_catalog = true;
     snapshot_source_result_free(&res);
     rf->built = generation;
     struct timespec now;
@@ -346,7 +490,8 @@ static void build(struct refresher *rf)
     publish(rf, generation, unix_ms(&now));
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
-    snapshot_parts_published(&rf->parts, fresh, orgs, !rf->built_once);
+    snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
+    rf->swept = true;
     rf->built_once = true;
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
              " organizations; read in %lld ms, built and written in %lld ms)",
@@ -409,6 +554,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
         rf.loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     snapshot_parts_init(&rf.parts, cfg->state_dir);
+    snapshot_catalog_init(&rf.catalog);
     publish_file_on_disk(&rf);
     if (rf.replica)
         log_info("reading the configuration from the replica (database_replica), its generation"
@@ -426,5 +572,6 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     if (rf.loop.conn != NULL)
         PQfinish(rf.loop.conn);
     snapshot_parts_free(&rf.parts);
+    snapshot_catalog_free(&rf.catalog);
     return EXIT_SUCCESS;
 }

@@ -5,13 +5,22 @@
  * One REPEATABLE READ transaction in two steps, each a libpq pipeline (its
  * queries sent at once, so there is no round trip between them and
  * PostgreSQL computes each result while libpq still parses the previous
- * one). First the small tables every read needs whole: the generation, the
- * per-organization generations, every environment and every unrevoked SDK
- * key; they go into the index builder, and they decide which organizations
- * must be read again (the caller keeps the others' parts). Then, only if
- * some must, the queries of those organizations' rows: with
- * `org_id = ANY($1)` when only some organizations changed, unfiltered (no
- * join for variants and rules) when all did, as on the first build. The
+ * one). First the generation and the per-organization generations; compared
+ * with the caller's catalog (snapshot_catalog.h: the generation, the
+ * environments and the SDK keys of each organization as the published
+ * index has them) they decide which organizations must be read again (the
+ * caller keeps the others' parts). Then, only if some must, the queries of
+ * those organizations' rows, their environments and SDK keys first: with
+ * `org_id = ANY($1)` with a catalog, unfiltered without one. The new
+ * catalog is the old one's unchanged organizations merged with the rows
+ * read (both in organization order), and the index builder is filled from
+ * it, so a change reads the environments and keys of the organizations it
+ * touched only. When the caller writes parts as they are built (part_done)
+ * and many organizations are read (every one on a first build, or more
+ * than 64), their other rows are read a batch of organizations at a time
+ * (`org_id = ANY($1)` per batch, sized by a count of their flags), each
+ * batch's parts handed over and its builders freed before the next: memory
+ * holds one batch. Otherwise they follow in the same pipeline. The
  * last and largest, the flag configurations, is read in single-row mode:
  * the builders work on each row while the server sends the next. Rows reach
  * each organization's builder in the order it requires (snapshot_build.h):
@@ -19,9 +28,10 @@
  * followed by its rules in evaluation order. A row a builder refuses is
  * skipped and counted; the build goes on.
  *
- * Variants and rules (a row or more per flag) come unsorted and without a
- * join to flags when unfiltered: sorting or joining a few hundred thousand
- * rows costs PostgreSQL more than all the rest of the read. They are grouped
+ * Variants and rules (a row or more per flag) come unsorted (and without a
+ * join to flags in the unfiltered form, which only a caller without
+ * part_done uses now): sorting a few hundred thousand rows costs
+ * PostgreSQL more than all the rest of the read. They are grouped
  * by flag with hash indexes here (rowindex.h) and put in order per flag (a
  * flag has few of each).
  */
@@ -37,6 +47,7 @@
 #include "base/log.h"
 #include "db/rowindex.h"
 #include "eval/snapshot_build.h"
+#include "eval/snapshot_catalog.h"
 
 static const char generation_sql[] = "SELECT generation FROM config_generation WHERE id = 1";
 /* generation_sql prepared once per connection: a refresher reading a
@@ -45,7 +56,8 @@ static const char generation_sql[] = "SELECT generation FROM config_generation W
  * (doc/choices.md "Read replicas"). */
 static const char generation_statement[] = "ensign_generation";
 
-/* The first step's statements (one each), then the pipelined second step's. */
+/* The first step's statements (one each), then the second step's, all of
+ * the organizations read again. */
 enum query {
     Q_BEGIN,
     Q_GENERATION,
@@ -59,7 +71,7 @@ enum query {
     Q_FLAGS,
     Q_COUNT
 };
-#define Q_FIRST_PIPELINED Q_ATTRIBUTES
+#define Q_FIRST_OF_ORGS Q_ENVIRONMENTS
 
 /* Columns of the environments, variants, rules and flags queries. */
 enum { E_ID, E_ORG, E_KEY };
@@ -71,7 +83,7 @@ enum { F_ENV, F_ID, F_KEY, F_TYPE, F_ENABLED, F_OFF, F_DEFAULT };
 #define SOME_FLAG_IDS "SELECT id FROM flags WHERE org_id = ANY($1::uuid[])"
 
 /* Each query whole (`all`) and for the organizations in $1 (`some`; the
- * first step's are the same either way). A `some` statement reads
+ * first step's have none). A `some` statement reads
  * variants, rules and flag configurations by flag id through their
  * indexes, from an array the planner cannot see into (ARRAY(subquery)
  * counts as a few elements): a join on flags.org_id would let a missing or
@@ -88,11 +100,14 @@ static const struct {
                            "SELECT org_id, generation FROM config_org_generation", NULL},
     [Q_ENVIRONMENTS] = {"environments",
                         "SELECT id, org_id, key FROM environments ORDER BY org_id, sort_order, key",
-                        NULL},
+                        "SELECT id, org_id, key FROM environments WHERE org_id = ANY($1::uuid[])"
+                        " ORDER BY org_id, sort_order, key"},
     [Q_SDK_KEYS] = {"SDK keys",
                     "SELECT token_digest, environment_id FROM sdk_keys"
                     " WHERE revoked_at IS NULL AND environment_id IS NOT NULL",
-                    NULL},
+                    "SELECT k.token_digest, k.environment_id FROM sdk_keys k"
+                    " JOIN environments e ON e.id = k.environment_id"
+                    " WHERE k.revoked_at IS NULL AND e.org_id = ANY($1::uuid[])"},
     [Q_ATTRIBUTES] = {"entity attributes",
                       "SELECT e.org_id, e.key, a.key, a.data_type FROM entity_attributes a"
                       " JOIN entities e ON e.id = a.entity_id"
@@ -128,16 +143,24 @@ static const struct {
 
 struct source {
     PGconn *conn;
+    snapshot_source_part_fn part_done; /* NULL: the caller writes the parts after */
+    void *part_ctx;
     struct snapshot_source_result *out;
-    snapshot_source_held_fn held;
-    void *held_ctx;
+    const struct snapshot_catalog *held; /* NULL: read every organization */
     char *err;
     size_t errlen;
     size_t skipped;
-    size_t changed;          /* organizations to read again */
-    PGresult *environments;  /* held for env_orgs */
-    struct rowindex env_ids; /* environments by id */
-    size_t *env_orgs;        /* per environments row: its index in out->orgs */
+    PGresult *gens;              /* organization generations */
+    struct rowindex gens_by_org; /* their rows by organization */
+    const char **changed;        /* ids of the organizations read again, sorted */
+    size_t changed_count;        /* (they point into gens or held) */
+    bool *held_changed;          /* per organization of held: read again */
+    PGresult *environments;      /* of the organizations read again */
+    PGresult *sdk_keys;          /* of the same */
+    struct rowindex env_ids;     /* environments by id */
+    struct rowindex keys_by_env; /* SDK keys by environment id */
+    size_t *env_orgs;            /* per environments row: its index in out->orgs */
+    int *org_env_rows;           /* per out->orgs: its first environments row */
     PGresult *variants, *rules;
     struct rowindex variants_by_flag, rules_by_flag;
     int *rows; /* one flag's variant or rule rows, in order */
@@ -189,23 +212,21 @@ static struct snapshot_builder *env_builder(const struct source *s, const char *
 
 /* ---- the pipeline ---- */
 
-/* "{id,id,...}" of the organizations read again (malloc'd), or NULL. */
-static char *changed_org_array(const struct source *s)
+/* "{id,id,...}" of ids (count of them; malloc'd), or NULL. */
+static char *id_array(const char *const *ids, size_t count)
 {
     size_t len = 3;
-    for (size_t i = 0; i < s->out->org_count; i++)
-        len += strlen(s->out->orgs[i].id) + 1;
+    for (size_t i = 0; i < count; i++)
+        len += strlen(ids[i]) + 1;
     char *text = malloc(len), *at = text;
     if (text == NULL)
         return NULL;
     *at++ = '{';
-    for (size_t i = 0; i < s->out->org_count; i++) {
-        if (s->out->orgs[i].builder == NULL)
-            continue;
-        if (at[-1] != '{')
+    for (size_t i = 0; i < count; i++) {
+        if (i > 0)
             *at++ = ',';
-        size_t n = strlen(s->out->orgs[i].id);
-        memcpy(at, s->out->orgs[i].id, n);
+        size_t n = strlen(ids[i]);
+        memcpy(at, ids[i], n);
         at += n;
     }
     *at++ = '}';
@@ -305,71 +326,53 @@ static uint64_t org_generation(const struct rowindex *gens, const char *org_id, 
     return row >= 0 ? strtoull(PQgetvalue(gens->res, row, 1), NULL, 10) : global;
 }
 
-/* Appends organization org_id (environments come ordered by it) and
- * decides whether it is read again. */
-static int add_org(struct source *s, const char *org_id, uint64_t generation)
+static int compare_ids(const void *a, const void *b)
 {
-    struct snapshot_source_result *out = s->out;
-    struct snapshot_source_org *org = &out->orgs[out->org_count];
-    if (strlen(org_id) >= sizeof org->id) {
-        fail(s, "environments", "organization id too long");
-        return -1;
-    }
-    memcpy(org->id, org_id, strlen(org_id) + 1);
-    org->generation = generation;
-    org->builder = NULL;
-    if (s->held == NULL || !s->held(s->held_ctx, org_id, generation)) {
-        if ((org->builder = snapshot_builder_new(generation)) == NULL) {
-            fail(s, "environments", "out of memory");
-            return -1;
-        }
-        s->changed++;
-    }
-    out->org_count++;
-    return 0;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int add_environments(struct source *s, const struct rowindex *gens)
+/*
+ * Decides which organizations are read again: with a catalog, those whose
+ * generation differs from the one it holds (or that it lacks), and those it
+ * holds that no generation row names while the global generation moved;
+ * without one, every organization with a generation row (those without one
+ * come with their environments).
+ */
+static int choose_changed(struct source *s)
 {
-    PGresult *res = s->environments;
-    int rows = PQntuples(res);
-    s->out->orgs = calloc(rows > 0 ? (size_t)rows : 1, sizeof *s->out->orgs);
-    s->env_orgs = calloc(rows > 0 ? (size_t)rows : 1, sizeof *s->env_orgs);
-    if (s->out->orgs == NULL || s->env_orgs == NULL ||
-        rowindex_build(&s->env_ids, res, E_ID) != 0) {
-        fail(s, "environments", "out of memory");
+    size_t held = s->held != NULL ? s->held->org_count : 0;
+    int rows = PQntuples(s->gens);
+    s->changed = malloc(((size_t)rows + held + 1) * sizeof *s->changed);
+    s->held_changed = calloc(held + 1, sizeof *s->held_changed);
+    if (s->changed == NULL || s->held_changed == NULL) {
+        fail(s, "organization generations", "out of memory");
         return -1;
     }
     for (int row = 0; row < rows; row++) {
-        const char *id = value(res, row, E_ID), *org_id = value(res, row, E_ORG),
-                   *key = value(res, row, E_KEY);
-        size_t n = s->out->org_count;
-        if (n == 0 || strcmp(s->out->orgs[n - 1].id, org_id) != 0) {
-            if (add_org(s, org_id, org_generation(gens, org_id, s->out->generation)) != 0)
-                return -1;
-        }
-        s->env_orgs[row] = s->out->org_count - 1;
-        struct snapshot_builder *b = s->out->orgs[s->out->org_count - 1].builder;
-        if (snapshot_builder_add_environment(s->out->index, id, org_id, key) != 0)
-            note_skipped(s, s->out->index, "environments");
-        if (b != NULL && snapshot_builder_add_environment(b, id, org_id, key) != 0)
-            note_skipped(s, b, "environments");
+        const char *org_id = PQgetvalue(s->gens, row, 0);
+        const struct snapshot_catalog_org *org = snapshot_catalog_find(s->held, org_id);
+        uint64_t generation = strtoull(PQgetvalue(s->gens, row, 1), NULL, 10);
+        if (org != NULL && org->generation == generation)
+            continue;
+        if (org != NULL)
+            s->held_changed[org - s->held->orgs] = true;
+        s->changed[s->changed_count++] = org_id;
     }
+    for (size_t i = 0; i < held; i++) {
+        const struct snapshot_catalog_org *org = &s->held->orgs[i];
+        if (rowindex_first(&s->gens_by_org, org->id) < 0 && org->generation != s->out->generation) {
+            s->held_changed[i] = true;
+            s->changed[s->changed_count++] = org->id;
+        }
+    }
+    qsort(s->changed, s->changed_count, sizeof *s->changed, compare_ids);
     return 0;
-}
-
-static void add_sdk_keys(struct source *s, const PGresult *res)
-{
-    for (int row = 0, rows = PQntuples(res); row < rows; row++)
-        if (snapshot_builder_add_sdk_key(s->out->index, value(res, row, 0), value(res, row, 1)) !=
-            0)
-            note_skipped(s, s->out->index, "SDK keys");
 }
 
 static int read_first_step(struct source *s)
 {
     PGresult *res;
-    if (send_queries(s, Q_BEGIN, Q_FIRST_PIPELINED, NULL) != 0 ||
+    if (send_queries(s, Q_BEGIN, Q_FIRST_OF_ORGS, NULL) != 0 ||
         (res = next_result(s, Q_BEGIN)) == NULL)
         return -1;
     PQclear(res);
@@ -377,30 +380,161 @@ static int read_first_step(struct source *s)
         return -1;
     int rc = parse_generation(res, &s->out->generation, s->err, s->errlen);
     PQclear(res);
-    if (rc != 0)
+    if (rc != 0 || (s->gens = next_result(s, Q_ORG_GENERATIONS)) == NULL)
         return -1;
-    if ((s->out->index = snapshot_builder_new(s->out->generation)) == NULL) {
-        fail(s, "the configuration", "out of memory");
-        return -1;
-    }
-    PGresult *gens = next_result(s, Q_ORG_GENERATIONS);
-    if (gens == NULL || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL) {
-        PQclear(gens);
-        return -1;
-    }
-    struct rowindex by_org;
-    rc = rowindex_build(&by_org, gens, 0);
-    if (rc != 0)
-        fail(s, "organization generations", "out of memory");
-    else
-        rc = add_environments(s, &by_org);
-    rowindex_free(&by_org);
-    PQclear(gens);
-    if (rc != 0 || (res = next_result(s, Q_SDK_KEYS)) == NULL)
-        return -1;
-    add_sdk_keys(s, res);
-    PQclear(res);
     finish_pipeline(s->conn); /* its sync point */
+    if (rowindex_build(&s->gens_by_org, s->gens, 0) != 0) {
+        fail(s, "organization generations", "out of memory");
+        return -1;
+    }
+    return choose_changed(s);
+}
+
+/* ---- the new catalog: the unchanged organizations' records and the
+ * changed ones' rows, merged in organization order ---- */
+
+struct merge {
+    size_t held;    /* next organization of s->held */
+    size_t changed; /* next of s->changed */
+    int env_row;    /* next row of s->environments */
+};
+
+/* The next unchanged organization of held, or NULL. */
+static const struct snapshot_catalog_org *next_unchanged(const struct source *s, struct merge *m)
+{
+    for (; s->held != NULL && m->held < s->held->org_count; m->held++)
+        if (!s->held_changed[m->held])
+            return &s->held->orgs[m->held];
+    return NULL;
+}
+
+/* The smallest of three ids (NULL: none). */
+static const char *smallest(const char *a, const char *b, const char *c)
+{
+    const char *min = a;
+    if (b != NULL && (min == NULL || strcmp(b, min) < 0))
+        min = b;
+    if (c != NULL && (min == NULL || strcmp(c, min) < 0))
+        min = c;
+    return min;
+}
+
+/* Appends an organization with environments to out->orgs; one read again
+ * gets its builder later (open_builders), from its environment rows. */
+static void add_result_org(struct source *s, const char *org_id, uint64_t generation, bool read,
+                           int env_row)
+{
+    struct snapshot_source_org *org = &s->out->orgs[s->out->org_count];
+    memcpy(org->id, org_id, strlen(org_id) + 1);
+    org->generation = generation;
+    org->builder = NULL;
+    org->read = read;
+    s->org_env_rows[s->out->org_count] = env_row;
+    s->out->org_count++;
+}
+
+/* Gives each organization of out->orgs [first, last) that is read again its
+ * builder, with its environments: only a batch's builders exist at once. */
+static int open_builders(struct source *s, size_t first, size_t last)
+{
+    const PGresult *res = s->environments;
+    int rows = PQntuples(res);
+    for (size_t i = first; i < last; i++) {
+        struct snapshot_source_org *org = &s->out->orgs[i];
+        if (!org->read || org->builder != NULL || org->written)
+            continue;
+        struct snapshot_builder *b = snapshot_builder_new(org->generation);
+        if ((org->builder = b) == NULL) {
+            fail(s, "environments", "out of memory");
+            return -1;
+        }
+        for (int row = s->org_env_rows[i]; row < rows && s->env_orgs[row] == i; row++)
+            if (snapshot_builder_add_environment(b, value(res, row, E_ID), org->id,
+                                                 value(res, row, E_KEY)) != 0)
+                note_skipped(s, b, "environments");
+    }
+    return 0;
+}
+
+/* The catalog records and the builder of one organization read again:
+ * its environment rows (from m->env_row, while they are of org_id) and
+ * their SDK keys. */
+static int add_changed_org(struct source *s, struct merge *m, const char *org_id)
+{
+    struct snapshot_catalog *cat = &s->out->catalog;
+    uint64_t generation = org_generation(&s->gens_by_org, org_id, s->out->generation);
+    if (snapshot_catalog_add_org(cat, org_id, generation) != 0)
+        return -1;
+    PGresult *res = s->environments;
+    int rows = PQntuples(res);
+    if (m->env_row >= rows || strcmp(value(res, m->env_row, E_ORG), org_id) != 0)
+        return 0; /* no environments: recorded, no part */
+    add_result_org(s, org_id, generation, true, m->env_row);
+    for (; m->env_row < rows && strcmp(value(res, m->env_row, E_ORG), org_id) == 0; m->env_row++) {
+        const char *id = value(res, m->env_row, E_ID), *key = value(res, m->env_row, E_KEY);
+        s->env_orgs[m->env_row] = s->out->org_count - 1;
+        if (snapshot_catalog_add_env(cat, id, key) != 0)
+            return -1;
+        for (int k = rowindex_first(&s->keys_by_env, id); k >= 0;
+             k = rowindex_next(&s->keys_by_env, k))
+            if (snapshot_catalog_add_key(cat, value(s->sdk_keys, k, 0), id) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+static int merge_step(struct source *s, struct merge *m)
+{
+    const struct snapshot_catalog_org *unchanged = next_unchanged(s, m);
+    const char *changed = m->changed < s->changed_count ? s->changed[m->changed] : NULL;
+    const char *env_org =
+        m->env_row < PQntuples(s->environments) ? value(s->environments, m->env_row, E_ORG) : NULL;
+    const char *next = smallest(unchanged != NULL ? unchanged->id : NULL, changed, env_org);
+    if (unchanged != NULL && strcmp(next, unchanged->id) == 0) {
+        m->held++;
+        if (snapshot_catalog_copy_org(&s->out->catalog, s->held, unchanged) != 0)
+            return -1;
+        if (unchanged->env_count > 0)
+            add_result_org(s, unchanged->id, unchanged->generation, false, -1);
+        return 0;
+    }
+    if (changed != NULL && strcmp(next, changed) == 0)
+        m->changed++;
+    return add_changed_org(s, m, next);
+}
+
+/* Builds out->catalog, out->orgs and out->index. */
+static int merge_catalog(struct source *s)
+{
+    int rows = PQntuples(s->environments);
+    size_t held = s->held != NULL ? s->held->org_count : 0,
+           cap = held + s->changed_count + (size_t)rows + 1;
+    s->out->orgs = calloc(cap, sizeof *s->out->orgs);
+    s->org_env_rows = calloc(cap, sizeof *s->org_env_rows);
+    s->env_orgs = calloc((size_t)rows + 1, sizeof *s->env_orgs);
+    if (s->out->orgs == NULL || s->org_env_rows == NULL || s->env_orgs == NULL ||
+        rowindex_build(&s->env_ids, s->environments, E_ID) != 0 ||
+        rowindex_build(&s->keys_by_env, s->sdk_keys, 1) != 0) {
+        fail(s, "environments", "out of memory");
+        return -1;
+    }
+    struct merge m = {0};
+    for (;;) {
+        bool more =
+            next_unchanged(s, &m) != NULL || m.changed < s->changed_count || m.env_row < rows;
+        if (!more)
+            break;
+        if (merge_step(s, &m) != 0) {
+            if (s->err[0] == '\0')
+                fail(s, "environments", "out of memory or out of order");
+            return -1;
+        }
+    }
+    if ((s->out->index = snapshot_builder_new(s->out->generation)) == NULL ||
+        snapshot_catalog_fill(&s->out->catalog, s->out->index, &s->skipped) != 0) {
+        fail(s, "the index", "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -663,8 +797,7 @@ static PGresult *exec_generation(PGconn *conn, struct dbsync_error *error)
     return NULL;
 }
 
-int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err,
-                               size_t errlen)
+int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err, size_t errlen)
 {
     struct dbsync_error error;
     PGresult *res = prepare ? prepare_generation(conn, &error) : NULL;
@@ -681,35 +814,192 @@ int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *
     return rc;
 }
 
+/* The environments and SDK keys of the organizations read again (all of
+ * them without a catalog), then, if any has environments, their rows. */
+/* Attributes, segments and flags of the organizations in orgs (an array
+ * literal; NULL: every one), in one pipeline. */
+static int read_org_rows(struct source *s, const char *orgs)
+{
+    if (send_queries(s, Q_ATTRIBUTES, Q_COUNT, orgs) != 0 ||
+        run_step(s, Q_ATTRIBUTES, add_attribute) != 0 || run_step(s, Q_SEGMENTS, add_segment) != 0)
+        return -1;
+    int rc = read_flags(s);
+    finish_pipeline(s->conn);
+    return rc;
+}
+
+/* Hands each built part of orgs [first, last) of out->orgs to part_done,
+ * then frees its builder. */
+static int hand_over(struct source *s, size_t first, size_t last)
+{
+    for (size_t i = first; i < last; i++) {
+        struct snapshot_source_org *org = &s->out->orgs[i];
+        if (org->builder == NULL)
+            continue;
+        org->flag_count = snapshot_builder_flag_count(org->builder);
+        if (s->part_done(s->part_ctx, org, s->err, s->errlen) != 0)
+            return -1;
+        snapshot_builder_free(org->builder);
+        org->builder = NULL;
+        org->written = true;
+    }
+    return 0;
+}
+
+/* The flag count of each organization read again, by organization id
+ * (a result the caller PQclears), or NULL. */
+static PGresult *flag_counts(struct source *s, const char *orgs)
+{
+    const char *params[1] = {orgs};
+    struct dbsync_error error;
+    PGresult *res = dbsync_exec(s->conn,
+                                "SELECT org_id, count(*) FROM flags"
+                                " WHERE org_id = ANY($1::uuid[]) GROUP BY org_id",
+                                1, params, &error);
+    if (res == NULL)
+        fail(s, "flag counts", error.message);
+    return res;
+}
+
+/*
+ * Reads the organizations with a builder a batch at a time (at most
+ * SNAPSHOT_SOURCE_BATCH_FLAGS flags or SNAPSHOT_SOURCE_BATCH_ORGS
+ * organizations, or one organization larger than that), handing each
+ * batch's parts to part_done before the next is read: the rows and
+ * builders held at once are one batch's.
+ */
+static int read_in_batches(struct source *s)
+{
+    size_t n = s->out->org_count, count = 0;
+    const char **ids = malloc((n ? n : 1) * sizeof *ids);
+    if (ids == NULL) {
+        fail(s, "the configuration", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (s->out->orgs[i].read)
+            ids[count++] = s->out->orgs[i].id;
+    char *all = id_array(ids, count);
+    PGresult *counts = all != NULL ? flag_counts(s, all) : NULL;
+    struct rowindex by_org = {0};
+    int rc = counts != NULL && rowindex_build(&by_org, counts, 0) == 0 ? 0 : -1;
+    if (rc != 0 && s->err[0] == '\0')
+        fail(s, "flag counts", "out of memory");
+    for (size_t first = 0; rc == 0 && first < n;) {
+        size_t last = first, orgs = 0;
+        long long flags = 0;
+        for (; last < n && (orgs == 0 || (flags < SNAPSHOT_SOURCE_BATCH_FLAGS &&
+                                          orgs < SNAPSHOT_SOURCE_BATCH_ORGS));
+             last++) {
+            if (!s->out->orgs[last].read)
+                continue;
+            int row = rowindex_first(&by_org, s->out->orgs[last].id);
+            flags += row >= 0 ? atoll(PQgetvalue(counts, row, 1)) : 0;
+            ids[orgs++] = s->out->orgs[last].id;
+        }
+        char *batch = id_array(ids, orgs);
+        if (batch == NULL) {
+            fail(s, "the configuration", "out of memory");
+            rc = -1;
+        } else if (orgs > 0) {
+            long long started = now_ms();
+            rc = open_builders(s, first, last) == 0 ? read_org_rows(s, batch) : -1;
+            long long read = now_ms();
+            if (rc == 0)
+                rc = hand_over(s, first, last);
+            log_info("snapshot: a batch of %zu organizations (%lld flags) read in %lld ms,"
+                     " its parts written in %lld ms",
+                     orgs, flags, read - started, now_ms() - read);
+        }
+        free(batch);
+        first = last;
+    }
+    rowindex_free(&by_org);
+    PQclear(counts);
+    free(all);
+    free(ids);
+    return rc;
+}
+
+/* The environments and SDK keys of the organizations read again (all of
+ * them without a catalog), then, if any has environments, their rows: in
+ * the same pipeline when they are few or the caller writes the parts after
+ * the read, else in batches. */
 static int read_second_step(struct source *s)
 {
-    if (s->changed == 0)
-        return 0;
-    bool every_org = s->changed == s->out->org_count;
-    char *orgs = every_org ? NULL : changed_org_array(s);
+    bool every_org = s->held == NULL;
+    if (!every_org && s->changed_count == 0) { /* nothing moved: only the global generation */
+        s->environments = PQmakeEmptyPGresult(s->conn, PGRES_TUPLES_OK);
+        s->sdk_keys = PQmakeEmptyPGresult(s->conn, PGRES_TUPLES_OK);
+        if (s->environments == NULL || s->sdk_keys == NULL) {
+            fail(s, "the configuration", "out of memory");
+            return -1;
+        }
+        return merge_catalog(s);
+    }
+    char *orgs = every_org ? NULL : id_array(s->changed, s->changed_count);
     if (!every_org && orgs == NULL) {
         fail(s, "the configuration", "out of memory");
         return -1;
     }
-    int rc = send_queries(s, Q_FIRST_PIPELINED, Q_COUNT, orgs);
+    bool batches =
+        s->part_done != NULL && (every_org || s->changed_count > SNAPSHOT_SOURCE_BATCH_ORGS / 16);
+    int rc = send_queries(s, Q_FIRST_OF_ORGS, batches ? Q_ATTRIBUTES : Q_COUNT, orgs);
+    if (rc != 0 || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL ||
+        (s->sdk_keys = next_result(s, Q_SDK_KEYS)) == NULL || merge_catalog(s) != 0)
+        rc = -1;
+    else if (batches) {
+        finish_pipeline(s->conn);
+        rc = read_in_batches(s);
+    } else if (open_builders(s, 0, s->out->org_count) != 0) {
+        rc = -1;
+    } else {
+        rc = run_step(s, Q_ATTRIBUTES, add_attribute) == 0 &&
+                     run_step(s, Q_SEGMENTS, add_segment) == 0 && read_flags(s) == 0
+                 ? 0
+                 : -1;
+        if (rc == 0 && s->part_done != NULL) {
+            finish_pipeline(s->conn);
+            rc = hand_over(s, 0, s->out->org_count);
+        }
+    }
     free(orgs);
-    if (rc != 0 || run_step(s, Q_ATTRIBUTES, add_attribute) != 0 ||
-        run_step(s, Q_SEGMENTS, add_segment) != 0)
-        return -1;
-    return read_flags(s);
+    return rc;
 }
 
-int snapshot_source_read(PGconn *conn, snapshot_source_held_fn held, void *held_ctx,
+int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
+                         snapshot_source_part_fn part_done, void *part_ctx,
                          struct snapshot_source_result *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    struct source s = {
-        .conn = conn, .out = out, .held = held, .held_ctx = held_ctx, .err = err, .errlen = errlen};
+    snapshot_catalog_init(&out->catalog);
+    err[0] = '\0';
+    struct source s = {.conn = conn,
+                       .part_done = part_done,
+                       .part_ctx = part_ctx,
+                       .out = out,
+                       .held = held,
+                       .err = err,
+                       .errlen = errlen};
     int rc = read_first_step(&s) == 0 && read_second_step(&s) == 0 ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < out->org_count; i++)
+        if (out->orgs[i].builder != NULL)
+            out->orgs[i].flag_count = snapshot_builder_flag_count(out->orgs[i].builder);
+    if (rc == 0 && out->catalog.failed) {
+        fail(&s, "the configuration", "out of memory");
+        rc = -1;
+    }
     finish_pipeline(conn);
+    rowindex_free(&s.gens_by_org);
     rowindex_free(&s.env_ids);
+    rowindex_free(&s.keys_by_env);
+    PQclear(s.gens);
     PQclear(s.environments);
+    PQclear(s.sdk_keys);
+    free(s.changed);
+    free(s.held_changed);
     free(s.env_orgs);
+    free(s.org_env_rows);
     free(s.scratch);
     free(s.rows);
     dbsync_rollback(conn); /* read only: nothing to commit */
@@ -726,5 +1016,6 @@ void snapshot_source_result_free(struct snapshot_source_result *r)
     for (size_t i = 0; i < r->org_count; i++)
         snapshot_builder_free(r->orgs[i].builder);
     free(r->orgs);
+    snapshot_catalog_free(&r->catalog);
     memset(r, 0, sizeof *r);
 }

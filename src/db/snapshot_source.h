@@ -8,7 +8,8 @@
  * together with config_generation and the per-organization generations,
  * so a snapshot is always one consistent generation; and the choice of
  * which organizations' rows to read (those whose generation moved since
- * the caller's part of them). Blocking libpq (dbsync.h): called only by the refresher.
+ * the caller's catalog of them, snapshot_catalog.h). Blocking libpq (dbsync.h): called only by the
+ * refresher.
  */
 #ifndef ENSIGN_SNAPSHOT_SOURCE_H
 #define ENSIGN_SNAPSHOT_SOURCE_H
@@ -18,6 +19,8 @@
 #include <stdint.h>
 
 #include <libpq-fe.h>
+
+#include "eval/snapshot_catalog.h"
 
 struct snapshot_builder;
 
@@ -32,30 +35,49 @@ struct snapshot_source_org {
     char id[64];                      /* uuid text */
     uint64_t generation;              /* config_org_generation of it */
     struct snapshot_builder *builder; /* its part, read again; NULL: the caller's
-                                         part of this generation stands */
+                                         part of this generation stands, or
+                                         (written) part_done wrote it */
+    bool read;                        /* read again (its builder made per batch) */
+    bool written;                     /* handed to part_done (builder freed) */
+    size_t flag_count;                /* flag configurations read (when read again) */
 };
+
+/* The most flags, and organizations, whose rows a read holds at once when
+ * it reads in batches (an organization larger than that is one batch). */
+#define SNAPSHOT_SOURCE_BATCH_FLAGS 20000
+#define SNAPSHOT_SOURCE_BATCH_ORGS 1024
+
+/* Writes the part of org (org->builder) as it is read; 0, or -1 with a
+ * message in err (the read fails). */
+typedef int (*snapshot_source_part_fn)(void *ctx, const struct snapshot_source_org *org, char *err,
+                                       size_t errlen);
 
 struct snapshot_source_result {
     uint64_t generation;              /* config_generation of what was read */
     struct snapshot_builder *index;   /* every environment and SDK key (no flags) */
     struct snapshot_source_org *orgs; /* sorted by id */
     size_t org_count;
+    struct snapshot_catalog catalog; /* every organization as read now (the
+                                        caller's next held catalog) */
 };
 
-/* True when the caller already holds organization org_id's part at this
- * generation, so the read skips its rows. */
-typedef bool (*snapshot_source_held_fn)(void *ctx, const char *org_id, uint64_t generation);
-
 /*
- * Reads, in one consistent transaction, the index (every environment and
- * unrevoked SDK key) and the parts of the organizations held() does not
- * already hold (held NULL: every one). The caller adds its parts to
- * out->index, writes the builders and frees out with
- * snapshot_source_result_free. 0, or -1 with a message in err and out
- * empty (the transaction is rolled back; check PQstatus(conn) to tell a
+ * Reads, in one consistent transaction, the organizations whose generation
+ * differs from the one held (held NULL: every one): their environments, SDK
+ * keys and the rows of their parts; and makes the new catalog (held's
+ * unchanged organizations and those read) and the index builder filled
+ * from it. With part_done, each part read is handed to it as soon as it is
+ * built and its builder freed (org->written), and when many organizations
+ * are read (every one, on a first build) they are read a batch at a time,
+ * so memory holds one batch (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the
+ * builders stay in out. The caller adds its parts to out->index, writes the builders,
+ * may take out->catalog (moving it out and re-initializing it) and frees
+ * out with snapshot_source_result_free. 0, or -1 with a message in err and
+ * out empty (the transaction is rolled back; check PQstatus(conn) to tell a
  * lost connection).
  */
-int snapshot_source_read(PGconn *conn, snapshot_source_held_fn held, void *held_ctx,
+int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
+                         snapshot_source_part_fn part_done, void *part_ctx,
                          struct snapshot_source_result *out, char *err, size_t errlen);
 
 void snapshot_source_result_free(struct snapshot_source_result *r);

@@ -11,6 +11,7 @@
  */
 #include "eval/served_snapshot.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -94,92 +95,85 @@ static struct served_part *current_part(struct served_snapshot *view, const char
     return NULL;
 }
 
-/* Opens the file of part p of fresh into *out; false (logged) when it is
- * bad or not of the generation the index names. */
-static bool open_part(const struct served_snapshot *view, const struct snapshot *fresh,
-                      const struct snapshot_part *p, struct snapshot *out)
+enum part_status { PART_MAPPED, PART_BAD, PART_GONE };
+
+/* Opens the file of part p of fresh into *out; PART_BAD (logged) when it is
+ * bad or not of the generation the index names, PART_GONE when there is no
+ * such file (the index was superseded twice since it was read). */
+static enum part_status open_part(const struct served_snapshot *view, const struct snapshot *fresh,
+                                  const struct snapshot_part *p, struct snapshot *out)
 {
     char path[4096 + 256], err[256];
     snprintf(path, sizeof path, "%s/%s", view->dir, snapshot_string(fresh, p->file));
     if (snapshot_open(path, out, err, sizeof err) != 0) {
+        if (access(path, F_OK) != 0 && errno == ENOENT)
+            return PART_GONE;
         log_warn("snapshot part %s: %s", snapshot_string(fresh, p->file), err);
-        return false;
+        return PART_BAD;
     }
     if (snapshot_generation(out) != p->generation) {
         log_warn("snapshot part %s: generation %" PRIu64 ", the index names %" PRIu64,
                  snapshot_string(fresh, p->file), snapshot_generation(out), p->generation);
         snapshot_close(out);
-        return false;
+        return PART_BAD;
     }
-    return true;
+    return PART_MAPPED;
 }
+
+/* What map_parts found. */
+struct mapped {
+    bool complete; /* every part is of the generation the index names */
+    bool gone;     /* some new part's file is not there */
+};
 
 /*
  * Fills parts (one per part of fresh) with the current mapping of each
  * organization when its generation is unchanged, else a new mapping (or
- * the current one, kept, when the new file is bad). Moved mappings are
- * zeroed in the view. Returns false when some part is not current.
+ * the current one, kept, when the new file is bad or gone). Moved mappings
+ * are zeroed in the view. Only new parts touch the file system.
  */
-static bool map_parts(struct served_snapshot *view, const struct snapshot *fresh,
-                      struct served_part *parts)
+static struct mapped map_parts(struct served_snapshot *view, const struct snapshot *fresh,
+                               struct served_part *parts)
 {
-    bool complete = true;
+    struct mapped result = {.complete = true};
     size_t cursor = 0;
     for (size_t i = 0; i < part_count(fresh); i++) {
         const struct snapshot_part *p = &fresh->parts[i];
         struct served_part *old = current_part(view, snapshot_string(fresh, p->org), &cursor);
+        enum part_status status;
         if (old != NULL && snapshot_generation(&old->snap) == p->generation) {
             parts[i] = *old;
             memset(old, 0, sizeof *old);
-        } else if (open_part(view, fresh, p, &parts[i].snap)) {
+        } else if ((status = open_part(view, fresh, p, &parts[i].snap)) == PART_MAPPED) {
             continue;
         } else {
-            complete = false;
+            result.complete = false;
+            result.gone |= status == PART_GONE;
             if (old != NULL) { /* keep serving what it had */
                 parts[i] = *old;
                 memset(old, 0, sizeof *old);
             }
         }
     }
-    return complete;
+    return result;
 }
 
-/* True when every part file of fresh exists. A file the index names can
- * be gone only when the refresher published twice since this index was
- * read (it deletes a superseded part one publication later): then a newer
- * index is on disk. */
-static bool parts_exist(const struct served_snapshot *view, const struct snapshot *fresh)
-{
-    char path[4096 + 256];
-    for (size_t i = 0; i < part_count(fresh); i++) {
-        snprintf(path, sizeof path, "%s/%s", view->dir,
-                 snapshot_string(fresh, fresh->parts[i].file));
-        if (access(path, F_OK) != 0)
-            return false;
-    }
-    return true;
-}
-
-/* Opens the index into *fresh, reading it again (a few times) while it
- * names part files already removed. */
+/* Opens the index into *fresh. */
 static int open_index(const struct served_snapshot *view, struct snapshot *fresh)
 {
     char path[4096 + 32], err[256];
     snprintf(path, sizeof path, "%s/%s", view->dir, SNAPSHOT_FILE_NAME);
-    for (int attempt = 1;; attempt++) {
-        if (snapshot_open(path, fresh, err, sizeof err) != 0) {
-            log_warn("keeping the current snapshot: %s", err);
-            return -1;
-        }
-        if (attempt == INDEX_ATTEMPTS || parts_exist(view, fresh))
-            return 0;
-        snapshot_close(fresh);
+    if (snapshot_open(path, fresh, err, sizeof err) != 0) {
+        log_warn("keeping the current snapshot: %s", err);
+        return -1;
     }
+    return 0;
 }
 
 /* Maps the parts of index (the fresh index, or the current one again)
- * in place of the view's; false when out of memory. */
-static bool replace_parts(struct served_snapshot *view, const struct snapshot *index)
+ * in place of the view's; false when out of memory. *gone: some new part's
+ * file was not there. */
+static bool replace_parts(struct served_snapshot *view, const struct snapshot *index, bool *gone)
 {
     size_t count = part_count(index);
     struct served_part *parts = calloc(count ? count : 1, sizeof *parts);
@@ -187,8 +181,10 @@ static bool replace_parts(struct served_snapshot *view, const struct snapshot *i
         return false;
     if (view->batch != NULL) /* its entries name the old mappings */
         usage_batch_flush(view->batch, view->shm != NULL ? view->shm->usage : NULL);
-    if (!map_parts(view, index, parts))
+    struct mapped mapped = map_parts(view, index, parts);
+    if (!mapped.complete)
         view->retry_at_ms = now_ms() + RETRY_MS;
+    *gone = mapped.gone;
     close_parts(view->parts, part_count(view->index));
     view->parts = parts;
     return true;
@@ -202,35 +198,47 @@ static bool replace_parts(struct served_snapshot *view, const struct snapshot *i
  * environment per generation). That happens when the view read the index
  * between its rename and its publication, and again once it was published;
  * and on the retry of a part that failed to map, where only the parts are
- * mapped again.
+ * mapped again. True when a new part's file was gone: the index read was
+ * superseded twice since, and a newer one is on disk.
  */
-static void remap(struct served_snapshot *view, uint64_t published)
+static bool remap_once(struct served_snapshot *view)
 {
     struct snapshot fresh;
-    view->seen = published;
-    view->retry_at_ms = 0;
+    bool gone = false;
     if (open_index(view, &fresh) != 0)
-        return;
+        return false;
     if (view->index != NULL && view->index->base != NULL &&
         snapshot_generation(&fresh) == snapshot_generation(view->index)) {
         snapshot_close(&fresh);
-        if (!replace_parts(view, view->index))
+        if (!replace_parts(view, view->index, &gone))
             view->retry_at_ms = now_ms() + RETRY_MS;
-        return;
+        return gone;
     }
     struct snapshot *index = view->index != NULL ? view->index : calloc(1, sizeof *index);
-    if (index == NULL || !replace_parts(view, &fresh)) {
+    if (index == NULL || !replace_parts(view, &fresh, &gone)) {
         if (view->index == NULL)
             free(index);
         snapshot_close(&fresh);
         view->retry_at_ms = now_ms() + RETRY_MS;
-        return;
+        return false;
     }
     if (index->base != NULL)
         snapshot_close(index);
     *index = fresh;
     view->index = index;
     log_debug("serving snapshot generation %" PRIu64, snapshot_generation(index));
+    return gone;
+}
+
+/* Follows the published generation: maps the index on disk, and reads it
+ * again (a few times) while it names part files already removed. No file
+ * is looked at but the index and the parts that are new to the view. */
+static void remap(struct served_snapshot *view, uint64_t published)
+{
+    view->seen = published;
+    view->retry_at_ms = 0;
+    for (int attempt = 1; remap_once(view) && attempt < INDEX_ATTEMPTS; attempt++)
+        log_debug("snapshot index superseded while it was mapped: reading it again");
 }
 
 const struct snapshot *served_snapshot_current(struct served_snapshot *view)

@@ -251,7 +251,7 @@ int org_index(struct snapshot_builder *b, const char *org_id, uint32_t *out)
 
 bool org_sealed(const struct snapshot_builder *b, uint32_t org)
 {
-    return *(uint8_t *)vec_at(&b->org_sealed, org) != 0;
+    return (*(uint8_t *)vec_at(&b->org_sealed, org) & ORG_SEALED) != 0;
 }
 
 int snapshot_builder_add_environment(struct snapshot_builder *b, const char *env_id,
@@ -296,6 +296,48 @@ int snapshot_builder_add_sdk_key(struct snapshot_builder *b, const char *digest_
     return 0;
 }
 
+int snapshot_builder_append_environments(struct snapshot_builder *b, const char *org_id,
+                                         const struct snapshot_env_input *envs, size_t count,
+                                         uint32_t *first)
+{
+    uint32_t org;
+    if (b->failed || org_index(b, org_id, &org) != 0)
+        return -1;
+    if (b->envs.len + count >= SNAPSHOT_NONE)
+        return builder_fail(b, "too many environments");
+    *first = (uint32_t)b->envs.len;
+    struct snapshot_str org_ref = append_string(b, org_id);
+    for (size_t i = 0; i < count; i++) {
+        struct snapshot_env *env = vec_push(&b->envs);
+        uint32_t *env_org = vec_push(&b->env_orgs);
+        if (env == NULL || env_org == NULL)
+            return out_of_memory(b);
+        *env_org = org;
+        env->id = append_string(b, envs[i].id);
+        env->org = org_ref;
+        env->key = intern(b, envs[i].key); /* a few distinct keys */
+    }
+    return b->failed ? -1 : 0;
+}
+
+int snapshot_builder_append_sdk_key(struct snapshot_builder *b, const char *digest_hex,
+                                    uint32_t env)
+{
+    if (b->failed)
+        return -1;
+    if (env >= b->envs.len)
+        return builder_fail(b, "SDK key for environment %u of %zu", env, b->envs.len);
+    struct snapshot_sdk_key *key = vec_push(&b->sdk_keys);
+    if (key == NULL)
+        return out_of_memory(b);
+    if (!hex_decode(digest_hex, key->digest, SNAPSHOT_DIGEST_LEN)) {
+        b->sdk_keys.len--;
+        return builder_fail(b, "SDK key digest is not 64 hex characters");
+    }
+    key->env = env;
+    return 0;
+}
+
 int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, const char *file_name,
                               uint64_t generation)
 {
@@ -306,16 +348,17 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
         return builder_fail(b, "part file name %s is not a plain name", file_name);
     if (org_index(b, org_id, &org) != 0)
         return -1;
-    for (size_t i = 0; i < b->part_orgs.len; i++)
-        if (*(uint32_t *)vec_at(&b->part_orgs, i) == org)
-            return builder_fail(b, "part of organization %s added twice", org_id);
+    uint8_t *state = vec_at(&b->org_sealed, org);
+    if (*state & ORG_HAS_PART)
+        return builder_fail(b, "part of organization %s added twice", org_id);
     struct snapshot_part *part = vec_push(&b->parts);
     uint32_t *part_org = vec_push(&b->part_orgs);
     if (part == NULL || part_org == NULL)
         return out_of_memory(b);
     *part_org = org;
-    part->org = intern(b, org_id);
-    part->file = intern(b, file_name);
+    *(uint8_t *)vec_at(&b->org_sealed, org) |= ORG_HAS_PART;
+    part->org = append_string(b, org_id); /* unique: no lookup */
+    part->file = append_string(b, file_name);
     part->generation = generation;
     return b->failed ? -1 : 0;
 }
@@ -423,7 +466,7 @@ int snapshot_builder_add_flag(struct snapshot_builder *b, const struct snapshot_
     index = (uint32_t)b->flags.len;
     if (map_add(&b->flag_map, key, len, index) == NULL)
         return out_of_memory(b);
-    *(uint8_t *)vec_at(&b->org_sealed, *(uint32_t *)vec_at(&b->env_orgs, env)) = 1;
+    *(uint8_t *)vec_at(&b->org_sealed, *(uint32_t *)vec_at(&b->env_orgs, env)) |= ORG_SEALED;
     struct builder_flag flag = {.rule_head = SNAPSHOT_NONE, .rule_tail = SNAPSHOT_NONE};
     struct snapshot_flag *f = &flag.rec;
     f->key = append_string(b, in->flag_key);

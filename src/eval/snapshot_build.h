@@ -75,6 +75,25 @@ int snapshot_builder_add_environment(struct snapshot_builder *b, const char *env
 int snapshot_builder_add_sdk_key(struct snapshot_builder *b, const char *digest_hex,
                                  const char *env_id);
 
+/* An index's environments of one organization, appended without the
+ * lookups of snapshot_builder_add_environment (for an index made whole at
+ * every change: the refresher's catalog, snapshot_catalog.h). The ids come
+ * from the database, unique; not checked. *first: the builder's index of
+ * the first of them, for snapshot_builder_append_sdk_key. A builder given
+ * environments this way takes no flags, and no environment or SDK key by
+ * id (snapshot_builder_add_environment, _add_sdk_key). */
+struct snapshot_env_input {
+    const char *id, *key;
+};
+int snapshot_builder_append_environments(struct snapshot_builder *b, const char *org_id,
+                                         const struct snapshot_env_input *envs, size_t count,
+                                         uint32_t *first);
+
+/* An SDK key of the environment of index env (from
+ * snapshot_builder_append_environments). */
+int snapshot_builder_append_sdk_key(struct snapshot_builder *b, const char *digest_hex,
+                                    uint32_t env);
+
 /* Index files (snapshot.h): organization org_id's flags are in the part
  * file file_name (a plain name in the index's directory), whose header
  * must carry generation. That organization's environments then name the
@@ -127,6 +146,16 @@ int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, c
  * generation is published). */
 int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
                                 size_t errlen);
+
+/* snapshot_builder_write_part without any fsync (temp file, rename): for
+ * many parts written at once (a first build), which the caller makes
+ * durable with one snapshot_sync_filesystem before it writes the index. */
+int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
+                                         char *err, size_t errlen);
+
+/* Writes back everything of the file system holding directory dir
+ * (syncfs): one wait instead of an fsync per file. 0, or -1 with err. */
+int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen);
 
 /* Counts of what was added (for logs and tests). */
 size_t snapshot_builder_flag_count(const struct snapshot_builder *b);

@@ -65,6 +65,11 @@ struct json_value_entry {
     json_type type;
 };
 
+/* Bits of org_sealed: flags were added (no more attributes or segments);
+ * a part was added (a second one is refused without a scan). */
+#define ORG_SEALED 1u
+#define ORG_HAS_PART 2u
+
 /* The builder (opaque to users of snapshot_build.h). */
 struct snapshot_builder {
     uint64_t generation;
@@ -77,7 +82,7 @@ struct snapshot_builder {
     struct vec env_orgs;        /* uint32_t: the environment's organization index */
     struct map env_map;         /* env id -> index */
     struct map org_map;         /* org id -> organization index */
-    struct vec org_sealed;      /* uint8_t per organization: flags were added */
+    struct vec org_sealed;      /* uint8_t per organization: ORG_SEALED | ORG_HAS_PART */
     struct vec sdk_keys;        /* struct snapshot_sdk_key */
     struct vec parts;           /* struct snapshot_part (index files) */
     struct vec part_orgs;       /* uint32_t: the part's organization index */

@@ -248,8 +248,11 @@ static int write_plan(int fd, const struct file_plan *plan)
     return 0;
 }
 
-static int publish_file(const char *path, const struct file_plan *plan, bool sync_dir, char *err,
-                        size_t errlen)
+/* How much of a file's write is made durable. */
+enum durability { SYNC_FILE_AND_DIR, SYNC_FILE, SYNC_NONE };
+
+static int publish_file(const char *path, const struct file_plan *plan, enum durability sync,
+                        char *err, size_t errlen)
 {
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
@@ -261,7 +264,7 @@ static int publish_file(const char *path, const struct file_plan *plan, bool syn
         snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
         return -1;
     }
-    if (write_plan(fd, plan) != 0 || fsync(fd) != 0) {
+    if (write_plan(fd, plan) != 0 || (sync != SYNC_NONE && fsync(fd) != 0)) {
         snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
         close(fd);
         unlink(tmp);
@@ -273,15 +276,15 @@ static int publish_file(const char *path, const struct file_plan *plan, bool syn
         unlink(tmp);
         return -1;
     }
-    if (sync_dir && fsync_directory_of(path) != 0) {
+    if (sync == SYNC_FILE_AND_DIR && fsync_directory_of(path) != 0) {
         snprintf(err, errlen, "fsync directory of %s: %s", path, strerror(errno));
         return -1;
     }
     return 0;
 }
 
-static int write_file(struct snapshot_builder *b, const char *path_final, bool sync_dir, char *err,
-                      size_t errlen)
+static int write_file(struct snapshot_builder *b, const char *path_final, enum durability sync,
+                      char *err, size_t errlen)
 {
     struct final_tables t;
     vec_init(&t.flags, sizeof(struct snapshot_flag));
@@ -298,7 +301,7 @@ static int write_file(struct snapshot_builder *b, const char *path_final, bool s
         struct file_plan plan;
         order_sdk_keys(b);
         plan_file(b, &t, &plan);
-        rc = publish_file(path_final, &plan, sync_dir, err, errlen);
+        rc = publish_file(path_final, &plan, sync, err, errlen);
     }
     vec_free(&t.flags);
     vec_free(&t.rules);
@@ -309,11 +312,30 @@ static int write_file(struct snapshot_builder *b, const char *path_final, bool s
 int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
                            size_t errlen)
 {
-    return write_file(b, path_final, true, err, errlen);
+    return write_file(b, path_final, SYNC_FILE_AND_DIR, err, errlen);
 }
 
 int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
                                 size_t errlen)
 {
-    return write_file(b, path_final, false, err, errlen);
+    return write_file(b, path_final, SYNC_FILE, err, errlen);
+}
+
+int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
+                                         char *err, size_t errlen)
+{
+    return write_file(b, path_final, SYNC_NONE, err, errlen);
+}
+
+int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || syncfs(fd) != 0) {
+        snprintf(err, errlen, "syncfs %s: %s", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
 }

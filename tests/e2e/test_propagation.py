@@ -251,5 +251,170 @@ class IncrementalSnapshotTest(OfrepTestCase):
         self.assertIn(self.org_id("initech"), self.parts())
 
 
+class RestartTest(OfrepTestCase):
+    """A restart takes the parts on disk as built (doc/choices.md,
+    "Incremental index and restart"): with nothing changed while the node
+    was down no snapshot file is rewritten, a change made meanwhile rewrites
+    only its organization's part, and a damaged part is built again alone.
+    Each test restarts the node and leaves it running."""
+
+    @classmethod
+    def create_flags(cls):
+        harness.ensignctl(cls.server.config_path, "org", "create", "--name", "Globex",
+                          "--slug", "globex", "--owner", cls.identity.email)
+        cls.globex = Fixture(cls.database.conninfo, org_slug="globex")
+        cls.globex_key, _ = cls.globex.sdk_key()
+        cls.steady = cls.globex.flag("steady", enabled=False)
+        cls.changing = cls.fixture.flag("changing", enabled=False)
+
+    def org_id(self, slug):
+        return self.database.query(f"SELECT id FROM orgs WHERE slug = '{slug}'")
+
+    def files(self):
+        """{name: (inode, mtime in ns)} of the snapshot files in state_dir."""
+        found = {}
+        for name in os.listdir(self.server.state_dir):
+            if name == "snapshot.bin" or re.fullmatch(r"org-.*\.bin", name):
+                st = os.stat(os.path.join(self.server.state_dir, name))
+                found[name] = (st.st_ino, st.st_mtime_ns)
+        return found
+
+    def part_of(self, files, slug):
+        """The newest part file of organization slug in files."""
+        prefix = f"org-{self.org_id(slug)}-"
+        names = [n for n in files if n.startswith(prefix)]
+        self.assertTrue(names, files)
+        return max(names, key=lambda n: int(n[len(prefix):-len(".bin")]))
+
+    def served(self, key, sdk_key, variant):
+        self.wait_served(
+            lambda: self.evaluate(key, sdk_key=sdk_key).json.get("variant") == variant)
+
+    def setUp(self):
+        """Both flags off and served so, whatever an earlier test left (a
+        flag already off is not written: a write now would still be in the
+        refresher's hands when the test looks at the files)."""
+        for fixture, flag, sdk_key, key in ((self.globex, self.steady, self.globex_key, "steady"),
+                                            (self.fixture, self.changing, self.sdk_key,
+                                             "changing")):
+            on = self.database.query(
+                f"SELECT enabled FROM flag_environments WHERE flag_id = '{flag}'")
+            if on != "f":
+                fixture.set_enabled(flag, False)
+            self.served(key, sdk_key, "off")
+
+    def restart(self, while_down=None):
+        """Stops the node (cleanly), runs while_down, starts it again; the
+        number of log lines before the start."""
+        self.server.stop_cleanly()
+        if while_down is not None:
+            while_down()
+        before = len(self.server.stderr().splitlines())
+        self.server.start()
+        return before
+
+    def log_since(self, line):
+        return "\n".join(self.server.stderr().splitlines()[line:])
+
+    def test_nothing_changed_nothing_rewritten(self):
+        before = self.files()
+        line = self.restart()
+        self.served("steady", self.globex_key, "off")
+        self.served("changing", self.sdk_key, "off")
+        self.assertTrue(harness.wait_for(
+            lambda: "snapshot parts on disk are kept" in self.log_since(line), 5))
+        self.assertRegex(self.log_since(line), r"2 of 2 snapshot parts on disk are kept")
+        time.sleep(0.5)  # the refresher has connected and compared generations
+        self.assertEqual(self.files(), before)
+        self.assertNotIn("published", self.log_since(line))
+        # The next change rewrites its organization's part only, not every one.
+        self.fixture.set_enabled(self.changing, True)
+        self.served("changing", self.sdk_key, "on")
+        after = self.files()
+        globex = self.part_of(before, "globex")
+        self.assertEqual(after[globex], before[globex])
+        self.assertRegex(self.log_since(line),
+                         r"published \([0-9]+ flag configurations in 1 of 2 organizations")
+
+    def test_a_change_while_down_rewrites_its_organization_only(self):
+        before = self.files()
+        acme = self.part_of(before, "acme")
+        line = self.restart(lambda: self.globex.set_enabled(self.steady, True))
+        self.served("steady", self.globex_key, "on")
+        after = self.files()
+        self.assertEqual(after[acme], before[acme])  # the very same file
+        self.assertNotEqual(self.part_of(after, "globex"), self.part_of(before, "globex"))
+        self.assertRegex(self.log_since(line),
+                         r"published \([0-9]+ flag configurations in 1 of 2 organizations")
+
+    def test_a_damaged_part_is_built_again_alone(self):
+        before = self.files()
+        acme, globex = self.part_of(before, "acme"), self.part_of(before, "globex")
+
+        def damage():
+            os.truncate(os.path.join(self.server.state_dir, acme), 100)
+
+        line = self.restart(damage)
+        self.assertTrue(harness.wait_for(
+            lambda: "snapshot parts on disk are kept" in self.log_since(line), 5))
+        self.assertRegex(self.log_since(line), r"1 of 2 snapshot parts on disk are kept")
+        self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 5),
+                        self.log_since(line))
+        self.assertRegex(self.log_since(line),
+                         r"published \([0-9]+ flag configurations in 1 of 2 organizations")
+        self.served("changing", self.sdk_key, "off")
+        self.served("steady", self.globex_key, "off")
+        after = self.files()
+        self.assertEqual(after[globex], before[globex])
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+
+class BatchedFirstBuildTest(OfrepTestCase):
+    """The first build reads and writes organizations a batch at a time
+    (at most 1,024 organizations or 20,000 flags, src/db/snapshot_source.h),
+    so the refresher holds one batch's rows: with 1,100 more organizations
+    it takes two batches, and every organization is served, the first and
+    the last by id alike."""
+
+    MANY = 1100
+
+    @classmethod
+    def create_flags(cls):
+        harness.psql(cls.database.conninfo, f"""
+            INSERT INTO orgs (name, slug)
+            SELECT 'Many ' || i, 'many-' || i FROM generate_series(1, {cls.MANY}) AS i;
+            INSERT INTO flags (org_id, key, name, type)
+            SELECT id, 'only', 'Only', 'boolean' FROM orgs WHERE slug LIKE 'many-%';
+            INSERT INTO variants (flag_id, key, value, sort_order)
+            SELECT f.id, v.key, v.value::jsonb, v.n
+            FROM flags f JOIN orgs o ON o.id = f.org_id,
+                 (VALUES ('on', 'true', 0), ('off', 'false', 1)) AS v(key, value, n)
+            WHERE o.slug LIKE 'many-%';
+            INSERT INTO flag_environments (flag_id, environment_id, enabled, default_serve,
+                                           off_variant_key)
+            SELECT f.id, e.id, true, '{{"variant": "on"}}', 'off'
+            FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id
+            WHERE o.slug LIKE 'many-%' AND e.key = 'production'
+            ON CONFLICT (flag_id, environment_id) DO UPDATE SET enabled = true""")
+        ends = harness.psql(cls.database.conninfo,
+                            "(SELECT slug FROM orgs WHERE slug LIKE 'many-%' ORDER BY id LIMIT 1)"
+                            " UNION ALL (SELECT slug FROM orgs WHERE slug LIKE 'many-%'"
+                            " ORDER BY id DESC LIMIT 1)").split()
+        cls.end_keys = [Fixture(cls.database.conninfo, org_slug=slug).sdk_key()[0]
+                        for slug in ends]
+
+    def test_every_organization_is_served_after_batches(self):
+        for key in self.end_keys:
+            response = self.evaluate("only", sdk_key=key)
+            self.assertEqual(response.status, 200, response)
+            self.assertEqual(response.json["variant"], "on", response)
+        orgs = self.MANY + 1
+        log = self.server.stderr()
+        self.assertGreaterEqual(len(re.findall(r"a batch of [0-9]+ organizations", log)), 2, log)
+        self.assertRegex(log, rf"published \([0-9]+ flag configurations in {orgs} of {orgs} ")
+        parts = [n for n in os.listdir(self.server.state_dir) if re.fullmatch(r"org-.*\.bin", n)]
+        self.assertEqual(len(parts), orgs)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -20,6 +20,7 @@
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
+#include "eval/snapshot_catalog.h"
 #include "eval/snapshot_parts.h"
 #include "suites.h"
 
@@ -227,6 +228,30 @@ START_TEST(view_remaps_only_the_changed_part)
 }
 END_TEST
 
+/* A publication opens only the parts new to the view: the file of an
+ * unchanged part may be gone from disk (nothing else is looked at). */
+START_TEST(view_opens_only_new_parts)
+{
+    struct fixture f;
+    two_organizations(&f);
+    const struct snapshot *p1, *p2;
+    publish(&f, 6);
+    ck_assert_str_eq(served(&f, KEY2, "two", &p2), "a");
+    const unsigned char *base2 = p2->base;
+    char path[512];
+    snprintf(path, sizeof path, "%s/org-2-6.bin", dir);
+    ck_assert_int_eq(unlink(path), 0);
+    write_part(ORG1, ENV1, "one", "b", 7, "org-1-7.bin");
+    write_index(7, "org-1-7.bin", 7, "org-2-6.bin", 6);
+    publish(&f, 7);
+    ck_assert_str_eq(served(&f, KEY1, "one", &p1), "b");
+    ck_assert_str_eq(served(&f, KEY2, "two", &p2), "a");
+    ck_assert_ptr_eq(p2->base, base2);
+    served_snapshot_free(f.view);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(view_keeps_the_old_part_when_the_new_one_is_bad)
 {
     struct fixture f;
@@ -333,6 +358,140 @@ START_TEST(view_keeps_everything_when_the_index_is_bad)
     ck_assert_uint_eq(snapshot_generation(served_snapshot_current(f.view)), 6);
     ck_assert_str_eq(served(&f, KEY1, "one", &p), "a");
     served_snapshot_free(f.view);
+    remove_dir();
+}
+END_TEST
+
+/* The duplicate check is a bit per organization, not a scan of the parts
+ * added so far: 20,000 organizations, then a second part of one added
+ * early, one in the middle and the last are each refused. */
+START_TEST(builder_refuses_a_second_part_among_many)
+{
+    char org[64], name[64];
+    struct snapshot_builder *b = snapshot_builder_new(1);
+    for (int i = 0; i < 20000; i++) {
+        snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", i);
+        snprintf(name, sizeof name, "org-%d-1.bin", i);
+        ck_assert_int_eq(snapshot_builder_add_part(b, org, name, 1), 0);
+    }
+    const int again[] = {0, 9999, 19999};
+    for (size_t k = 0; k < sizeof again / sizeof *again; k++) {
+        struct snapshot_builder *c = snapshot_builder_new(1);
+        for (int i = 0; i <= again[k]; i++) {
+            snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", i);
+            ck_assert_int_eq(snapshot_builder_add_part(c, org, "p.bin", 1), 0);
+        }
+        snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", again[k]);
+        ck_assert_int_eq(snapshot_builder_add_part(c, org, "q.bin", 2), -1);
+        ck_assert_ptr_nonnull(strstr(snapshot_builder_error(c), "added twice"));
+        snapshot_builder_free(c);
+    }
+    snapshot_builder_free(b);
+}
+END_TEST
+
+/* ---- the refresher's catalog of the index ---- */
+
+/* part_ok for snapshot_catalog_load: refuses the organization ctx names. */
+static bool all_but(void *ctx, const char *org, const char *file, uint64_t generation)
+{
+    (void)file;
+    (void)generation;
+    return ctx == NULL || strcmp(org, ctx) != 0;
+}
+
+static void open_index_file(struct snapshot *s)
+{
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
+    ck_assert_msg(snapshot_open(path, s, err, sizeof err) == 0, "%s", err);
+}
+
+START_TEST(catalog_loads_an_index_and_fills_the_next)
+{
+    make_dir();
+    write_index(9, "org-1-7.bin", 7, "org-2-3.bin", 3);
+    struct snapshot index;
+    open_index_file(&index);
+    struct snapshot_catalog c;
+    struct snapshot_part_file *parts;
+    size_t count;
+    snapshot_catalog_init(&c);
+    ck_assert_int_eq(snapshot_catalog_load(&c, &index, all_but, NULL, &parts, &count), 0);
+    ck_assert_uint_eq(count, 2);
+    ck_assert_str_eq(parts[0].org, ORG1);
+    ck_assert_str_eq(parts[0].name, "org-1-7.bin");
+    ck_assert_uint_eq(parts[1].generation, 3);
+    ck_assert_uint_eq(c.org_count, 2);
+    const struct snapshot_catalog_org *o2 = snapshot_catalog_find(&c, ORG2);
+    ck_assert_ptr_nonnull(o2);
+    ck_assert_uint_eq(o2->generation, 3);
+    ck_assert_uint_eq(o2->env_count, 1);
+    ck_assert_uint_eq(o2->key_count, 1);
+    ck_assert_str_eq(snapshot_catalog_text(&c, c.envs[o2->env_first].id), ENV2);
+    ck_assert_str_eq(snapshot_catalog_text(&c, c.envs[o2->env_first].key), "production");
+    ck_assert_str_eq(snapshot_catalog_text(&c, c.keys[o2->key_first].digest), KEY2);
+    ck_assert_str_eq(snapshot_catalog_text(&c, c.keys[o2->key_first].env_id), ENV2);
+    ck_assert_ptr_null(snapshot_catalog_find(&c, "30000000-0000-0000-0000-000000000003"));
+    snapshot_close(&index);
+
+    /* The next catalog: organization 2 copied, a new third one with no
+     * environments; filled into an index builder, keys find their
+     * environments again. */
+    struct snapshot_catalog next;
+    snapshot_catalog_init(&next);
+    ck_assert_int_eq(snapshot_catalog_copy_org(&next, &c, o2), 0);
+    ck_assert_int_eq(snapshot_catalog_add_org(&next, ORG1, 8), -1); /* out of order */
+    ck_assert_int_eq(snapshot_catalog_add_org(&next, "30000000-0000-0000-0000-000000000003", 8), 0);
+    struct snapshot_builder *b = snapshot_builder_new(10);
+    size_t skipped = 0;
+    ck_assert_int_eq(snapshot_catalog_fill(&next, b, &skipped), 0);
+    ck_assert_uint_eq(skipped, 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, "org-2-3.bin", 3), 0);
+    ck_assert_int_eq(snapshot_builder_append_sdk_key(b, KEY1, 1), -1); /* no such environment */
+    ck_assert_int_eq(snapshot_builder_append_sdk_key(b, "not hex", 0), -1);
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
+    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
+    snapshot_builder_free(b);
+    open_index_file(&index);
+    ck_assert_uint_eq(index.counts[SNAPSHOT_SEC_ENVS], 1);
+    const struct snapshot_env *e2 = snapshot_env_by_sdk_digest(&index, KEY2);
+    ck_assert_ptr_nonnull(e2);
+    ck_assert_str_eq(snapshot_string(&index, e2->id), ENV2);
+    ck_assert_str_eq(snapshot_string(&index, e2->org), ORG2);
+    ck_assert_str_eq(snapshot_string(&index, e2->key), "production");
+    ck_assert_uint_eq(e2->generation, 3);
+    ck_assert_str_eq(snapshot_string(&index, index.parts[e2->part].file), "org-2-3.bin");
+    ck_assert_ptr_null(snapshot_env_by_sdk_digest(&index, KEY1));
+    snapshot_close(&index);
+    snapshot_catalog_free(&next);
+    snapshot_catalog_free(&c);
+    free(parts);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(catalog_leaves_out_a_refused_part)
+{
+    make_dir();
+    write_index(9, "org-1-7.bin", 7, "org-2-3.bin", 3);
+    struct snapshot index;
+    open_index_file(&index);
+    struct snapshot_catalog c;
+    struct snapshot_part_file *parts;
+    size_t count;
+    snapshot_catalog_init(&c);
+    ck_assert_int_eq(snapshot_catalog_load(&c, &index, all_but, ORG1, &parts, &count), 0);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_str_eq(parts[0].org, ORG2);
+    ck_assert_uint_eq(c.org_count, 1);
+    ck_assert_ptr_null(snapshot_catalog_find(&c, ORG1));
+    ck_assert_uint_eq(c.env_count, 1);
+    ck_assert_uint_eq(c.key_count, 1);
+    snapshot_close(&index);
+    snapshot_catalog_free(&c);
+    free(parts);
     remove_dir();
 }
 END_TEST
@@ -447,11 +606,15 @@ Suite *suite_snapshot_parts(void)
     tcase_add_test(tc, index_names_parts_and_finds_keys_across_organizations);
     tcase_add_test(tc, a_file_without_parts_is_its_own_part);
     tcase_add_test(tc, builder_refuses_bad_parts);
+    tcase_add_test(tc, builder_refuses_a_second_part_among_many);
     tcase_add_test(tc, view_remaps_only_the_changed_part);
+    tcase_add_test(tc, view_opens_only_new_parts);
     tcase_add_test(tc, view_keeps_the_old_part_when_the_new_one_is_bad);
     tcase_add_test(tc, view_without_an_old_part_serves_it_once_it_maps);
     tcase_add_test(tc, view_keeps_everything_when_the_index_is_bad);
     tcase_add_test(tc, view_maps_an_index_once_per_generation);
+    tcase_add_test(tc, catalog_loads_an_index_and_fills_the_next);
+    tcase_add_test(tc, catalog_leaves_out_a_refused_part);
     tcase_add_test(tc, part_names_and_holds);
     tcase_add_test(tc, a_part_is_newer_only_than_an_older_generation);
     tcase_add_test(tc, superseded_parts_are_deleted_one_publication_later);
