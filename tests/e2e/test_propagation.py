@@ -351,6 +351,43 @@ class RestartTest(OfrepTestCase):
     def log_since(self, line):
         return "\n".join(self.server.stderr().splitlines()[line:])
 
+    def test_a_database_gone_back_is_compared_whole(self):
+        """A database whose generation is below the index's (restored from
+        an older backup with state_dir kept) is not asked only for the
+        organizations past the index's generation (there are none): every
+        generation row is read and compared. Then the database moves past
+        the index again: a restart asks for the rows past the index's
+        generation only and rebuilds no organization."""
+        generation = int(self.database.query("SELECT generation FROM config_generation"))
+
+        def go_back():
+            self.database.query("UPDATE config_generation SET generation = generation - 5")
+
+        line = self.restart(go_back)
+        self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 5),
+                        self.log_since(line))
+        self.assertRegex(self.log_since(line), f"generation {generation - 5} is below the index's"
+                                               f" {generation}: every organization is compared")
+        self.assertRegex(self.log_since(line),
+                         r"published \([0-9]+ flag configurations in 0 of 2 organizations,"
+                         r" 2 organization generations read;")
+        self.served("changing", self.sdk_key, "off")
+        self.served("steady", self.globex_key, "off")
+
+        def go_forward():
+            self.database.query("UPDATE config_generation SET generation = generation + 5")
+
+        line = self.restart(go_forward)
+        self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 5),
+                        self.log_since(line))
+        # Organizations stamped above the restored index's generation are
+        # asked for and compared: none moved, none is rebuilt.
+        self.assertRegex(self.log_since(line), r"published \([0-9]+ flag configurations in 0 of 2"
+                                               r" organizations, [0-2] organization generations")
+        self.assertNotIn("every organization is compared", self.log_since(line))
+        self.served("steady", self.globex_key, "off")
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
     def test_nothing_changed_nothing_rewritten(self):
         before = self.files()
         line = self.restart()
