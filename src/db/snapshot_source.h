@@ -68,13 +68,16 @@ struct snapshot_source_result {
  * unchanged organizations and those read, whole at out->generation) and
  * the index builder filled from it. When held is whole at a generation
  * (held->generation > 0) only the generation rows past it are read; when
- * the database's generation is below it, all of them. With part_done, each part read is handed to
- * it as soon as it is built and its builder freed (org->written), and when many organizations are
- * read (every one, on a first build) they are read a batch at a time, so memory holds one batch
- * (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the builders stay in out. The caller adds its parts to
- * out->index, writes the builders, may take out->catalog (moving it out and re-initializing it) and
- * frees out with snapshot_source_result_free. 0, or -1 with a message in err and out empty (the
- * transaction is rolled back; check PQstatus(conn) to tell a lost connection).
+ * the database's generation is below it, all of them. With part_done,
+ * each part read is handed to it as soon as it is built and its builder
+ * freed (org->written), and when many organizations are read (every one,
+ * on a first build) they are read a batch at a time, so memory holds one
+ * batch (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the builders stay in out.
+ * The caller adds its parts to out->index, writes the builders, may take
+ * out->catalog (moving it out and re-initializing it) and frees out with
+ * snapshot_source_result_free. 0, or -1 with a message in err and out
+ * empty (the transaction is rolled back; check PQstatus(conn) to tell a
+ * lost connection).
  */
 int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
                          snapshot_source_part_fn part_done, void *part_ctx,
