@@ -473,7 +473,7 @@ static void build(struct refresher *rf)
         return;
     }
     uint64_t generation = res.generation;
-    size_t orgs = res.org_count;
+    size_t orgs = res.org_count, generation_rows = res.generation_rows;
     snapshot_catalog_free(&rf->catalog);
     rf->catalog = res.catalog; /* taken over */
     snapshot_catalog_init(&res.catalog);
@@ -494,8 +494,10 @@ static void build(struct refresher *rf)
     rf->swept = true;
     rf->built_once = true;
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
-             " organizations; read in %lld ms, built and written in %lld ms)",
-             generation, flags, rebuilt, orgs, read_ms, elapsed_ms(started) - read_ms);
+             " organizations, %zu organization generations read; read in %lld ms, built and"
+             " written in %lld ms)",
+             generation, flags, rebuilt, orgs, generation_rows, read_ms,
+             elapsed_ms(started) - read_ms);
 }
 
 static void refresh(struct refresher *rf)

@@ -5,7 +5,8 @@
  * One REPEATABLE READ transaction in two steps, each a libpq pipeline (its
  * queries sent at once, so there is no round trip between them and
  * PostgreSQL computes each result while libpq still parses the previous
- * one). First the generation and the per-organization generations; compared
+ * one). First the generation and the per-organization generations (with a
+ * catalog whole at a generation, only the organizations past it); compared
  * with the caller's catalog (snapshot_catalog.h: the generation, the
  * environments and the SDK keys of each organization as the published
  * index has them) they decide which organizations must be read again (the
@@ -97,7 +98,9 @@ static const struct {
     [Q_BEGIN] = {"BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL},
     [Q_GENERATION] = {"the configuration generation", generation_sql, NULL},
     [Q_ORG_GENERATIONS] = {"organization generations",
-                           "SELECT org_id, generation FROM config_org_generation", NULL},
+                           "SELECT org_id, generation FROM config_org_generation",
+                           "SELECT org_id, generation FROM config_org_generation"
+                           " WHERE generation > $1::bigint"},
     [Q_ENVIRONMENTS] = {"environments",
                         "SELECT id, org_id, key FROM environments ORDER BY org_id, sort_order, key",
                         "SELECT id, org_id, key FROM environments WHERE org_id = ANY($1::uuid[])"
@@ -147,6 +150,7 @@ struct source {
     void *part_ctx;
     struct snapshot_source_result *out;
     const struct snapshot_catalog *held; /* NULL: read every organization */
+    bool moved_only;                     /* gens holds only those past held's generation */
     char *err;
     size_t errlen;
     size_t skipped;
@@ -236,18 +240,19 @@ static char *id_array(const char *const *ids, size_t count)
 
 /*
  * Sends queries [first, last) in pipeline mode, then a sync point. With
- * orgs (an array literal of organization ids) the `some` form of each
- * query goes with it as $1; else the `all` form.
+ * arg (an array literal of organization ids; in the first step, the
+ * generation of the held catalog) the `some` form of each query goes with
+ * it as $1; else the `all` form.
  */
-static int send_queries(struct source *s, enum query first, enum query last, const char *orgs)
+static int send_queries(struct source *s, enum query first, enum query last, const char *arg)
 {
-    const char *params[1] = {orgs};
+    const char *params[1] = {arg};
     if (PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF && PQenterPipelineMode(s->conn) != 1) {
         fail(s, "the configuration", PQerrorMessage(s->conn));
         return -1;
     }
     for (enum query q = first; q < last; q++) {
-        bool some = orgs != NULL && queries[q].some != NULL;
+        bool some = arg != NULL && queries[q].some != NULL;
         if (PQsendQueryParams(s->conn, some ? queries[q].some : queries[q].all, some ? 1 : 0, NULL,
                               params, NULL, NULL, 0) != 1) {
             fail(s, queries[q].what, PQerrorMessage(s->conn));
@@ -333,8 +338,10 @@ static int compare_ids(const void *a, const void *b)
 
 /*
  * Decides which organizations are read again: with a catalog, those whose
- * generation differs from the one it holds (or that it lacks), and those it
- * holds that no generation row names while the global generation moved;
+ * generation differs from the one it holds (or that it lacks), and, when
+ * every generation row was read, those it holds that no row names while
+ * the global generation moved (with only the rows past the catalog's
+ * generation, a row not read is an organization that did not move);
  * without one, every organization with a generation row (those without one
  * come with their environments).
  */
@@ -358,7 +365,7 @@ static int choose_changed(struct source *s)
             s->held_changed[org - s->held->orgs] = true;
         s->changed[s->changed_count++] = org_id;
     }
-    for (size_t i = 0; i < held; i++) {
+    for (size_t i = 0; !s->moved_only && i < held; i++) {
         const struct snapshot_catalog_org *org = &s->held->orgs[i];
         if (rowindex_first(&s->gens_by_org, org->id) < 0 && org->generation != s->out->generation) {
             s->held_changed[i] = true;
@@ -369,10 +376,41 @@ static int choose_changed(struct source *s)
     return 0;
 }
 
+/*
+ * With a held catalog whole at a generation, only the organizations past
+ * it are asked for (sql/0020 indexes config_org_generation.generation): a
+ * change reads a row or two, not one per organization. A database whose
+ * generation is below the catalog's went back (restored): every row is
+ * read again, in the same transaction, and compared.
+ */
+static int read_org_generations(struct source *s, uint64_t since)
+{
+    if ((s->gens = next_result(s, Q_ORG_GENERATIONS)) == NULL)
+        return -1;
+    finish_pipeline(s->conn); /* its sync point */
+    if (!s->moved_only || s->out->generation >= since)
+        return 0;
+    log_info("snapshot: the database's generation %llu is below the index's %llu:"
+             " every organization is compared",
+             (unsigned long long)s->out->generation, (unsigned long long)since);
+    PQclear(s->gens);
+    s->gens = NULL;
+    s->moved_only = false;
+    if (send_queries(s, Q_ORG_GENERATIONS, Q_ORG_GENERATIONS + 1, NULL) != 0 ||
+        (s->gens = next_result(s, Q_ORG_GENERATIONS)) == NULL)
+        return -1;
+    finish_pipeline(s->conn);
+    return 0;
+}
+
 static int read_first_step(struct source *s)
 {
     PGresult *res;
-    if (send_queries(s, Q_BEGIN, Q_FIRST_OF_ORGS, NULL) != 0 ||
+    uint64_t since = s->held != NULL ? s->held->generation : 0;
+    char since_text[24];
+    snprintf(since_text, sizeof since_text, "%llu", (unsigned long long)since);
+    s->moved_only = since > 0;
+    if (send_queries(s, Q_BEGIN, Q_FIRST_OF_ORGS, s->moved_only ? since_text : NULL) != 0 ||
         (res = next_result(s, Q_BEGIN)) == NULL)
         return -1;
     PQclear(res);
@@ -380,9 +418,9 @@ static int read_first_step(struct source *s)
         return -1;
     int rc = parse_generation(res, &s->out->generation, s->err, s->errlen);
     PQclear(res);
-    if (rc != 0 || (s->gens = next_result(s, Q_ORG_GENERATIONS)) == NULL)
+    if (rc != 0 || read_org_generations(s, since) != 0)
         return -1;
-    finish_pipeline(s->conn); /* its sync point */
+    s->out->generation_rows = (size_t)PQntuples(s->gens);
     if (rowindex_build(&s->gens_by_org, s->gens, 0) != 0) {
         fail(s, "organization generations", "out of memory");
         return -1;
@@ -989,6 +1027,8 @@ int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
         fail(&s, "the configuration", "out of memory");
         rc = -1;
     }
+    if (rc == 0)
+        out->catalog.generation = out->generation;
     finish_pipeline(conn);
     rowindex_free(&s.gens_by_org);
     rowindex_free(&s.env_ids);

@@ -27,8 +27,7 @@ struct snapshot_builder;
 /* The current configuration generation (one cheap query, a statement
  * prepared on conn: prepare is true on a connection that has not prepared
  * it yet). 0 or -1 with err. */
-int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err,
-                               size_t errlen);
+int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err, size_t errlen);
 
 /* One organization that has environments, as the read found it. */
 struct snapshot_source_org {
@@ -57,6 +56,7 @@ struct snapshot_source_result {
     struct snapshot_builder *index;   /* every environment and SDK key (no flags) */
     struct snapshot_source_org *orgs; /* sorted by id */
     size_t org_count;
+    size_t generation_rows;          /* organization generations read */
     struct snapshot_catalog catalog; /* every organization as read now (the
                                         caller's next held catalog) */
 };
@@ -65,15 +65,18 @@ struct snapshot_source_result {
  * Reads, in one consistent transaction, the organizations whose generation
  * differs from the one held (held NULL: every one): their environments, SDK
  * keys and the rows of their parts; and makes the new catalog (held's
- * unchanged organizations and those read) and the index builder filled
- * from it. With part_done, each part read is handed to it as soon as it is
- * built and its builder freed (org->written), and when many organizations
- * are read (every one, on a first build) they are read a batch at a time,
- * so memory holds one batch (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the
- * builders stay in out. The caller adds its parts to out->index, writes the builders,
- * may take out->catalog (moving it out and re-initializing it) and frees
- * out with snapshot_source_result_free. 0, or -1 with a message in err and
- * out empty (the transaction is rolled back; check PQstatus(conn) to tell a
+ * unchanged organizations and those read, whole at out->generation) and
+ * the index builder filled from it. When held is whole at a generation
+ * (held->generation > 0) only the generation rows past it are read; when
+ * the database's generation is below it, all of them. With part_done,
+ * each part read is handed to it as soon as it is built and its builder
+ * freed (org->written), and when many organizations are read (every one,
+ * on a first build) they are read a batch at a time, so memory holds one
+ * batch (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the builders stay in out.
+ * The caller adds its parts to out->index, writes the builders, may take
+ * out->catalog (moving it out and re-initializing it) and frees out with
+ * snapshot_source_result_free. 0, or -1 with a message in err and out
+ * empty (the transaction is rolled back; check PQstatus(conn) to tell a
  * lost connection).
  */
 int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,

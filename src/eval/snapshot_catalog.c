@@ -316,6 +316,8 @@ int snapshot_catalog_load(struct snapshot_catalog *c, const struct snapshot *ind
         f->generation = part->generation;
     }
     grouping_free(&g);
+    if (rc == 0 && *count == n)
+        c->generation = snapshot_generation(index);
     if (rc != 0) {
         snapshot_catalog_free(c);
         free(*parts);

@@ -9,6 +9,9 @@
  * unrevoked SDK keys (digest as 64 hex characters) of those environments.
  * An organization without environments is recorded too (a deleted one, or
  * one not set up yet), so it is not read again until its generation moves.
+ * With the generation it is whole at (0 when not known): the watermark of
+ * the next read (doc/choices.md, "Reading only the organizations that
+ * moved").
  * All text lives in one arena; records refer to it by offset, so a
  * catalog is a handful of allocations whatever its size.
  *
@@ -59,6 +62,11 @@ struct snapshot_catalog {
     size_t key_count, key_cap;
     char *text;
     size_t text_len, text_cap;
+    /* The configuration generation it is whole at: every organization whose
+     * generation is at most this one is in it as of that generation (or
+     * has no environments), so the next read asks only for organizations
+     * past it. 0: not known (the next read compares every organization). */
+    uint64_t generation;
     bool failed;
 };
 
@@ -108,7 +116,9 @@ typedef bool (*snapshot_catalog_part_ok_fn)(void *ctx, const char *org, const ch
  * environments and SDK keys the index gives it, and appends each accepted
  * part to *parts (malloc'd, sorted by organization; *count of them), as
  * the published parts of that index. Organizations whose part is refused
- * are left out (they are read again). 0, or -1 when out of memory (c and
+ * are left out (they are read again): c's generation is the index's only
+ * when every part is accepted, else 0 (the next read compares every
+ * organization, so those left out are found). 0, or -1 when out of memory (c and
  * *parts freed).
  */
 int snapshot_catalog_load(struct snapshot_catalog *c, const struct snapshot *index,

@@ -231,14 +231,49 @@ class IncrementalSnapshotTest(OfrepTestCase):
         self.assertGreater(max(first[acme])[0], before[acme][0][0])
         self.assertEqual(self.bulk_etag(self.globex_key), globex_etag)
         self.assertNotEqual(self.bulk_etag(self.sdk_key), acme_etag)
+        # Only the organization that moved is asked for (sql/0020), not one
+        # generation row per organization.
         self.assertRegex(self.server.stderr(),
-                         r"published \([0-9]+ flag configurations in 1 of [0-9]+ organizations")
+                         r"published \([0-9]+ flag configurations in 1 of [0-9]+ organizations,"
+                         r" 1 organization generations read;")
 
         self.change(False)
         second = self.parts()
         self.assertEqual(second[globex], before[globex])
         self.assertEqual(len(second[acme]), 2, second)
         self.assertNotIn(before[acme][0], second[acme])  # removed one publication later
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+    def test_a_deleted_organization_stops_being_served(self):
+        """Its row of config_org_generation stays and moves past the index's
+        generation (0007), so the read that asks only for organizations
+        past it still finds it: its key stops being served, its part leaves
+        the index, the others' parts stay the same files."""
+        harness.ensignctl(self.server.config_path, "org", "create", "--name", "Doomed",
+                          "--slug", "doomed", "--owner", self.identity.email)
+        doomed = Fixture(self.database.conninfo, org_slug="doomed")
+        key, _ = doomed.sdk_key()
+        doomed.flag("short-lived")
+        self.wait_served(lambda: self.evaluate("short-lived", sdk_key=key).status == 200)
+        doomed_id, globex = self.org_id("doomed"), self.org_id("globex")
+        before = self.parts()
+        self.assertIn(doomed_id, before)
+        line = len(self.server.stderr().splitlines())
+
+        self.database.query("DELETE FROM orgs WHERE slug = 'doomed'")
+        self.wait_served(lambda: self.evaluate("short-lived", sdk_key=key).status == 401)
+        self.assertEvalError(self.evaluate("short-lived", sdk_key=key), 401,
+                             "AUTHENTICATION_ERROR", key="short-lived")
+        self.assertEqual(self.database.query(
+            f"SELECT count(*) FROM config_org_generation WHERE org_id = '{doomed_id}'"), "1")
+        log = "\n".join(self.server.stderr().splitlines()[line:])
+        self.assertRegex(log, r"published \([0-9]+ flag configurations in 0 of [0-9]+"
+                              r" organizations, 1 organization generations read;")
+        self.change(True)  # its superseded part is removed one publication later
+        self.change(False)
+        self.assertNotIn(doomed_id, self.parts())
+        self.assertEqual(self.parts()[globex], before[globex])
+        self.assertEqual(self.evaluate("steady", sdk_key=self.globex_key).status, 200)
         self.assertEqual(self.server.sanitizer_reports(), [])
 
     def test_a_new_organization_gets_a_part(self):
@@ -316,6 +351,43 @@ class RestartTest(OfrepTestCase):
     def log_since(self, line):
         return "\n".join(self.server.stderr().splitlines()[line:])
 
+    def test_a_database_gone_back_is_compared_whole(self):
+        """A database whose generation is below the index's (restored from
+        an older backup with state_dir kept) is not asked only for the
+        organizations past the index's generation (there are none): every
+        generation row is read and compared. Then the database moves past
+        the index again: a restart asks for the rows past the index's
+        generation only and rebuilds no organization."""
+        generation = int(self.database.query("SELECT generation FROM config_generation"))
+
+        def go_back():
+            self.database.query("UPDATE config_generation SET generation = generation - 5")
+
+        line = self.restart(go_back)
+        self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 5),
+                        self.log_since(line))
+        self.assertRegex(self.log_since(line), f"generation {generation - 5} is below the index's"
+                                               f" {generation}: every organization is compared")
+        self.assertRegex(self.log_since(line),
+                         r"published \([0-9]+ flag configurations in 0 of 2 organizations,"
+                         r" 2 organization generations read;")
+        self.served("changing", self.sdk_key, "off")
+        self.served("steady", self.globex_key, "off")
+
+        def go_forward():
+            self.database.query("UPDATE config_generation SET generation = generation + 5")
+
+        line = self.restart(go_forward)
+        self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 5),
+                        self.log_since(line))
+        # Organizations stamped above the restored index's generation are
+        # asked for and compared: none moved, none is rebuilt.
+        self.assertRegex(self.log_since(line), r"published \([0-9]+ flag configurations in 0 of 2"
+                                               r" organizations, [0-2] organization generations")
+        self.assertNotIn("every organization is compared", self.log_since(line))
+        self.served("steady", self.globex_key, "off")
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
     def test_nothing_changed_nothing_rewritten(self):
         before = self.files()
         line = self.restart()
@@ -333,8 +405,11 @@ class RestartTest(OfrepTestCase):
         after = self.files()
         globex = self.part_of(before, "globex")
         self.assertEqual(after[globex], before[globex])
+        # The catalog read from the index on disk is whole at its generation:
+        # only the organization that moved is asked for.
         self.assertRegex(self.log_since(line),
-                         r"published \([0-9]+ flag configurations in 1 of 2 organizations")
+                         r"published \([0-9]+ flag configurations in 1 of 2 organizations,"
+                         r" 1 organization generations read;")
 
     def test_a_change_while_down_rewrites_its_organization_only(self):
         before = self.files()
@@ -360,8 +435,12 @@ class RestartTest(OfrepTestCase):
         self.assertRegex(self.log_since(line), r"1 of 2 snapshot parts on disk are kept")
         self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 5),
                         self.log_since(line))
+        # A part left out of the catalog: it is not whole, so every
+        # organization's generation is read and compared (the damaged one
+        # is found though its generation did not move).
         self.assertRegex(self.log_since(line),
-                         r"published \([0-9]+ flag configurations in 1 of 2 organizations")
+                         r"published \([0-9]+ flag configurations in 1 of 2 organizations,"
+                         r" 2 organization generations read;")
         self.served("changing", self.sdk_key, "off")
         self.served("steady", self.globex_key, "off")
         after = self.files()

@@ -423,6 +423,7 @@ START_TEST(catalog_loads_an_index_and_fills_the_next)
     ck_assert_str_eq(parts[0].name, "org-1-7.bin");
     ck_assert_uint_eq(parts[1].generation, 3);
     ck_assert_uint_eq(c.org_count, 2);
+    ck_assert_uint_eq(c.generation, 9); /* every part taken: whole at the index's */
     const struct snapshot_catalog_org *o2 = snapshot_catalog_find(&c, ORG2);
     ck_assert_ptr_nonnull(o2);
     ck_assert_uint_eq(o2->generation, 3);
@@ -487,6 +488,8 @@ START_TEST(catalog_leaves_out_a_refused_part)
     ck_assert_str_eq(parts[0].org, ORG2);
     ck_assert_uint_eq(c.org_count, 1);
     ck_assert_ptr_null(snapshot_catalog_find(&c, ORG1));
+    /* Not whole: the next read compares every organization and finds 1. */
+    ck_assert_uint_eq(c.generation, 0);
     ck_assert_uint_eq(c.env_count, 1);
     ck_assert_uint_eq(c.key_count, 1);
     snapshot_close(&index);
