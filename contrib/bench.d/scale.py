@@ -26,16 +26,18 @@ contrib/bench.d/scale.sql).
         progress counts as never served. Prints per read port
             WRITES <port> <served> <p50 ms> <p99 ms> <max ms> <failed> <never>
                    <write p50 ms> <write p99 ms>
-Standard library only.
+The writer and the readers are propagation.py's (measure). Standard
+library only.
 """
 
 import http.client
 import json
 import os
-import random
 import sys
-import threading
 import time
+
+import propagation  # the writer and readers of write-to-served latency
+from propagation import percentile
 
 # A write not served this long after the last progress counts as never.
 NEVER_S = float(os.environ.get("ENSIGN_SCALE_NEVER_S", "10"))
@@ -48,11 +50,6 @@ def sdk_key(n, env="dev"):
 
 def slug(n):
     return f"scale-{n:05d}"
-
-
-def percentile(sorted_values, p):
-    index = min(len(sorted_values) - 1, max(0, int(round(p / 100 * len(sorted_values) + 0.5)) - 1))
-    return sorted_values[index]
 
 
 def request(conn, method, path, token=None, body=None):
@@ -181,82 +178,15 @@ def serves(port, key, timeout):
 # ---- writes over random organizations ----------------------------------------------
 
 
-class Writes:
-    def __init__(self, total):
-        self.acked = [None] * total
-        self.targets = [None] * total
-        self.round_trips = []
-        self.sent = 0
-        self.failures = 0
-        self.done = False
-        self.lock = threading.Lock()
-
-
-def write_all(port, token, targets, rate, writes):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    start = time.monotonic()
-    for i in range(len(writes.acked)):
-        delay = start + i / rate - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        org, rule, _ = target = random.choice(targets)
-        with writes.lock:
-            writes.targets[i] = target
-            writes.sent = i + 1
-        sent = time.monotonic()
-        status, _ = request(conn, "PATCH",
-                            f"/v1/orgs/{org}/flags/moving/environments/development/rules/{rule}",
-                            token, {"conditions": [{"attribute": "seq", "operator": "lte",
-                                                    "values": [i]}]})
-        with writes.lock:
-            if status == 200:
-                writes.acked[i] = time.monotonic()
-                writes.round_trips.append((writes.acked[i] - sent) * 1000)
-            else:
-                writes.failures += 1
-    with writes.lock:
-        writes.done = True
-
-
-def read_all(port, writes, served):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    k = 0
-    last_progress = time.monotonic()
-    while k < len(served):
-        with writes.lock:
-            sent, done, target = writes.sent, writes.done, writes.targets[k]
-        if k >= sent:
-            time.sleep(0.001)
-            continue
-        _, body = evaluate(conn, target[2], "moving", {"seq": k})
-        if body is not None and body.get("variant") == "b":
-            served[k] = time.monotonic()
-            k += 1
-            last_progress = served[k - 1]
-            continue
-        if done and time.monotonic() - last_progress > NEVER_S:
-            return
-        time.sleep(0.001)
-
-
 def writes_main(write_port, read_ports, token, targets_path, rate, seconds):
     with open(targets_path) as f:
         targets = [tuple(line.split()) for line in f if line.strip()]
-    total = int(rate * seconds)
-    writes = Writes(total)
-    served = {port: [None] * total for port in read_ports}
-    readers = [threading.Thread(target=read_all, args=(port, writes, served[port]))
-               for port in read_ports]
-    for reader in readers:
-        reader.start()
-    write_all(write_port, token, targets, rate, writes)
-    for reader in readers:
-        reader.join()
+    writes, results = propagation.measure(write_port, read_ports, token, targets, rate, seconds,
+                                          NEVER_S)
     trips = sorted(writes.round_trips) or [0.0]
     for port in read_ports:
-        latencies = sorted(max(0.0, s - a) * 1000 for a, s in zip(writes.acked, served[port])
-                           if a is not None and s is not None) or [float("nan")]
-        never = sum(1 for a, s in zip(writes.acked, served[port]) if a is not None and s is None)
+        latencies, never = results[port]
+        latencies = latencies or [float("nan")]
         print(f"WRITES {port} {len(latencies)} {percentile(latencies, 50):.1f} "
               f"{percentile(latencies, 99):.1f} {latencies[-1]:.1f} {writes.failures} {never} "
               f"{percentile(trips, 50):.1f} {percentile(trips, 99):.1f}")
