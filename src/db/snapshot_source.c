@@ -20,10 +20,13 @@
  * and many organizations are read (every one on a first build, or more
  * than 64), their other rows are read a batch of organizations at a time
  * (`org_id = ANY($1)` per batch, sized by a count of their flags), each
- * batch's parts handed over and its builders freed before the next: memory
- * holds one batch. Otherwise they follow in the same pipeline. The
- * last and largest, the flag configurations, is read in single-row mode:
- * the builders work on each row while the server sends the next. Rows reach
+ * batch read whole on a thread (batch_read.h) while the one before it is
+ * built, in the same transaction, and each batch's parts handed over and
+ * its builders freed before the next is built: memory holds the rows of two
+ * batches and the builders of one. Otherwise they follow in the same
+ * pipeline; the last and largest, the flag configurations, is then read in
+ * single-row mode: the builders work on each row while the server sends
+ * the next. Rows reach
  * each organization's builder in the order it requires (snapshot_build.h):
  * environments, entity attributes, segments, then each flag configuration
  * followed by its rules in evaluation order. A row a builder refuses is
@@ -172,7 +175,13 @@ struct source {
     struct snapshot_variant_input *scratch;
     size_t scratch_cap;
     struct batch_read *batch; /* a batch read whole: its results, not the connection's */
+    char variants_flag[64];   /* the flag whose variants s->scratch holds, */
+    long variants_count;      /* their count, or -1: none */
 };
+
+/* In a batch read, the results of Q_ATTRIBUTES..Q_FLAGS, then the batch's
+ * flag rows (batch_flag_rows_sql) at this index. */
+#define BATCH_FLAG_ROWS (Q_COUNT - Q_ATTRIBUTES)
 
 static const char *value(const PGresult *res, int row, int col)
 {
@@ -693,13 +702,22 @@ static long collect_rows(struct source *s, const struct rowindex *index, const c
     return (long)n;
 }
 
+/* The variants of flag_id in s->scratch, their count returned (-1: out of
+ * memory). Those of the flag before are still there when it is the same
+ * one (a batch's configurations come flag by flag): the rules' collection
+ * in between writes s->rows only. */
 static long variants_of(struct source *s, const char *flag_id)
 {
+    if (s->variants_count >= 0 && strcmp(s->variants_flag, flag_id) == 0)
+        return s->variants_count;
     long n = collect_rows(s, &s->variants_by_flag, flag_id, 0, NULL, compare_variant_rows);
     for (long i = 0; i < n; i++) {
         s->scratch[i].key = PQgetvalue(s->variants, s->rows[i], V_KEY);
         s->scratch[i].value_json = PQgetvalue(s->variants, s->rows[i], V_VALUE);
     }
+    s->variants_count = strlen(flag_id) < sizeof s->variants_flag ? n : -1;
+    if (s->variants_count >= 0)
+        memcpy(s->variants_flag, flag_id, strlen(flag_id) + 1);
     return n;
 }
 
@@ -723,8 +741,8 @@ static int add_rules_of(struct source *s, struct snapshot_builder *b, const char
 /* Adds one flag configuration row to its organization's builder (if that
  * organization is read again); -1 with *refused set to the builder that
  * refused it, or NULL when out of memory. */
-static int add_flag(struct source *s, const PGresult *res, int row,
-                    struct snapshot_builder **refused)
+static int add_flag(struct source *s, const PGresult *res, int row, const char *key,
+                    const char *type, struct snapshot_builder **refused)
 {
     const char *flag_id = value(res, row, F_ID), *env_id = value(res, row, F_ENV);
     struct snapshot_builder *b = env_builder(s, env_id);
@@ -738,8 +756,8 @@ static int add_flag(struct source *s, const PGresult *res, int row,
     struct snapshot_flag_input flag = {
         .env_id = env_id,
         .flag_id = flag_id,
-        .flag_key = value(res, row, F_KEY),
-        .type = value(res, row, F_TYPE),
+        .flag_key = key,
+        .type = type,
         .enabled = enabled != NULL && enabled[0] == 't',
         .off_variant_key = value(res, row, F_OFF),
         .default_serve_json = value(res, row, F_DEFAULT),
@@ -766,16 +784,30 @@ static int hold_indexed(struct source *s, enum query q, PGresult **res, struct r
     return 0;
 }
 
-/* The flag configurations of a batch read whole. */
+/* The flag configurations of a batch read whole, flag by flag in the
+ * order of the batch's flag rows (batch_flag_rows_sql), each with its
+ * flag's key and type from them. That order, not the configurations', is
+ * the one the variants and rules come in, and the builders take the rows
+ * about twice as fast in it (their lookups walk memory in order). */
 static int add_batch_flags(struct source *s)
 {
-    PGresult *res = next_result(s, Q_FLAGS);
-    int rows = PQntuples(res);
-    for (int row = 0; row < rows; row++) {
-        struct snapshot_builder *refused;
-        if (add_flag(s, res, row, &refused) != 0)
-            note_skipped(s, refused, "flags");
+    PGresult *res = next_result(s, Q_FLAGS), *flags = s->batch->results[BATCH_FLAG_ROWS];
+    struct rowindex by_flag;
+    if (rowindex_build(&by_flag, res, F_ID) != 0) {
+        fail(s, "flags", "out of memory");
+        PQclear(res);
+        return -1;
     }
+    int count = PQntuples(flags);
+    for (int flag = 0; flag < count; flag++)
+        for (int row = rowindex_first(&by_flag, PQgetvalue(flags, flag, 0)); row >= 0;
+             row = rowindex_next(&by_flag, row)) {
+            struct snapshot_builder *refused;
+            if (add_flag(s, res, row, PQgetvalue(flags, flag, 1), PQgetvalue(flags, flag, 2),
+                         &refused) != 0)
+                note_skipped(s, refused, "flags");
+        }
+    rowindex_free(&by_flag);
     PQclear(res);
     return 0;
 }
@@ -798,7 +830,7 @@ static int stream_flags(struct source *s)
         ExecStatusType status = PQresultStatus(res);
         if (res != NULL && status == PGRES_SINGLE_TUPLE) {
             struct snapshot_builder *refused;
-            if (add_flag(s, res, 0, &refused) != 0)
+            if (add_flag(s, res, 0, value(res, 0, F_KEY), value(res, 0, F_TYPE), &refused) != 0)
                 note_skipped(s, refused, "flags");
             rows++;
             PQclear(res);
@@ -823,6 +855,7 @@ static int stream_flags(struct source *s)
 static int read_flags(struct source *s)
 {
     int rc = -1;
+    s->variants_count = -1; /* none in s->scratch yet */
     if (hold_indexed(s, Q_VARIANTS, &s->variants, &s->variants_by_flag) == 0 &&
         hold_indexed(s, Q_RULES, &s->rules, &s->rules_by_flag) == 0)
         rc = stream_flags(s);
@@ -971,22 +1004,25 @@ static int plan_batches(struct source *s, const char **ids, struct batch_plan **
 }
 
 /*
- * A batch's flag configurations by environment: a batch names hundreds of
- * organizations and tens of thousands of flags, and finding the
- * configurations through flag_environments_environment_idx takes a descent
- * of the index per environment (three per organization) where the `some`
- * form's `flag_id = ANY` takes one per flag: that statement cost PostgreSQL
- * about half as much again (doc/choices.md "The first build's read"). The
- * same rows: a configuration joins a flag and an environment of one
- * organization.
+ * A batch's flag configurations by environment, without their flags' key
+ * and type (the same columns as the flags query's, those two NULL), and its
+ * flags' rows apart: a batch names hundreds of organizations and tens of
+ * thousands of flags, and finding the configurations through
+ * flag_environments_environment_idx takes a descent of the index per
+ * environment (three per organization) where the `some` form's `flag_id =
+ * ANY` takes one per flag, and the join that repeats each flag's key and
+ * type on its three rows cost PostgreSQL more than the rows it adds to.
+ * The client joins the two (add_batch_flags) for a third of the server's
+ * time (doc/choices.md "The first build's read"). A configuration joins a
+ * flag and an environment of one organization: the same rows.
  */
-static const char batch_flags_sql[] =
-    "WITH f AS MATERIALIZED (SELECT id, key, type FROM flags WHERE org_id = ANY($1::uuid[]))"
-    " SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
-    " fe.off_variant_key, fe.default_serve::text"
-    " FROM flag_environments fe JOIN f ON f.id = fe.flag_id"
+static const char batch_configurations_sql[] =
+    "SELECT fe.environment_id, fe.flag_id, NULL, NULL, fe.enabled,"
+    " fe.off_variant_key, fe.default_serve::text FROM flag_environments fe"
     " WHERE fe.environment_id = ANY (ARRAY(SELECT id FROM environments"
     " WHERE org_id = ANY($1::uuid[])))";
+static const char batch_flag_rows_sql[] =
+    "SELECT id, key, type FROM flags WHERE org_id = ANY($1::uuid[])";
 
 /* Starts reading the rows of one batch on s->conn, on a thread. */
 static void start_batch(struct source *s, struct batch_read *r, const struct batch_plan *b)
@@ -994,7 +1030,8 @@ static void start_batch(struct source *s, struct batch_read *r, const struct bat
     memset(r, 0, sizeof *r);
     r->conn = s->conn;
     for (enum query q = Q_ATTRIBUTES; q < Q_COUNT; q++)
-        r->sql[r->count++] = q == Q_FLAGS ? batch_flags_sql : queries[q].some;
+        r->sql[r->count++] = q == Q_FLAGS ? batch_configurations_sql : queries[q].some;
+    r->sql[r->count++] = batch_flag_rows_sql; /* at BATCH_FLAG_ROWS */
     r->arg = b->ids;
     batch_read_start(r);
 }
