@@ -1012,9 +1012,9 @@ static int plan_batches(struct source *s, const char **ids, struct batch_plan **
  * environment (three per organization) where the `some` form's `flag_id =
  * ANY` takes one per flag, and the join that repeats each flag's key and
  * type on its three rows cost PostgreSQL more than the rows it adds to.
- * The client joins the two (add_batch_flags) for a third of the server's
- * time (doc/choices.md "The first build's read"). A configuration joins a
- * flag and an environment of one organization: the same rows.
+ * The client joins the two (add_batch_flags): the server's time is less
+ * than half (doc/choices.md "The first build's read"). A configuration
+ * joins a flag and an environment of one organization: the same rows.
  */
 static const char batch_configurations_sql[] =
     "SELECT fe.environment_id, fe.flag_id, NULL, NULL, fe.enabled,"
