@@ -1076,7 +1076,8 @@ static int read_in_batches(struct source *s)
         struct batch_read *r = &reads[i % 2], *next = &reads[(i + 1) % 2];
         long long started = now_ms();
         if (batch_read_finish(r) != 0) {
-            fail(s, queries[Q_ATTRIBUTES + r->failed].what, r->message);
+            fail(s, r->failed < BATCH_FLAG_ROWS ? queries[Q_ATTRIBUTES + r->failed].what : "flags",
+                 r->message);
             batch_read_clear(r);
             rc = -1;
             break;

@@ -17,20 +17,10 @@ from test_propagation import Session
 SERVED_S = 20.0
 
 
-class MidBuildWriteTest(harness.ServerTestCase):
-    """A write committed while the first build is between its batches is
-    not in that build at all: the build reads every batch in the snapshot
-    it took before its first batch, so it serves the old values of both
-    organizations the write changed, the first by id (first batch) and the
-    last (second batch), never one old and one new. The next build serves
-    both new values.
-
-    Made deterministic with two locks held by psql sessions: `segments`
-    (every batch reads it; the first batch waits on it, after the build's
-    snapshot was taken) while the write commits, then `config_org_generation`
-    (queued behind the first build's own lock on it, so granted when that
-    build's transaction ends: the next build, which must read it first,
-    waits) while the first build's values are checked."""
+class ManyOrganizations(harness.ServerTestCase):
+    """MANY more organizations (two batches), the first and the last by id
+    with a string flag `pair` served by an SDK key of its own; the server
+    is started by the test."""
 
     MANY = 1100
 
@@ -80,6 +70,31 @@ class MidBuildWriteTest(harness.ServerTestCase):
             f" WHERE c.relname = '{table}' AND l.mode = 'AccessExclusiveLock'"
             " AND l.granted") != "0"
 
+    def assertEveryOrganizationServed(self):
+        log = self.server.stderr()
+        self.assertGreaterEqual(len(re.findall(r"a batch of [0-9]+ organizations", log)), 2, log)
+        orgs = self.MANY + 1
+        self.assertRegex(log, rf"published \([0-9]+ flag configurations in {orgs} of {orgs} ")
+        parts = [n for n in os.listdir(self.server.state_dir) if re.fullmatch(r"org-.*\.bin", n)]
+        self.assertGreaterEqual(len(parts), orgs)
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+
+class MidBuildWriteTest(ManyOrganizations):
+    """A write committed while the first build is between its batches is
+    not in that build at all: the build reads every batch in the snapshot
+    it took before its first batch, so it serves the old values of both
+    organizations the write changed, the first by id (first batch) and the
+    last (second batch), never one old and one new. The next build serves
+    both new values.
+
+    Made deterministic with two locks held by psql sessions: `segments`
+    (every batch reads it; the first batch waits on it, after the build's
+    snapshot was taken) while the write commits, then `config_org_generation`
+    (queued behind the first build's own lock on it, so granted when that
+    build's transaction ends: the next build, which must read it first,
+    waits) while the first build's values are checked."""
+
     def write_both(self):
         """One transaction: the pair flag of both organizations made new."""
         statements = "".join(
@@ -114,13 +129,37 @@ class MidBuildWriteTest(harness.ServerTestCase):
         for name, _, key in self.ends:
             self.assertTrue(harness.wait_for(lambda: self.served_value(key) == f"new-{name}",
                                              SERVED_S), (name, self.served_value(key)))
-        log = self.server.stderr()
-        self.assertGreaterEqual(len(re.findall(r"a batch of [0-9]+ organizations", log)), 2, log)
-        orgs = self.MANY + 1
-        self.assertRegex(log, rf"published \([0-9]+ flag configurations in {orgs} of {orgs} ")
-        parts = [n for n in os.listdir(self.server.state_dir) if re.fullmatch(r"org-.*\.bin", n)]
-        self.assertGreaterEqual(len(parts), orgs)
-        self.assertEqual(self.server.sanitizer_reports(), [])
+        self.assertEveryOrganizationServed()
+
+
+class LostConnectionMidBuildTest(ManyOrganizations):
+    """The connection lost while the thread reads a batch (its backend
+    terminated while it waits on a lock on `variants`): the build fails,
+    is logged, and the refresher connects again and builds everything, with
+    nothing leaked (the sanitizers) and every organization served."""
+
+    def test_a_batch_read_on_a_lost_connection_fails_the_build_and_is_retried(self):
+        variants = Session(self.database.conninfo)
+        try:
+            variants.send("BEGIN; LOCK TABLE variants IN ACCESS EXCLUSIVE MODE;")
+            self.assertTrue(harness.wait_for(lambda: self.lock_granted("variants"), 10))
+            self.server.start(wait=False)
+            self.assertTrue(harness.wait_for(lambda: self.refresher_waits_on("variants"), 20),
+                            self.server.stderr())
+            self.database.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                " AND query LIKE '%variants%'")
+            failed = "cannot read the configuration: reading variants: "
+            self.assertTrue(harness.wait_for(lambda: failed in self.server.stderr(), 20),
+                            self.server.stderr())
+            self.assertNotIn("published", self.server.stderr())
+        finally:
+            variants.close()
+        for name, _, key in self.ends:
+            self.assertTrue(harness.wait_for(lambda: self.served_value(key) == f"old-{name}",
+                                             SERVED_S), (name, self.server.stderr()))
+        self.assertEveryOrganizationServed()
 
 
 if __name__ == "__main__":
