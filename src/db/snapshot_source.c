@@ -110,7 +110,8 @@ static const struct {
                     " WHERE revoked_at IS NULL AND environment_id IS NOT NULL",
                     "SELECT k.token_digest, k.environment_id FROM sdk_keys k"
                     " JOIN environments e ON e.id = k.environment_id"
-                    " WHERE k.revoked_at IS NULL AND e.org_id = ANY($1::uuid[])"},
+                    " WHERE k.revoked_at IS NULL AND k.org_id = ANY($1::uuid[])"
+                    " AND e.org_id = ANY($1::uuid[])"},
     [Q_ATTRIBUTES] = {"entity attributes",
                       "SELECT e.org_id, e.key, a.key, a.data_type FROM entity_attributes a"
                       " JOIN entities e ON e.id = a.entity_id"
