@@ -13,10 +13,13 @@
  * the organizations whose generation moved since the catalog's (every
  * organization when there is no index on disk and after a failed write),
  * writes each of their parts as the read builds it (a batch at a time when
- * there are many), then the index (made from the new catalog), atomically
- * (snapshot_build.h: temp file, fsync, rename; past PARTS_SYNCED_EACH parts
- * no fsync each but one syncfs before the index; one fsync of the
- * directory after the index's rename makes all the renames durable), and
+ * there are many), then the index (made from the new catalog, or, when the
+ * organizations that moved kept their environments and SDK keys, the copy
+ * of the last index patched with their new parts: snapshot_kept_index.h),
+ * atomically (snapshot_build.h: temp file, fsync, rename; past
+ * PARTS_SYNCED_EACH parts no fsync each but one syncfs before the index;
+ * one fsync of the directory after the index's rename makes all the
+ * renames durable), and
  * only then publishes the new generation in shared memory.
  * A failed build leaves the old files and the old generation in place and
  * is retried. Superseded part files are deleted one publication later
