@@ -72,9 +72,17 @@
     "f.permanent, f.created_at, ut.last_seen_at, f.rolled_out_since, $8::timestamptz"
 #define STALE_REASON "ensign_stale_reason(" STALE_ARGUMENTS ")"
 
+/* One index probe per flag of the page, whatever plan PostgreSQL makes
+ * (LATERAL, OFFSET 0 so that it stays a subquery): as plain joins, the
+ * plan made knowing the page's 1,001 rows read the whole of both tables
+ * into hashes (27,000 flags with usage, load 5.5: 1,334 buffers and 13 ms
+ * instead of 4.5; with every flag of every organization counted, millions
+ * of rows per page). The series only for a flag with a total. */
 #define USAGE_SQL                                                                                  \
-    "LEFT JOIN flag_usage_totals ut ON ut.flag_id = f.id "                                         \
-    "LEFT JOIN flag_usage_series s ON s.flag_id = f.id AND ut.flag_id IS NOT NULL "
+    "LEFT JOIN LATERAL (SELECT ut.* FROM flag_usage_totals ut"                                     \
+    "                    WHERE ut.flag_id = f.id OFFSET 0) AS ut ON true "                         \
+    "LEFT JOIN LATERAL (SELECT s.* FROM flag_usage_series s"                                       \
+    "                    WHERE s.flag_id = f.id AND ut.flag_id IS NOT NULL OFFSET 0) AS s ON true "
 
 /*
  * The page (pagination.h's $1 route, $2 scope, $3 q, $4 cursor, $5 limit
