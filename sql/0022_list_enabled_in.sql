@@ -33,12 +33,17 @@ CREATE FUNCTION ensign_flag_enabled_in(flag uuid) RETURNS text
      WHERE fe.flag_id = flag AND fe.enabled
 $$;
 
+-- The first values, without moving the configuration generation: the
+-- snapshot does not hold the column, so no organization needs a rebuild for
+-- it (the bump trigger would stamp every organization that has a flag).
+ALTER TABLE flags DISABLE TRIGGER config_generation_bump;
 UPDATE flags f SET enabled_in_json = x.keys
   FROM (SELECT fe.flag_id, array_to_json(array_agg(e.key ORDER BY e.key))::text AS keys
           FROM flag_environments fe JOIN environments e ON e.id = fe.environment_id
          WHERE fe.enabled
          GROUP BY fe.flag_id) AS x
  WHERE x.flag_id = f.id;
+ALTER TABLE flags ENABLE TRIGGER config_generation_bump;
 
 CREATE FUNCTION ensign_flags_enabled_in() RETURNS trigger
     LANGUAGE plpgsql
