@@ -7,7 +7,7 @@
 -- before (coalesce(array_to_json(array_agg(e.key ORDER BY e.key))::text,
 -- '[]'): ["development","production"]). The list looked it up per flag: two
 -- or three index scans of flag_environments and environments for each of a
--- page's 1,000 flags, 10,000 buffer reads, about two thirds of the page's
+-- page's 1,000 flags, 10,000 buffer accesses, two thirds of the page's
 -- execution; on a data set larger than shared_buffers those were reads of
 -- random index leaves. Now the page reads the flags' own rows only.
 --
