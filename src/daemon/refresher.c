@@ -62,17 +62,15 @@
 #include "base/log.h"
 #include "http/metrics.h"
 #include "daemon/proctitle.h"
+#include "eval/pack_maps.h"
 #include "eval/served_snapshot.h"
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
+#include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
-
-/* Parts of one build written with an fsync each; later ones are made
- * durable together by one syncfs of the state directory's file system. */
-#define PARTS_SYNCED_EACH 16
 
 /* How often the generation of a replica is read (doc/choices.md "Read
  * replicas": a single-row SELECT, cheap on the replica). */
@@ -91,6 +89,8 @@ struct refresher {
     uint64_t built;                  /* generation of the last index written */
     uint64_t pending;                /* generation last read from the database */
     struct snapshot_parts parts;     /* what that index names */
+    struct snapshot_packs packs;     /* the pack files the parts are appended to */
+    struct pack_maps *check;         /* at start: the packs on disk, mapped to check */
     struct snapshot_catalog catalog; /* what that index holds, per organization */
     bool have_catalog;               /* false: the next build reads everything */
     bool swept;                      /* leftovers of an earlier run doomed */
@@ -98,8 +98,9 @@ struct refresher {
     bool read_older;                 /* it met a part older than published (replica) */
     char older_org[SNAPSHOT_PART_ORG_MAX];
     uint64_t older_generation;
-    size_t parts_synced;   /* parts written with their fsync in it */
-    size_t parts_unsynced; /* parts written without (syncfs later) */
+    struct snapshot_part_file *appended; /* parts written during the read under way */
+    size_t appended_count, appended_cursor;
+    bool reread; /* an extent could not be moved: the next build reads everything */
 };
 
 static uint64_t monotonic_us(void)
@@ -231,24 +232,27 @@ static bool read_is_older(struct refresher *rf, const struct snapshot_source_res
     return true;
 }
 
-/* Whether the part file of org is there, valid and of that generation (the
- * shape of snapshot_catalog_part_ok_fn; ctx is the refresher). */
-static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t generation)
+/* Whether the part of org, an extent of a pack file, is there, valid and
+ * of that generation (the shape of snapshot_catalog_part_ok_fn; ctx is the
+ * refresher). */
+static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t offset,
+                         uint64_t length, uint64_t generation)
 {
     struct refresher *rf = ctx;
-    struct snapshot_part_file named = {.generation = generation};
-    snprintf(named.org, sizeof named.org, "%s", org);
-    if (!snapshot_parts_name(&named) || strcmp(named.name, file) != 0)
-        return false; /* not a name this refresher writes */
-    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1], err[256];
-    snprintf(path, sizeof path, "%s/%s", rf->parts.dir, file);
     struct snapshot part;
-    if (snapshot_open(path, &part, err, sizeof err) != 0) {
-        log_warn("snapshot part %s on disk is not usable, it is built again: %s", file, err);
+    char err[256];
+    int slot;
+    if (rf->check == NULL || snapshot_packs_number(file) == 0)
+        return false; /* not a name this refresher writes */
+    if (pack_maps_open(rf->check, file, offset, length, &part, &slot, err, sizeof err) !=
+        PACK_EXTENT_OK) {
+        log_warn("snapshot part of organization %s on disk is not usable, it is built again: %s",
+                 org, err);
         return false;
     }
     bool same = snapshot_generation(&part) == generation;
     snapshot_close(&part);
+    pack_maps_release(rf->check, slot);
     return same;
 }
 
@@ -259,15 +263,23 @@ static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t 
  * bad). When every part is usable, the index counts as built: a database
  * still at its generation is not read again.
  */
-static void adopt_index(struct refresher *rf, const struct snapshot *index)
+static void adopt_index(struct refresher *rf, const struct snapshot *index, bool first_start)
 {
     long long started = bgloop_now_ms();
     struct snapshot_part_file *parts;
     size_t count, named = index->counts[SNAPSHOT_SEC_PARTS];
-    if (snapshot_catalog_load(&rf->catalog, index, part_on_disk, rf, &parts, &count) != 0) {
+    rf->check = pack_maps_new(rf->parts.dir, true);
+    int rc = snapshot_catalog_load(&rf->catalog, index, part_on_disk, rf, &parts, &count);
+    pack_maps_free(rf->check);
+    rf->check = NULL;
+    if (rc != 0) {
         log_warn("cannot hold the snapshot index in memory: it is built again whole");
         return;
     }
+    /* Bytes past the last named extent are a build that crashed before its
+     * index: cut off, unless workers of a running node may map them. */
+    snapshot_packs_adopt(&rf->packs, parts, count, first_start);
+    snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
     snapshot_parts_published(&rf->parts, parts, count, true);
     rf->swept = true;
     rf->have_catalog = true;
@@ -290,11 +302,12 @@ static void publish_file_on_disk(struct refresher *rf)
         return;
     }
     uint64_t generation = snapshot_generation(&s);
+    bool first_start = served_generation(rf) == 0; /* no worker maps anything yet */
     struct stat st;
     publish(rf, generation, stat(rf->path, &st) == 0 ? unix_ms(&st.st_mtim) : 0);
     log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
              generation, rf->path);
-    adopt_index(rf, &s);
+    adopt_index(rf, &s, first_start);
     snapshot_close(&s);
 }
 
@@ -305,18 +318,42 @@ static void check_connection(struct refresher *rf)
         bgloop_disconnect(&rf->loop);
 }
 
-/* Names the part file of org in *f; false (err set) when its id is not a
- * plain name. */
-static bool name_part(const struct snapshot_source_org *org, struct snapshot_part_file *f,
-                      char *err, size_t errlen)
+/* Remembers f, written during the read, until write_part names it. */
+static int remember_appended(struct refresher *rf, const struct snapshot_part_file *f, char *err,
+                             size_t errlen)
+{
+    void *grown = realloc(rf->appended, (rf->appended_count + 1) * sizeof *rf->appended);
+    if (grown == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    rf->appended = grown;
+    rf->appended[rf->appended_count++] = *f;
+    return 0;
+}
+
+/* The part of org written during the read. The read hands them over in
+ * organization order, as write_part asks for them: the cursor finds each
+ * at once. */
+static const struct snapshot_part_file *appended_part(struct refresher *rf, const char *org)
+{
+    for (size_t tried = 0; tried < rf->appended_count; tried++) {
+        size_t i = (rf->appended_cursor + tried) % rf->appended_count;
+        if (strcmp(rf->appended[i].org, org) == 0) {
+            rf->appended_cursor = i + 1;
+            return &rf->appended[i];
+        }
+    }
+    return NULL;
+}
+
+/* Appends the part of org (its builder) to the open pack; f names it. */
+static int append_part(struct refresher *rf, const struct snapshot_source_org *org,
+                       struct snapshot_part_file *f, char *err, size_t errlen)
 {
     snprintf(f->org, sizeof f->org, "%s", org->id);
     f->generation = org->generation;
-    if (!snapshot_parts_name(f)) {
-        snprintf(err, errlen, "organization id %s is not a file name", org->id);
-        return false;
-    }
-    return true;
+    return snapshot_packs_append(&rf->packs, org->builder, f, err, errlen);
 }
 
 /* Writes the part of org as the read builds it (snapshot_source_part_fn). */
@@ -324,8 +361,6 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
 {
     struct refresher *rf = ctx;
     struct snapshot_part_file f;
-    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
-    int rc = -1;
     if (rf->replica && snapshot_parts_newer(&rf->parts, org->id, org->generation)) {
         rf->read_older = true; /* never written: the read stops, the refresher waits */
         snprintf(rf->older_org, sizeof rf->older_org, "%s", org->id);
@@ -333,19 +368,35 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
         snprintf(err, errlen, "the replica is older for organization %s", org->id);
         return -1;
     }
-    if (name_part(org, &f, err, errlen)) {
-        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f.name);
-        if (rf->parts_synced < PARTS_SYNCED_EACH) { /* a change: a part or a few */
-            rc = snapshot_builder_write_part(org->builder, path, err, errlen);
-            rf->parts_synced++;
-        } else { /* many (a first build): one syncfs before the index */
-            rc = snapshot_builder_write_part_unsynced(org->builder, path, err, errlen);
-            rf->parts_unsynced++;
-        }
-    }
+    int rc = append_part(rf, org, &f, err, errlen);
+    if (rc == 0)
+        rc = remember_appended(rf, &f, err, errlen);
     if (rc != 0)
         rf->part_write_failed = true;
     return rc;
+}
+
+/* The published part of an organization no build rewrote, moved out of a
+ * pack being reclaimed when its turn came (snapshot_packs.h). A part that
+ * cannot be moved (its extent went bad on disk) stays where it is and the
+ * next build reads everything, which writes it again. */
+static int held_part(struct refresher *rf, const struct snapshot_source_org *org,
+                     struct snapshot_part_file *f, char *err, size_t errlen)
+{
+    const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, org->id);
+    char why[512];
+    if (held == NULL) {
+        snprintf(err, errlen, "no part of organization %s", org->id);
+        return -1;
+    }
+    *f = *held;
+    if (!snapshot_packs_should_move(&rf->packs, held) ||
+        snapshot_packs_copy(&rf->packs, held, f, why, sizeof why) == 0)
+        return 0;
+    log_warn("snapshot part kept where it is, everything is read again next: %s", why);
+    *f = *held;
+    rf->reread = true;
+    return 0;
 }
 
 /* Names the part of org in the index: written during the read, else held. */
@@ -353,29 +404,24 @@ static int write_part(struct refresher *rf, struct snapshot_source_result *res, 
                       struct snapshot_part_file *f, char *err, size_t errlen)
 {
     const struct snapshot_source_org *org = &res->orgs[i];
-    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
-    snprintf(f->org, sizeof f->org, "%s", org->id);
-    f->generation = org->generation;
+    int rc;
     if (org->written) {
-        if (!name_part(org, f, err, errlen))
-            return -1;
-    } else if (org->builder == NULL) { /* unchanged: the published file stands */
-        const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, org->id);
-        if (held == NULL) {
-            snprintf(err, errlen, "no part of organization %s", org->id);
+        const struct snapshot_part_file *done = appended_part(rf, org->id);
+        if (done == NULL) {
+            snprintf(err, errlen, "the part of organization %s was not written", org->id);
             return -1;
         }
-        *f = *held;
+        *f = *done;
+        rc = 0;
+    } else if (org->builder == NULL) { /* unchanged: the published part stands */
+        rc = held_part(rf, org, f, err, errlen);
     } else {
-        if (!snapshot_parts_name(f)) {
-            snprintf(err, errlen, "organization id %s is not a file name", org->id);
-            return -1;
-        }
-        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f->name);
-        if (snapshot_builder_write_part(org->builder, path, err, errlen) != 0)
-            return -1;
+        rc = append_part(rf, org, f, err, errlen);
     }
-    if (snapshot_builder_add_part(res->index, f->org, f->name, f->generation) != 0) {
+    if (rc != 0)
+        return -1;
+    if (snapshot_builder_add_part(res->index, f->org, f->name, f->offset, f->length,
+                                  f->generation) != 0) {
         snprintf(err, errlen, "%s", snapshot_builder_error(res->index));
         return -1;
     }
@@ -394,9 +440,10 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     for (size_t i = 0; i < res->org_count; i++)
         if (write_part(rf, res, i, &(*fresh)[i], err, errlen) != 0)
             return -1;
-    /* The parts written during the read are durable before the index
-     * names them: one fsync for a part or two, one syncfs for many. */
-    if (rf->parts_unsynced > 0 && snapshot_sync_filesystem(rf->parts.dir, err, errlen) != 0)
+    /* The parts appended are durable before the index names them: one
+     * fdatasync of the open pack (a pack sealed meanwhile was synced then),
+     * whatever their number. */
+    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0)
         return -1;
     return snapshot_builder_write(res->index, rf->path, err, errlen);
 }
@@ -418,6 +465,7 @@ static void write_failed(struct refresher *rf, const char *err)
     snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
     health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
     health_pending(rf, rf->pending, why);
+    snapshot_packs_rollback(&rf->packs);
     rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
     rf->have_catalog = false;
     rf->swept = false;
@@ -431,14 +479,16 @@ static void build(struct refresher *rf)
     struct snapshot_source_result res;
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
-    rf->part_write_failed = rf->read_older = false;
-    rf->parts_synced = rf->parts_unsynced = 0;
+    rf->part_write_failed = rf->read_older = rf->reread = false;
+    rf->appended_count = rf->appended_cursor = 0;
+    snapshot_packs_begin(&rf->packs);
     if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, part_built, rf,
                              &res, err, sizeof err) != 0) {
         if (rf->part_write_failed) {
             write_failed(rf, err);
             return;
         }
+        snapshot_packs_rollback(&rf->packs); /* parts appended for nothing */
         if (rf->read_older) {
             char what[SNAPSHOT_PART_ORG_MAX + 64];
             snprintf(what, sizeof what, "for organization %s only", rf->older_org);
@@ -455,6 +505,7 @@ static void build(struct refresher *rf)
         return;
     }
     if (read_is_older(rf, &res)) {
+        snapshot_packs_rollback(&rf->packs);
         snapshot_source_result_free(&res);
         return;
     }
@@ -490,9 +541,16 @@ static void build(struct refresher *rf)
     publish(rf, generation, unix_ms(&now));
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
+    snapshot_packs_published(&rf->packs, fresh, orgs);
+    snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
     snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
     rf->swept = true;
     rf->built_once = true;
+    if (rf->reread) { /* a part could not be moved: everything is read again */
+        rf->have_catalog = false;
+        snapshot_catalog_free(&rf->catalog);
+        rf->built_once = false;
+    }
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
              " organizations, %zu organization generations read; read in %lld ms, built and"
              " written in %lld ms)",
@@ -556,6 +614,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
         rf.loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     snapshot_parts_init(&rf.parts, cfg->state_dir);
+    snapshot_packs_init(&rf.packs, cfg->state_dir, (uint64_t)cfg->snapshot_pack_mb << 20);
     snapshot_catalog_init(&rf.catalog);
     publish_file_on_disk(&rf);
     if (rf.replica)
@@ -574,6 +633,8 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     if (rf.loop.conn != NULL)
         PQfinish(rf.loop.conn);
     snapshot_parts_free(&rf.parts);
+    snapshot_packs_free(&rf.packs);
+    free(rf.appended);
     snapshot_catalog_free(&rf.catalog);
     return EXIT_SUCCESS;
 }

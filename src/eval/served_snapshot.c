@@ -4,14 +4,14 @@
  *
  * Invariants: view->index is either NULL or a validated mapping; parts[i]
  * belongs to the index's part i and is either empty (base NULL) or a
- * validated mapping of that organization (the generation the index names,
- * or an older one kept because the new file was bad). Mappings are replaced
+ * validated extent of a pack mapped in view->packs (the generation the
+ * index names, or an older one kept because the new extent was bad), and
+ * holds one count on its pack's slot until it is closed. Mappings are replaced
  * only after the new ones opened, and the usage batch is flushed before any
  * mapping it may name is closed or moved.
  */
 #include "eval/served_snapshot.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "eval/pack_maps.h"
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/usage_batch.h"
@@ -31,12 +32,14 @@
 
 struct served_part {
     struct snapshot snap; /* zeroed when not mapped */
+    int slot;             /* its pack's in view->packs */
 };
 
 struct served_snapshot {
     char dir[4096];
     struct shm_region *shm;
     struct usage_batch *batch;
+    struct pack_maps *packs;   /* the pack files the parts are in */
     struct snapshot *index;    /* owned; NULL until one maps */
     struct served_part *parts; /* one per part of the index */
     uint64_t seen;             /* the published generation last acted on */
@@ -57,16 +60,22 @@ struct served_snapshot *served_snapshot_new(const char *state_dir, struct shm_re
     if (view == NULL)
         return NULL;
     snprintf(view->dir, sizeof view->dir, "%s", state_dir);
+    if ((view->packs = pack_maps_new(state_dir, false)) == NULL) {
+        free(view);
+        return NULL;
+    }
     view->shm = shm;
     view->batch = batch;
     return view;
 }
 
-static void close_parts(struct served_part *parts, size_t count)
+static void close_parts(struct served_snapshot *view, struct served_part *parts, size_t count)
 {
     for (size_t i = 0; parts != NULL && i < count; i++)
-        if (parts[i].snap.base != NULL)
+        if (parts[i].snap.base != NULL) {
             snapshot_close(&parts[i].snap);
+            pack_maps_release(view->packs, parts[i].slot);
+        }
     free(parts);
 }
 
@@ -97,24 +106,32 @@ static struct served_part *current_part(struct served_snapshot *view, const char
 
 enum part_status { PART_MAPPED, PART_BAD, PART_GONE };
 
-/* Opens the file of part p of fresh into *out; PART_BAD (logged) when it is
- * bad or not of the generation the index names, PART_GONE when there is no
- * such file (the index was superseded twice since it was read). */
+/* Opens the extent of part p of fresh into *out (*slot its pack's);
+ * PART_BAD (logged) when it is bad or not of the generation the index
+ * names, PART_GONE when its pack file is not there (the index was
+ * superseded twice since it was read). */
 static enum part_status open_part(const struct served_snapshot *view, const struct snapshot *fresh,
-                                  const struct snapshot_part *p, struct snapshot *out)
+                                  const struct snapshot_part *p, struct snapshot *out, int *slot)
 {
-    char path[4096 + 256], err[256];
-    snprintf(path, sizeof path, "%s/%s", view->dir, snapshot_string(fresh, p->file));
-    if (snapshot_open(path, out, err, sizeof err) != 0) {
-        if (access(path, F_OK) != 0 && errno == ENOENT)
-            return PART_GONE;
-        log_warn("snapshot part %s: %s", snapshot_string(fresh, p->file), err);
+    char err[256];
+    const char *file = snapshot_string(fresh, p->file);
+    switch (pack_maps_open(view->packs, file, p->offset, p->length, out, slot, err, sizeof err)) {
+    case PACK_EXTENT_GONE:
+        return PART_GONE;
+    case PACK_EXTENT_BAD:
+        log_warn("snapshot part of organization %s in %s at %" PRIu64 ": %s",
+                 snapshot_string(fresh, p->org), file, p->offset, err);
         return PART_BAD;
+    case PACK_EXTENT_OK:
+        break;
     }
     if (snapshot_generation(out) != p->generation) {
-        log_warn("snapshot part %s: generation %" PRIu64 ", the index names %" PRIu64,
-                 snapshot_string(fresh, p->file), snapshot_generation(out), p->generation);
+        log_warn("snapshot part of organization %s in %s at %" PRIu64 ": generation %" PRIu64
+                 ", the index names %" PRIu64,
+                 snapshot_string(fresh, p->org), file, p->offset, snapshot_generation(out),
+                 p->generation);
         snapshot_close(out);
+        pack_maps_release(view->packs, *slot);
         return PART_BAD;
     }
     return PART_MAPPED;
@@ -144,7 +161,8 @@ static struct mapped map_parts(struct served_snapshot *view, const struct snapsh
         if (old != NULL && snapshot_generation(&old->snap) == p->generation) {
             parts[i] = *old;
             memset(old, 0, sizeof *old);
-        } else if ((status = open_part(view, fresh, p, &parts[i].snap)) == PART_MAPPED) {
+        } else if ((status = open_part(view, fresh, p, &parts[i].snap, &parts[i].slot)) ==
+                   PART_MAPPED) {
             continue;
         } else {
             result.complete = false;
@@ -185,7 +203,7 @@ static bool replace_parts(struct served_snapshot *view, const struct snapshot *i
     if (!mapped.complete)
         view->retry_at_ms = now_ms() + RETRY_MS;
     *gone = mapped.gone;
-    close_parts(view->parts, part_count(view->index));
+    close_parts(view, view->parts, part_count(view->index));
     view->parts = parts;
     return true;
 }
@@ -271,9 +289,10 @@ void served_snapshot_free(struct served_snapshot *view)
 {
     if (view == NULL)
         return;
-    close_parts(view->parts, part_count(view->index));
+    close_parts(view, view->parts, part_count(view->index));
     if (view->index != NULL && view->index->base != NULL)
         snapshot_close(view->index);
     free(view->index);
+    pack_maps_free(view->packs);
     free(view);
 }
