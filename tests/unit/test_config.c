@@ -550,8 +550,9 @@ START_TEST(test_reload_keeps_restart_only_keys)
     ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed),
                      (int)restart_only);
     ck_assert_str_eq(changed, expected);
-    ck_assert_str_eq(changed, "state_dir, snapshot_pack_mb, user, usage_slots, ratelimit_slots, metrics_listen, "
-                              "unknown_flag_slots");
+    ck_assert_str_eq(
+        changed, "state_dir, snapshot_pack_mb, user, usage_slots, ratelimit_slots, metrics_listen, "
+                 "unknown_flag_slots");
     /* the restart-only keys hold the running values */
     ck_assert_str_eq(fresh.state_dir, LOCALSTATEDIR "/lib/ensign");
     ck_assert_int_eq(fresh.snapshot_pack_mb, 1024);

@@ -432,8 +432,8 @@ END_TEST
 /* ---- the refresher's catalog of the index ---- */
 
 /* part_ok for snapshot_catalog_load: refuses the organization ctx names. */
-static bool all_but(void *ctx, const char *org, const char *file, uint64_t offset,
-                    uint64_t length, uint64_t generation)
+static bool all_but(void *ctx, const char *org, const char *file, uint64_t offset, uint64_t length,
+                    uint64_t generation)
 {
     (void)file;
     (void)offset;
@@ -623,8 +623,8 @@ START_TEST(superseded_packs_are_deleted_one_publication_later)
     make_dir();
     const char *orgs[] = {ORG1, ORG2};
     const uint64_t gens[] = {5, 6};
-    const char *const first[] = {"pack-2.bin", "pack-2.bin"}, *const second[] = {"pack-3.bin",
-                                                                                "pack-2.bin"},
+    const char *const first[] = {"pack-2.bin", "pack-2.bin"},
+                      *const second[] = {"pack-3.bin", "pack-2.bin"},
                       *const third[] = {"pack-3.bin", "pack-3.bin"};
     struct snapshot_parts parts;
     snapshot_parts_init(&parts, dir);
