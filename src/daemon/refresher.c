@@ -4,7 +4,7 @@
  *
  * At start it publishes the generation of the snapshot index already on
  * disk (if it is valid), so workers evaluate from it even while the
- * database is down, and takes that index's valid part files as published,
+ * database is down, and takes that index's valid parts as published,
  * with its catalog of them (snapshot_catalog.h): a restart rebuilds only
  * organizations whose generation moved while it was down. Then, whenever
  * it can reach the database: it reads the generation (on every NOTIFY and
@@ -12,15 +12,17 @@
  * last built (or it has built nothing yet), it reads (snapshot_source.h)
  * the organizations whose generation moved since the catalog's (every
  * organization when there is no index on disk and after a failed write),
- * writes each of their parts as the read builds it (a batch at a time when
- * there are many), then the index (made from the new catalog), atomically
- * (snapshot_build.h: temp file, fsync, rename; past PARTS_SYNCED_EACH parts
- * no fsync each but one syncfs before the index; one fsync of the
- * directory after the index's rename makes all the renames durable), and
- * only then publishes the new generation in shared memory.
- * A failed build leaves the old files and the old generation in place and
- * is retried. Superseded part files are deleted one publication later
- * (snapshot_parts.h).
+ * appends each of their parts to the open pack file as the read builds it
+ * (a batch at a time when there are many; snapshot_packs.h), makes them
+ * durable with one fdatasync, then writes the index (made from the new
+ * catalog) atomically (snapshot_build.h: temp file, fsync, rename, fsync
+ * of the directory, which also makes a new pack's name durable), and only
+ * then publishes the new generation in shared memory. Parts of unchanged
+ * organizations still in a pack being reclaimed are copied to the open
+ * pack on the way, a budget per build.
+ * A failed build cuts the open pack back, leaves the old index and the old
+ * generation in place and is retried. A pack no longer named is deleted
+ * one publication later (snapshot_parts.h).
  *
  * It also keeps the healthz checks in shared memory (health.h), the only
  * writer of them: snapshot_write fails with each failed write of the files
