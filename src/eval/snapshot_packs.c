@@ -219,6 +219,8 @@ int snapshot_packs_append(struct snapshot_packs *packs, struct snapshot_builder 
                           struct snapshot_part_file *f, char *err, size_t errlen)
 {
     uint64_t len = 0;
+    if (packs->fd >= 0 && packs->end >= packs->capacity && seal(packs, err, errlen) != 0)
+        return -1; /* full (a part larger than the pack size alone made it so) */
     if (packs->fd < 0 && open_new(packs, err, errlen) != 0)
         return -1;
     uint64_t at = packs->end;

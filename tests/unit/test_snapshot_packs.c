@@ -265,6 +265,10 @@ START_TEST(a_full_pack_is_sealed_and_the_next_one_started)
     ck_assert_uint_gt(big.length, 8192);
     ck_assert_str_eq(big.name, "pack-3.bin");
     ck_assert_uint_eq(big.offset, 0);
+    struct snapshot_part_file after; /* that pack is full: the next starts one */
+    append(&packs, 10, 2, "a", 1, &after);
+    ck_assert_str_eq(after.name, "pack-4.bin");
+    ck_assert_uint_eq(after.offset, 0);
     struct pack_maps *maps = pack_maps_new(dir, false);
     int slot;
     char err[256];
