@@ -101,8 +101,11 @@ struct refresher {
     char older_org[SNAPSHOT_PART_ORG_MAX];
     uint64_t older_generation;
     struct snapshot_part_file *appended; /* parts written during the read under way */
-    size_t appended_count, appended_cursor;
-    bool reread; /* an extent could not be moved: the next build reads everything */
+    size_t appended_count, appended_room, appended_cursor;
+    bool reread;  /* an extent could not be moved: the next build reads everything */
+    size_t moved; /* parts moved out of a pack being reclaimed, this build */
+    uint64_t moved_bytes;
+    uint32_t moved_from;
 };
 
 static uint64_t monotonic_us(void)
@@ -324,12 +327,16 @@ static void check_connection(struct refresher *rf)
 static int remember_appended(struct refresher *rf, const struct snapshot_part_file *f, char *err,
                              size_t errlen)
 {
-    void *grown = realloc(rf->appended, (rf->appended_count + 1) * sizeof *rf->appended);
-    if (grown == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+    if (rf->appended_count == rf->appended_room) {
+        size_t room = rf->appended_room ? 2 * rf->appended_room : 64;
+        void *grown = realloc(rf->appended, room * sizeof *rf->appended);
+        if (grown == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        rf->appended = grown;
+        rf->appended_room = room;
     }
-    rf->appended = grown;
     rf->appended[rf->appended_count++] = *f;
     return 0;
 }
@@ -392,9 +399,14 @@ static int held_part(struct refresher *rf, const struct snapshot_source_org *org
         return -1;
     }
     *f = *held;
-    if (!snapshot_packs_should_move(&rf->packs, held) ||
-        snapshot_packs_copy(&rf->packs, held, f, why, sizeof why) == 0)
+    if (!snapshot_packs_should_move(&rf->packs, held))
         return 0;
+    if (snapshot_packs_copy(&rf->packs, held, f, why, sizeof why) == 0) {
+        rf->moved++;
+        rf->moved_bytes += f->length;
+        rf->moved_from = snapshot_packs_number(held->name);
+        return 0;
+    }
     log_warn("snapshot part kept where it is, everything is read again next: %s", why);
     *f = *held;
     rf->reread = true;
@@ -482,7 +494,8 @@ static void build(struct refresher *rf)
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
     rf->part_write_failed = rf->read_older = rf->reread = false;
-    rf->appended_count = rf->appended_cursor = 0;
+    rf->appended_count = rf->appended_cursor = rf->moved = 0;
+    rf->moved_bytes = 0;
     snapshot_packs_begin(&rf->packs);
     if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, part_built, rf,
                              &res, err, sizeof err) != 0) {
@@ -548,6 +561,10 @@ static void build(struct refresher *rf)
     snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
     rf->swept = true;
     rf->built_once = true;
+    if (rf->moved > 0)
+        log_info("snapshot pack %" PRIu32 " being reclaimed: %zu parts (%" PRIu64
+                 " bytes) moved to the open pack",
+                 rf->moved_from, rf->moved, rf->moved_bytes);
     if (rf->reread) { /* a part could not be moved: everything is read again */
         rf->have_catalog = false;
         snapshot_catalog_free(&rf->catalog);

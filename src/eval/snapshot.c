@@ -582,6 +582,20 @@ int snapshot_open_extent(const unsigned char *base, size_t size, struct snapshot
     return 0;
 }
 
+int snapshot_check_extent(const unsigned char *base, size_t size, uint64_t *generation, char *err,
+                          size_t errlen)
+{
+    struct snapshot s = {.base = base, .size = size, .borrowed = true};
+    if (((uintptr_t)base & 7) != 0 || size < sizeof(struct snapshot_header))
+        return fail(err, errlen, "extent of %zu bytes is not a snapshot (misplaced or short)",
+                    size);
+    s.header = (const struct snapshot_header *)(const void *)base;
+    if (validate(&s, err, errlen) != 0)
+        return -1;
+    *generation = s.header->generation;
+    return 0;
+}
+
 void snapshot_close(struct snapshot *s)
 {
     if (s->regexes != NULL) {

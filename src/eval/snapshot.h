@@ -333,6 +333,12 @@ int snapshot_open(const char *path, struct snapshot *out, char *err, size_t errl
 int snapshot_open_extent(const unsigned char *base, size_t size, struct snapshot *out, char *err,
                          size_t errlen);
 
+/* Validates the snapshot of size bytes at base (8-byte aligned) as
+ * snapshot_open does, without compiling its patterns or keeping anything;
+ * *generation is its generation. 0, or -1 with err. */
+int snapshot_check_extent(const unsigned char *base, size_t size, uint64_t *generation, char *err,
+                          size_t errlen);
+
 /* Unmaps (unless borrowed) and frees; safe on a zeroed struct; leaves *s
  * zeroed. */
 void snapshot_close(struct snapshot *s);

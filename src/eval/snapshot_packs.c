@@ -286,19 +286,18 @@ int snapshot_packs_copy(struct snapshot_packs *packs, const struct snapshot_part
     unsigned char *buf = read_extent(packs, from, err, errlen);
     if (buf == NULL)
         return -1;
-    struct snapshot part;
     char why[256];
+    uint64_t generation = 0;
     int rc = -1;
-    if (snapshot_open_extent(buf, (size_t)from->length, &part, why, sizeof why) != 0) {
+    if (snapshot_check_extent(buf, (size_t)from->length, &generation, why, sizeof why) != 0) {
         snprintf(err, errlen, "part of organization %s in %s: %s", from->org, from->name, why);
-    } else if (snapshot_generation(&part) != from->generation) {
+    } else if (generation != from->generation) {
         snprintf(err, errlen, "part of organization %s in %s: generation %" PRIu64 ", not %" PRIu64,
-                 from->org, from->name, snapshot_generation(&part), from->generation);
+                 from->org, from->name, generation, from->generation);
     } else {
         *to = *from;
         rc = append_bytes(packs, buf, from->length, to, err, errlen);
     }
-    snapshot_close(&part);
     free(buf);
     if (rc == 0)
         packs->budget = packs->budget > from->length ? packs->budget - from->length : 0;

@@ -42,7 +42,7 @@
 
 /* Parts copied out of a pack being reclaimed, per build at most (at least
  * one part). */
-#define SNAPSHOT_PACK_RECLAIM_BYTES (8u << 20)
+#define SNAPSHOT_PACK_RECLAIM_BYTES (2u << 20)
 
 struct snapshot_builder;
 
