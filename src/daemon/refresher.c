@@ -283,7 +283,7 @@ static void adopt_index(struct refresher *rf, const struct snapshot *index, bool
     }
     /* Bytes past the last named extent are a build that crashed before its
      * index: cut off, unless workers of a running node may map them. */
-    snapshot_packs_adopt(&rf->packs, parts, count, first_start);
+    snapshot_packs_adopt(&rf->packs, index, parts, count, first_start);
     snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
     snapshot_parts_published(&rf->parts, parts, count, true);
     rf->swept = true;

@@ -472,17 +472,18 @@ static void reopen(struct snapshot_packs *packs, uint32_t number, uint64_t named
     snprintf(packs->open_name, sizeof packs->open_name, "%s", name);
 }
 
-void snapshot_packs_adopt(struct snapshot_packs *packs, const struct snapshot_part_file *parts,
-                          size_t count, bool truncate)
+void snapshot_packs_adopt(struct snapshot_packs *packs, const struct snapshot *index,
+                          const struct snapshot_part_file *parts, size_t count, bool truncate)
 {
     uint32_t last = 0;
     uint64_t named_end = 0;
-    for (size_t i = 0; i < count; i++) {
-        uint32_t n = snapshot_packs_number(parts[i].name);
+    for (uint32_t i = 0; i < index->counts[SNAPSHOT_SEC_PARTS]; i++) {
+        const struct snapshot_part *p = &index->parts[i];
+        uint32_t n = snapshot_packs_number(snapshot_string(index, p->file));
         if (n > last)
             last = n, named_end = 0;
-        if (n == last && parts[i].offset + parts[i].length > named_end)
-            named_end = parts[i].offset + parts[i].length;
+        if (n == last && p->offset + p->length > named_end)
+            named_end = p->offset + p->length;
     }
     let_go(packs);
     uint32_t highest = highest_on_disk(packs);

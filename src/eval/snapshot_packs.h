@@ -44,6 +44,7 @@
  * one part). */
 #define SNAPSHOT_PACK_RECLAIM_BYTES (2u << 20)
 
+struct snapshot;
 struct snapshot_builder;
 
 struct snapshot_pack_stat {
@@ -116,14 +117,17 @@ void snapshot_packs_published(struct snapshot_packs *packs, const struct snapsho
                               size_t count);
 
 /*
- * At start, the index on disk names parts (count, all verified): the
- * highest-numbered pack they name is opened to append again past its last
- * named extent, and with truncate the garbage beyond (bytes appended by a
- * build that crashed before its index) is cut off; without (workers may
- * still map the packs), the next part goes after the file's end. New packs
- * are numbered above every pack file in the directory.
+ * At start: the index on disk (published already: workers may read any
+ * extent it names) and of its parts those verified, parts (count), taken
+ * as published. The highest-numbered pack the index names is opened to
+ * append again past the last extent the index names in it, and with
+ * truncate the garbage beyond (bytes appended by a build that crashed
+ * before its index) is cut off; without (workers of a running node may
+ * still read extents of an older index there), the next part goes after
+ * the file's end. New packs are numbered above every pack file in the
+ * directory.
  */
-void snapshot_packs_adopt(struct snapshot_packs *packs, const struct snapshot_part_file *parts,
-                          size_t count, bool truncate);
+void snapshot_packs_adopt(struct snapshot_packs *packs, const struct snapshot *index,
+                          const struct snapshot_part_file *parts, size_t count, bool truncate);
 
 #endif

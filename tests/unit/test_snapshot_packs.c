@@ -412,6 +412,21 @@ START_TEST(a_mostly_dead_pack_is_reclaimed_and_deleted)
 }
 END_TEST
 
+/* The index naming parts f (n), written to the directory and opened. */
+static void index_naming(const struct snapshot_part_file *f, size_t n, struct snapshot *out)
+{
+    char path[512], err[256];
+    struct snapshot_builder *b = snapshot_builder_new(1);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(snapshot_builder_add_part(b, f[i].org, f[i].name, f[i].offset, f[i].length,
+                                                   f[i].generation),
+                         0);
+    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
+    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
+    snapshot_builder_free(b);
+    ck_assert_msg(snapshot_open(path, out, err, sizeof err) == 0, "%s", err);
+}
+
 /* At start: the open pack is the highest named; bytes past its last named
  * extent (a build that crashed before its index) are cut off when no
  * worker may map them, kept (and skipped) otherwise; new packs are
@@ -432,9 +447,11 @@ START_TEST(a_restart_cuts_the_garbage_tail_and_appends_after_it)
     ck_assert_ptr_nonnull(fp);
     fclose(fp);
     uint64_t named_end = f[1].offset + f[1].length;
+    struct snapshot index;
+    index_naming(f, 2, &index);
 
     snapshot_packs_init(&packs, dir, 1 << 20);
-    snapshot_packs_adopt(&packs, f, 2, false); /* workers may be mapping it */
+    snapshot_packs_adopt(&packs, &index, f, 2, false); /* workers may be mapping it */
     ck_assert_uint_eq(size_of("pack-1.bin"), crashed.offset + crashed.length);
     struct snapshot_part_file next;
     append(&packs, 2, 3, "b", 8, &next);
@@ -442,8 +459,15 @@ START_TEST(a_restart_cuts_the_garbage_tail_and_appends_after_it)
     ck_assert_uint_ge(next.offset, crashed.offset + crashed.length);
     snapshot_packs_free(&packs);
 
+    /* A part the index names but that failed its check (not taken) is
+     * still named: workers may read it, it is not cut off. */
     snapshot_packs_init(&packs, dir, 1 << 20);
-    snapshot_packs_adopt(&packs, f, 2, true);
+    snapshot_packs_adopt(&packs, &index, f, 1, true);
+    ck_assert_uint_ge(size_of("pack-1.bin"), named_end);
+    snapshot_packs_free(&packs);
+
+    snapshot_packs_init(&packs, dir, 1 << 20);
+    snapshot_packs_adopt(&packs, &index, f, 2, true);
     ck_assert_uint_ge(size_of("pack-1.bin"), named_end);
     ck_assert_uint_lt(size_of("pack-1.bin"), named_end + 64);
     append(&packs, 2, 3, "b", 8, &next);
@@ -453,10 +477,11 @@ START_TEST(a_restart_cuts_the_garbage_tail_and_appends_after_it)
 
     /* A full open pack is not appended to again: the next is above 5. */
     snapshot_packs_init(&packs, dir, named_end - 1);
-    snapshot_packs_adopt(&packs, f, 2, true);
+    snapshot_packs_adopt(&packs, &index, f, 2, true);
     append(&packs, 2, 3, "b", 9, &next);
     ck_assert_str_eq(next.name, "pack-6.bin");
     snapshot_packs_free(&packs);
+    snapshot_close(&index);
     remove_dir();
 }
 END_TEST
