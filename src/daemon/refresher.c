@@ -20,8 +20,8 @@
  * then publishes the new generation in shared memory. Parts of unchanged
  * organizations still in a pack being reclaimed are copied to the open
  * pack on the way, a budget per build.
- * A failed build cuts the open pack back, leaves the old index and the old
- * generation in place and is retried. A pack no longer named is deleted
+ * A failed build leaves the old index and the old generation in place (the
+ * next parts go over what it appended) and is retried. A pack no longer named is deleted
  * one publication later (snapshot_parts.h).
  *
  * It also keeps the healthz checks in shared memory (health.h), the only

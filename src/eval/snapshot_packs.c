@@ -335,8 +335,10 @@ void snapshot_packs_rollback(struct snapshot_packs *packs)
         let_go(packs);
         return;
     }
-    if (ftruncate(packs->fd, (off_t)packs->committed) != 0)
-        log_warn("cannot cut snapshot pack %s back: %s", packs->open_name, strerror(errno));
+    /* Not truncated: an index renamed into place before the build failed
+     * (its directory's fsync did) may name those bytes, and a worker
+     * reading past a file's end would die of SIGBUS; the next parts are
+     * written over them instead. */
     packs->end = packs->committed;
     packs->unsynced = false;
 }

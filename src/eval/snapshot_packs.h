@@ -16,8 +16,8 @@
  *
  * Invariants: bytes are only appended past `committed`, the end of what
  * any published index may name, so an extent once named is never
- * overwritten; a failed build (rollback) cuts the open pack back to
- * `committed`. A pack is sealed (never appended to again) when the next
+ * overwritten; after a failed build (rollback) the next part goes at
+ * `committed` again. A pack is sealed (never appended to again) when the next
  * part would pass the pack size, or when less than half of it is live; a
  * sealed pack whose live bytes fell below half is reclaimed: its parts are
  * copied (verified) to the open pack a budget per build, and the pack is
@@ -104,9 +104,10 @@ int snapshot_packs_copy(struct snapshot_packs *packs, const struct snapshot_part
 /* Makes every part appended since the last sync durable. 0, or -1 with err. */
 int snapshot_packs_sync(struct snapshot_packs *packs, char *err, size_t errlen);
 
-/* A build failed: the open pack is cut back to what the last publication
- * made durable; when its file is gone (state_dir removed), it is let go and
- * the next part starts a new pack. */
+/* A build failed: the next part goes where the last publication ended
+ * (over what this build appended, never truncated: see the .c); when the
+ * open pack's file is gone (state_dir removed), it is let go and the next
+ * part starts a new pack. */
 void snapshot_packs_rollback(struct snapshot_packs *packs);
 
 /* An index naming parts (count) was published: what was appended is
