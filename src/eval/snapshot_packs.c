@@ -253,8 +253,9 @@ void snapshot_packs_begin(struct snapshot_packs *packs)
 bool snapshot_packs_should_move(const struct snapshot_packs *packs,
                                 const struct snapshot_part_file *held)
 {
-    return packs->victim != 0 && packs->budget > 0 &&
-           snapshot_packs_number(held->name) == packs->victim;
+    /* what is left of the budget, or any one part first in a build */
+    bool fits = held->length <= packs->budget || packs->budget == SNAPSHOT_PACK_RECLAIM_BYTES;
+    return packs->victim != 0 && fits && snapshot_packs_number(held->name) == packs->victim;
 }
 
 /* The extent of from, read from its pack (malloc'd), or NULL. */

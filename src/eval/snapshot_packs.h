@@ -40,8 +40,8 @@
  * largest a pack may grow. */
 #define SNAPSHOT_PACK_MAP_BYTES (1ull << 30)
 
-/* Parts copied out of a pack being reclaimed, per build at most (at least
- * one part). */
+/* Bytes of parts copied out of a pack being reclaimed per build, at most
+ * (or one part larger than that, alone). */
 #define SNAPSHOT_PACK_RECLAIM_BYTES (2u << 20)
 
 struct snapshot;
