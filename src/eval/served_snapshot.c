@@ -208,16 +208,31 @@ static bool replace_parts(struct served_snapshot *view, const struct snapshot *i
     return true;
 }
 
+/* Whether two indexes name the same organizations' parts, in the same
+ * order and at the same generations (their extents may differ). */
+static bool same_parts(const struct snapshot *a, const struct snapshot *b)
+{
+    if (part_count(a) != part_count(b))
+        return false;
+    for (size_t i = 0; i < part_count(a); i++)
+        if (a->parts[i].generation != b->parts[i].generation ||
+            strcmp(snapshot_string(a, a->parts[i].org), snapshot_string(b, b->parts[i].org)) != 0)
+            return false;
+    return true;
+}
+
 /*
  * Maps the current index and its parts in place of the old ones. An index
- * of the generation already mapped is that same file (a generation is
- * written once): the view keeps its mapping, so pointers into it stay
- * valid for as long as the generation does (ofrep.c caches the SDK key's
- * environment per generation). That happens when the view read the index
- * between its rename and its publication, and again once it was published;
- * and on the retry of a part that failed to map, where only the parts are
- * mapped again. True when a new part's file was gone: the index read was
- * superseded twice since, and a newer one is on disk.
+ * of the generation already mapped holds the same environments and keys
+ * (a generation is read once): the view keeps its mapping, so pointers
+ * into it stay valid for as long as the generation does (ofrep.c caches
+ * the SDK key's environment per generation). That happens when the view
+ * read the index between its rename and its publication, and again once
+ * it was published; and on the retry of a part that failed to map, where
+ * only the parts are mapped again, from the extents the index on disk
+ * names (a part found damaged is written again at the same generation,
+ * elsewhere in a pack). True when a new part's pack was gone: the index
+ * read was superseded twice since, and a newer one is on disk.
  */
 static bool remap_once(struct served_snapshot *view)
 {
@@ -227,9 +242,13 @@ static bool remap_once(struct served_snapshot *view)
         return false;
     if (view->index != NULL && view->index->base != NULL &&
         snapshot_generation(&fresh) == snapshot_generation(view->index)) {
-        snapshot_close(&fresh);
-        if (!replace_parts(view, view->index, &gone))
+        /* A part rebuilt at the same generation (its extent was bad) is
+         * at a new extent: the parts are mapped from the fresh index when
+         * it names the same parts, the index mapping is kept. */
+        const struct snapshot *extents = same_parts(view->index, &fresh) ? &fresh : view->index;
+        if (!replace_parts(view, extents, &gone))
             view->retry_at_ms = now_ms() + RETRY_MS;
+        snapshot_close(&fresh);
         return gone;
     }
     struct snapshot *index = view->index != NULL ? view->index : calloc(1, sizeof *index);

@@ -540,6 +540,78 @@ START_TEST(a_view_maps_one_pack_for_many_organizations)
 }
 END_TEST
 
+/* The index of generation naming organization i's part f, with its
+ * environment and SDK key ("%064d" of i). */
+static void write_index_of(int i, const struct snapshot_part_file *f, uint64_t generation)
+{
+    char env[64], key[65], path[512], err[256];
+    snprintf(env, sizeof env, "%08d-eeee-0000-0000-000000000000", i);
+    snprintf(key, sizeof key, "%064d", i);
+    struct snapshot_builder *b = snapshot_builder_new(generation);
+    ck_assert_int_eq(snapshot_builder_add_environment(b, env, f->org, "production"), 0);
+    ck_assert_int_eq(snapshot_builder_add_sdk_key(b, key, env), 0);
+    ck_assert_int_eq(
+        snapshot_builder_add_part(b, f->org, f->name, f->offset, f->length, f->generation), 0);
+    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
+    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
+    snapshot_builder_free(b);
+}
+
+/* The part a view serves for organization i's key, or NULL. */
+static const struct snapshot *view_part(struct served_snapshot *view, int i)
+{
+    char key[65];
+    snprintf(key, sizeof key, "%064d", i);
+    const struct snapshot *index = served_snapshot_current(view);
+    ck_assert_ptr_nonnull(index);
+    const struct snapshot_env *e = snapshot_env_by_sdk_digest(index, key), *pe;
+    ck_assert_ptr_nonnull(e);
+    return served_snapshot_part(view, e, &pe);
+}
+
+/* A damaged extent is written again by the refresher at the same
+ * generation, elsewhere: a view that refused it maps the new extent at its
+ * next retry, keeping the index mapping of that generation. */
+START_TEST(a_part_written_again_at_the_same_generation_is_served)
+{
+    make_dir();
+    struct snapshot_packs packs;
+    snapshot_packs_init(&packs, dir, 1 << 20);
+    struct snapshot_part_file bad, good;
+    append(&packs, 1, 3, "a", 5, &bad);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, bad.name);
+    FILE *fp = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(fp);
+    fseek(fp, (long)(bad.offset + bad.length / 2), SEEK_SET);
+    int c = fgetc(fp);
+    fseek(fp, (long)(bad.offset + bad.length / 2), SEEK_SET);
+    fputc(c ^ 0xFF, fp);
+    fclose(fp);
+    write_index_of(1, &bad, 9);
+    struct shm_header header;
+    memset(&header, 0, sizeof header);
+    struct shm_region shm = {.header = &header};
+    struct served_snapshot *view = served_snapshot_new(dir, &shm, NULL);
+    atomic_store(&header.snapshot_generation, 9);
+    ck_assert_ptr_null(view_part(view, 1)); /* refused */
+    const unsigned char *index_base = served_snapshot_current(view)->base;
+
+    append(&packs, 1, 3, "a", 5, &good); /* written again: same generation */
+    ck_assert_uint_gt(good.offset, bad.offset);
+    write_index_of(1, &good, 9);
+    ck_assert_ptr_null(view_part(view, 1)); /* not before the retry */
+    usleep(1100 * 1000);
+    const struct snapshot *part = view_part(view, 1);
+    ck_assert_ptr_nonnull(part);
+    ck_assert_uint_eq(snapshot_generation(part), 5);
+    ck_assert_ptr_eq(served_snapshot_current(view)->base, index_base);
+    served_snapshot_free(view);
+    snapshot_packs_free(&packs);
+    remove_dir();
+}
+END_TEST
+
 Suite *suite_snapshot_packs(void)
 {
     Suite *s = suite_create("snapshot_packs");
@@ -553,6 +625,7 @@ Suite *suite_snapshot_packs(void)
     tcase_add_test(tc, a_mostly_dead_pack_is_reclaimed_and_deleted);
     tcase_add_test(tc, a_restart_cuts_the_garbage_tail_and_appends_after_it);
     tcase_add_test(tc, a_view_maps_one_pack_for_many_organizations);
+    tcase_add_test(tc, a_part_written_again_at_the_same_generation_is_served);
     suite_add_tcase(s, tc);
     return s;
 }
