@@ -66,11 +66,11 @@ bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, u
     return f != NULL && f->generation > generation;
 }
 
-/* The distinct pack names of files (count): few (a pack holds many parts),
- * so a linear list. */
+/* Distinct pack names: few (a pack holds many parts), so a linear list. */
 struct names {
     char (*names)[SNAPSHOT_PART_NAME_MAX];
     size_t count;
+    bool partial; /* out of memory: some name is missing */
 };
 
 static bool names_has(const struct names *n, const char *name)
@@ -86,14 +86,16 @@ static void names_add(struct names *n, const char *name)
     if (names_has(n, name))
         return;
     void *grown = realloc(n->names, (n->count + 1) * sizeof *n->names);
-    if (grown == NULL)
-        return; /* then not doomed: a leftover, swept at the next start */
+    if (grown == NULL) {
+        n->partial = true;
+        return;
+    }
     n->names = grown;
     snprintf(n->names[n->count++], SNAPSHOT_PART_NAME_MAX, "%s", name);
 }
 
-/* The packs files names, the previous one's name being remembered so a run
- * of parts in one pack costs one comparison each. */
+/* The packs files (count) are in: a run of parts in one pack costs one
+ * comparison each. */
 static struct names packs_of(const struct snapshot_part_file *files, size_t count)
 {
     struct names n = {0};
@@ -174,6 +176,14 @@ void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part
                               size_t count, bool sweep)
 {
     struct names named = packs_of(fresh, count), before = packs_of(parts->published, parts->count);
+    if (named.partial) { /* a pack fresh names might be taken for unnamed: nothing goes */
+        free(named.names);
+        free(before.names);
+        free(parts->published);
+        parts->published = fresh;
+        parts->count = count;
+        return;
+    }
     delete_doomed(parts, &named);
     for (size_t i = 0; i < before.count; i++)
         if (deletable(parts, &named, before.names[i]))
