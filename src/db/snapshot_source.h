@@ -41,8 +41,9 @@ struct snapshot_source_org {
     size_t flag_count;                /* flag configurations read (when read again) */
 };
 
-/* The most flags, and organizations, whose rows a read holds at once when
- * it reads in batches (an organization larger than that is one batch). */
+/* The most flags, and organizations, of one batch when a read goes in
+ * batches (an organization larger than that is one batch); it holds the
+ * rows of two batches at once. */
 #define SNAPSHOT_SOURCE_BATCH_FLAGS 20000
 #define SNAPSHOT_SOURCE_BATCH_ORGS 1024
 
@@ -71,8 +72,10 @@ struct snapshot_source_result {
  * the database's generation is below it, all of them. With part_done,
  * each part read is handed to it as soon as it is built and its builder
  * freed (org->written), and when many organizations are read (every one,
- * on a first build) they are read a batch at a time, so memory holds one
- * batch (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the builders stay in out.
+ * on a first build) they are read a batch at a time, the next batch read
+ * on a thread while the current one is built, so memory holds the rows of
+ * two batches (SNAPSHOT_SOURCE_BATCH_FLAGS) and the builders of one;
+ * without, the builders stay in out.
  * The caller adds its parts to out->index, writes the builders, may take
  * out->catalog (moving it out and re-initializing it) and frees out with
  * snapshot_source_result_free. 0, or -1 with a message in err and out
