@@ -37,6 +37,7 @@ enum key_index {
     KEY_WORKERS,
     KEY_STATE_DIR,
     KEY_REFRESH_INTERVAL_MS,
+    KEY_SNAPSHOT_PACK_MB,
     KEY_USAGE_FLUSH_INTERVAL_MS,
     KEY_RATELIMIT_EVALUATION,
     KEY_RATELIMIT_MANAGEMENT,
@@ -97,6 +98,10 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_REFRESH_INTERVAL_MS] = {"refresh_interval_ms", CONFIG_INT, "1000", 50, 600000, true,
                                  "Longest time in milliseconds before a configuration "
                                  "change is served; LISTEN/NOTIFY usually makes it faster."},
+    [KEY_SNAPSHOT_PACK_MB] = {"snapshot_pack_mb", CONFIG_INT, "1024", 1, 1024, false,
+                              "Size in MiB at which a snapshot pack file in state_dir is "
+                              "sealed and the next one started; every worker maps each "
+                              "pack once, at 1 GiB of address space whatever this size."},
     [KEY_USAGE_FLUSH_INTERVAL_MS] = {"usage_flush_interval_ms", CONFIG_INT, "5000", 100, 3600000,
                                      true,
                                      "How often, in milliseconds, evaluation counters are "
@@ -232,6 +237,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_WORKERS] = SLOT(workers, SLOT_INT),
     [KEY_STATE_DIR] = SLOT(state_dir, SLOT_STRING),
     [KEY_REFRESH_INTERVAL_MS] = SLOT(refresh_interval_ms, SLOT_INT),
+    [KEY_SNAPSHOT_PACK_MB] = SLOT(snapshot_pack_mb, SLOT_INT),
     [KEY_USAGE_FLUSH_INTERVAL_MS] = SLOT(usage_flush_interval_ms, SLOT_INT),
     [KEY_RATELIMIT_EVALUATION] = SLOT(ratelimit_evaluation, SLOT_INT),
     [KEY_RATELIMIT_MANAGEMENT] = SLOT(ratelimit_management, SLOT_INT),

@@ -4,7 +4,7 @@
  *
  * At start it publishes the generation of the snapshot index already on
  * disk (if it is valid), so workers evaluate from it even while the
- * database is down, and takes that index's valid part files as published,
+ * database is down, and takes that index's valid parts as published,
  * with its catalog of them (snapshot_catalog.h): a restart rebuilds only
  * organizations whose generation moved while it was down. Then, whenever
  * it can reach the database: it reads the generation (on every NOTIFY and
@@ -12,18 +12,19 @@
  * last built (or it has built nothing yet), it reads (snapshot_source.h)
  * the organizations whose generation moved since the catalog's (every
  * organization when there is no index on disk and after a failed write),
- * writes each of their parts as the read builds it (a batch at a time when
- * there are many), then the index (made from the new catalog, or, when the
- * organizations that moved kept their environments and SDK keys, the copy
- * of the last index patched with their new parts: snapshot_kept_index.h),
- * atomically (snapshot_build.h: temp file, fsync, rename; past
- * PARTS_SYNCED_EACH parts no fsync each but one syncfs before the index;
- * one fsync of the directory after the index's rename makes all the
- * renames durable), and
- * only then publishes the new generation in shared memory.
- * A failed build leaves the old files and the old generation in place and
- * is retried. Superseded part files are deleted one publication later
- * (snapshot_parts.h).
+ * appends each of their parts to the open pack file as the read builds it
+ * (a batch at a time when there are many; snapshot_packs.h), makes them
+ * durable with one fdatasync, then writes the index (made from the new
+ * catalog, or, when the organizations that moved kept their environments
+ * and SDK keys, the copy of the last index patched with their new parts:
+ * snapshot_kept_index.h) atomically (snapshot_build.h: temp file, fsync,
+ * rename, fsync of the directory, which also makes a new pack's name
+ * durable), and only then publishes the new generation in shared memory.
+ * Parts of unchanged organizations still in a pack being reclaimed are
+ * copied to the open pack on the way, a budget per build.
+ * A failed build leaves the old index and the old generation in place (the
+ * next parts go over what it appended) and is retried. A pack no longer
+ * named is deleted one publication later (snapshot_parts.h).
  *
  * It also keeps the healthz checks in shared memory (health.h), the only
  * writer of them: snapshot_write fails with each failed write of the files
@@ -65,18 +66,16 @@
 #include "base/log.h"
 #include "http/metrics.h"
 #include "daemon/proctitle.h"
+#include "eval/pack_maps.h"
 #include "eval/served_snapshot.h"
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
 #include "eval/snapshot_kept_index.h"
+#include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
-
-/* Parts of one build written with an fsync each; later ones are made
- * durable together by one syncfs of the state directory's file system. */
-#define PARTS_SYNCED_EACH 16
 
 /* How often the generation of a replica is read (doc/choices.md "Read
  * replicas": a single-row SELECT, cheap on the replica). */
@@ -95,6 +94,8 @@ struct refresher {
     uint64_t built;                  /* generation of the last index written */
     uint64_t pending;                /* generation last read from the database */
     struct snapshot_parts parts;     /* what that index names */
+    struct snapshot_packs packs;     /* the pack files the parts are appended to */
+    struct pack_maps *check;         /* at start: the packs on disk, mapped to check */
     struct snapshot_catalog catalog; /* what that index holds, per organization */
     bool have_catalog;               /* false: the next build reads everything */
     struct snapshot_kept_index kept; /* that index's bytes, to patch (loaded or not) */
@@ -103,8 +104,12 @@ struct refresher {
     bool read_older;                 /* it met a part older than published (replica) */
     char older_org[SNAPSHOT_PART_ORG_MAX];
     uint64_t older_generation;
-    size_t parts_synced;   /* parts written with their fsync in it */
-    size_t parts_unsynced; /* parts written without (syncfs later) */
+    struct snapshot_part_file *appended; /* parts written during the read under way */
+    size_t appended_count, appended_room, appended_cursor;
+    bool reread;  /* an extent could not be moved: the next build reads everything */
+    size_t moved; /* parts moved out of a pack being reclaimed, this build */
+    uint64_t moved_bytes;
+    uint32_t moved_from;
 };
 
 static uint64_t monotonic_us(void)
@@ -236,24 +241,27 @@ static bool read_is_older(struct refresher *rf, const struct snapshot_source_res
     return true;
 }
 
-/* Whether the part file of org is there, valid and of that generation (the
- * shape of snapshot_catalog_part_ok_fn; ctx is the refresher). */
-static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t generation)
+/* Whether the part of org, an extent of a pack file, is there, valid and
+ * of that generation (the shape of snapshot_catalog_part_ok_fn; ctx is the
+ * refresher). */
+static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t offset,
+                         uint64_t length, uint64_t generation)
 {
     struct refresher *rf = ctx;
-    struct snapshot_part_file named = {.generation = generation};
-    snprintf(named.org, sizeof named.org, "%s", org);
-    if (!snapshot_parts_name(&named) || strcmp(named.name, file) != 0)
-        return false; /* not a name this refresher writes */
-    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1], err[256];
-    snprintf(path, sizeof path, "%s/%s", rf->parts.dir, file);
     struct snapshot part;
-    if (snapshot_open(path, &part, err, sizeof err) != 0) {
-        log_warn("snapshot part %s on disk is not usable, it is built again: %s", file, err);
+    char err[256];
+    int slot;
+    if (rf->check == NULL || snapshot_packs_number(file) == 0)
+        return false; /* not a name this refresher writes */
+    if (pack_maps_open(rf->check, file, offset, length, &part, &slot, err, sizeof err) !=
+        PACK_EXTENT_OK) {
+        log_warn("snapshot part of organization %s on disk is not usable, it is built again: %s",
+                 org, err);
         return false;
     }
     bool same = snapshot_generation(&part) == generation;
     snapshot_close(&part);
+    pack_maps_release(rf->check, slot);
     return same;
 }
 
@@ -264,15 +272,23 @@ static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t 
  * bad). When every part is usable, the index counts as built: a database
  * still at its generation is not read again.
  */
-static void adopt_index(struct refresher *rf, const struct snapshot *index)
+static void adopt_index(struct refresher *rf, const struct snapshot *index, bool first_start)
 {
     long long started = bgloop_now_ms();
     struct snapshot_part_file *parts;
     size_t count, named = index->counts[SNAPSHOT_SEC_PARTS];
-    if (snapshot_catalog_load(&rf->catalog, index, part_on_disk, rf, &parts, &count) != 0) {
+    rf->check = pack_maps_new(rf->parts.dir, true);
+    int rc = snapshot_catalog_load(&rf->catalog, index, part_on_disk, rf, &parts, &count);
+    pack_maps_free(rf->check);
+    rf->check = NULL;
+    if (rc != 0) {
         log_warn("cannot hold the snapshot index in memory: it is built again whole");
         return;
     }
+    /* Bytes past the last named extent are a build that crashed before its
+     * index: cut off, unless workers of a running node may map them. */
+    snapshot_packs_adopt(&rf->packs, index, parts, count, first_start);
+    snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
     snapshot_parts_published(&rf->parts, parts, count, true);
     rf->swept = true;
     rf->have_catalog = true;
@@ -296,11 +312,12 @@ static void publish_file_on_disk(struct refresher *rf)
         return;
     }
     uint64_t generation = snapshot_generation(&s);
+    bool first_start = served_generation(rf) == 0; /* no worker maps anything yet */
     struct stat st;
     publish(rf, generation, stat(rf->path, &st) == 0 ? unix_ms(&st.st_mtim) : 0);
     log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
              generation, rf->path);
-    adopt_index(rf, &s);
+    adopt_index(rf, &s, first_start);
     snapshot_close(&s);
 }
 
@@ -311,18 +328,46 @@ static void check_connection(struct refresher *rf)
         bgloop_disconnect(&rf->loop);
 }
 
-/* Names the part file of org in *f; false (err set) when its id is not a
- * plain name. */
-static bool name_part(const struct snapshot_source_org *org, struct snapshot_part_file *f,
-                      char *err, size_t errlen)
+/* Remembers f, written during the read, until write_part names it. */
+static int remember_appended(struct refresher *rf, const struct snapshot_part_file *f, char *err,
+                             size_t errlen)
+{
+    if (rf->appended_count == rf->appended_room) {
+        size_t room = rf->appended_room ? 2 * rf->appended_room : 64;
+        void *grown = realloc(rf->appended, room * sizeof *rf->appended);
+        if (grown == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        rf->appended = grown;
+        rf->appended_room = room;
+    }
+    rf->appended[rf->appended_count++] = *f;
+    return 0;
+}
+
+/* The part of org written during the read. The read hands them over in
+ * organization order, as write_part asks for them: the cursor finds each
+ * at once. */
+static const struct snapshot_part_file *appended_part(struct refresher *rf, const char *org)
+{
+    for (size_t tried = 0; tried < rf->appended_count; tried++) {
+        size_t i = (rf->appended_cursor + tried) % rf->appended_count;
+        if (strcmp(rf->appended[i].org, org) == 0) {
+            rf->appended_cursor = i + 1;
+            return &rf->appended[i];
+        }
+    }
+    return NULL;
+}
+
+/* Appends the part of org (its builder) to the open pack; f names it. */
+static int append_part(struct refresher *rf, const struct snapshot_source_org *org,
+                       struct snapshot_part_file *f, char *err, size_t errlen)
 {
     snprintf(f->org, sizeof f->org, "%s", org->id);
     f->generation = org->generation;
-    if (!snapshot_parts_name(f)) {
-        snprintf(err, errlen, "organization id %s is not a file name", org->id);
-        return false;
-    }
-    return true;
+    return snapshot_packs_append(&rf->packs, org->builder, f, err, errlen);
 }
 
 /* Writes the part of org as the read builds it (snapshot_source_part_fn). */
@@ -330,8 +375,6 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
 {
     struct refresher *rf = ctx;
     struct snapshot_part_file f;
-    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
-    int rc = -1;
     if (rf->replica && snapshot_parts_newer(&rf->parts, org->id, org->generation)) {
         rf->read_older = true; /* never written: the read stops, the refresher waits */
         snprintf(rf->older_org, sizeof rf->older_org, "%s", org->id);
@@ -339,19 +382,40 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
         snprintf(err, errlen, "the replica is older for organization %s", org->id);
         return -1;
     }
-    if (name_part(org, &f, err, errlen)) {
-        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f.name);
-        if (rf->parts_synced < PARTS_SYNCED_EACH) { /* a change: a part or a few */
-            rc = snapshot_builder_write_part(org->builder, path, err, errlen);
-            rf->parts_synced++;
-        } else { /* many (a first build): one syncfs before the index */
-            rc = snapshot_builder_write_part_unsynced(org->builder, path, err, errlen);
-            rf->parts_unsynced++;
-        }
-    }
+    int rc = append_part(rf, org, &f, err, errlen);
+    if (rc == 0)
+        rc = remember_appended(rf, &f, err, errlen);
     if (rc != 0)
         rf->part_write_failed = true;
     return rc;
+}
+
+/* The published part of an organization no build rewrote, moved out of a
+ * pack being reclaimed when its turn came (snapshot_packs.h). A part that
+ * cannot be moved (its extent went bad on disk) stays where it is and the
+ * next build reads everything, which writes it again. */
+static int held_part(struct refresher *rf, const struct snapshot_source_org *org,
+                     struct snapshot_part_file *f, char *err, size_t errlen)
+{
+    const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, org->id);
+    char why[512];
+    if (held == NULL) {
+        snprintf(err, errlen, "no part of organization %s", org->id);
+        return -1;
+    }
+    *f = *held;
+    if (!snapshot_packs_should_move(&rf->packs, held))
+        return 0;
+    if (snapshot_packs_copy(&rf->packs, held, f, why, sizeof why) == 0) {
+        rf->moved++;
+        rf->moved_bytes += f->length;
+        rf->moved_from = snapshot_packs_number(held->name);
+        return 0;
+    }
+    log_warn("snapshot part kept where it is, everything is read again next: %s", why);
+    *f = *held;
+    rf->reread = true;
+    return 0;
 }
 
 /* Names the part of org in the index: written during the read, else held. */
@@ -359,29 +423,24 @@ static int write_part(struct refresher *rf, struct snapshot_source_result *res, 
                       struct snapshot_part_file *f, char *err, size_t errlen)
 {
     const struct snapshot_source_org *org = &res->orgs[i];
-    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
-    snprintf(f->org, sizeof f->org, "%s", org->id);
-    f->generation = org->generation;
+    int rc;
     if (org->written) {
-        if (!name_part(org, f, err, errlen))
-            return -1;
-    } else if (org->builder == NULL) { /* unchanged: the published file stands */
-        const struct snapshot_part_file *held = snapshot_parts_find(&rf->parts, org->id);
-        if (held == NULL) {
-            snprintf(err, errlen, "no part of organization %s", org->id);
+        const struct snapshot_part_file *done = appended_part(rf, org->id);
+        if (done == NULL) {
+            snprintf(err, errlen, "the part of organization %s was not written", org->id);
             return -1;
         }
-        *f = *held;
+        *f = *done;
+        rc = 0;
+    } else if (org->builder == NULL) { /* unchanged: the published part stands */
+        rc = held_part(rf, org, f, err, errlen);
     } else {
-        if (!snapshot_parts_name(f)) {
-            snprintf(err, errlen, "organization id %s is not a file name", org->id);
-            return -1;
-        }
-        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f->name);
-        if (snapshot_builder_write_part(org->builder, path, err, errlen) != 0)
-            return -1;
+        rc = append_part(rf, org, f, err, errlen);
     }
-    if (snapshot_builder_add_part(res->index, f->org, f->name, f->generation) != 0) {
+    if (rc != 0)
+        return -1;
+    if (snapshot_builder_add_part(res->index, f->org, f->name, f->offset, f->length,
+                                  f->generation) != 0) {
         snprintf(err, errlen, "%s", snapshot_builder_error(res->index));
         return -1;
     }
@@ -400,9 +459,10 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     for (size_t i = 0; i < res->org_count; i++)
         if (write_part(rf, res, i, &(*fresh)[i], err, errlen) != 0)
             return -1;
-    /* The parts written during the read are durable before the index
-     * names them: one fsync for a part or two, one syncfs for many. */
-    if (rf->parts_unsynced > 0 && snapshot_sync_filesystem(rf->parts.dir, err, errlen) != 0)
+    /* The parts appended are durable before the index names them: one
+     * fdatasync of the open pack (a pack sealed meanwhile was synced then),
+     * whatever their number. */
+    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0)
         return -1;
     return snapshot_builder_write(res->index, rf->path, err, errlen);
 }
@@ -423,33 +483,94 @@ static void keep_index(struct refresher *rf)
     snapshot_close(&index);
 }
 
+/* Adds f to the parts a patch changed (*count of *room in *changed). */
+static int add_changed(struct snapshot_part_file **changed, size_t *count, size_t *room,
+                       const struct snapshot_part_file *f, char *err, size_t errlen)
+{
+    if (*count == *room) {
+        size_t more = 2 * *room;
+        void *grown = realloc(*changed, more * sizeof **changed);
+        if (grown == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        *changed = grown;
+        *room = more;
+    }
+    (*changed)[(*count)++] = *f;
+    return 0;
+}
+
+/* Whether org's part is among the first count of changed. */
+static bool among(const struct snapshot_part_file *changed, size_t count, const char *org)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(changed[i].org, org) == 0)
+            return true;
+    return false;
+}
+
+/* A patch moves, as a whole build does (held_part), published parts of
+ * organizations it did not rewrite out of the pack being reclaimed, a
+ * budget per build; each moved part is named in the kept index and added
+ * to *changed. */
+static int move_held_parts(struct refresher *rf, struct snapshot_part_file **changed, size_t *count,
+                           size_t *room, char *err, size_t errlen)
+{
+    size_t written = *count;
+    for (size_t i = 0; rf->packs.victim != 0 && i < rf->parts.count; i++) {
+        const struct snapshot_part_file *held = &rf->parts.published[i];
+        if (!snapshot_packs_should_move(&rf->packs, held) || among(*changed, written, held->org))
+            continue;
+        struct snapshot_part_file f;
+        char why[512];
+        if (snapshot_packs_copy(&rf->packs, held, &f, why, sizeof why) != 0) {
+            log_warn("snapshot part kept where it is, everything is read again next: %s", why);
+            rf->reread = true;
+            continue;
+        }
+        rf->moved++;
+        rf->moved_bytes += f.length;
+        rf->moved_from = snapshot_packs_number(held->name);
+        if (snapshot_kept_index_set_part(&rf->kept, f.org, f.name, f.offset, f.length,
+                                         f.generation) != 0) {
+            snprintf(err, errlen, "the kept index has no part of organization %s", f.org);
+            return -1;
+        }
+        if (add_changed(changed, count, room, &f, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /*
  * Writes a patch (snapshot_source.h): the parts of the organizations read
- * again were written during the read; their new files and generations,
- * and the generation of every organization that moved, go into the kept
- * index and the catalog, and the kept index is written. The new files of
- * the parts in *changed (*count).
+ * again were appended during the read; their extents and generations, and
+ * the generation of every organization that moved, go into the kept index
+ * and the catalog, parts moved out of a pack being reclaimed too, and the
+ * kept index is written once the packs are synced. The parts it names anew
+ * in *changed (*count).
  */
 static int write_patch(struct refresher *rf, struct snapshot_source_result *res,
                        struct snapshot_part_file **changed, size_t *count, char *err, size_t errlen)
 {
+    size_t room = res->org_count + 1;
     *count = 0;
-    *changed = calloc(res->org_count ? res->org_count : 1, sizeof **changed);
+    *changed = calloc(room, sizeof **changed);
     if (*changed == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     for (size_t i = 0; i < res->org_count; i++) {
         struct snapshot_source_org *org = &res->orgs[i];
-        struct snapshot_part_file *f = &(*changed)[*count];
-        if (org->read && !org->written) {
+        const struct snapshot_part_file *f = org->written ? appended_part(rf, org->id) : NULL;
+        if (org->read && f == NULL) {
             snprintf(err, errlen, "the part of organization %s was not written", org->id);
             return -1;
         }
-        if (org->written && !name_part(org, f, err, errlen))
-            return -1;
-        if (org->written &&
-            snapshot_kept_index_set_part(&rf->kept, f->org, f->name, f->generation) != 0) {
+        if (f != NULL && (snapshot_kept_index_set_part(&rf->kept, f->org, f->name, f->offset,
+                                                       f->length, f->generation) != 0 ||
+                          add_changed(changed, count, &room, f, err, errlen) != 0)) {
             snprintf(err, errlen, "the kept index has no part of organization %s", org->id);
             return -1;
         }
@@ -457,11 +578,12 @@ static int write_patch(struct refresher *rf, struct snapshot_source_result *res,
             snprintf(err, errlen, "the catalog has no organization %s", org->id);
             return -1;
         }
-        *count += org->written;
     }
+    if (move_held_parts(rf, changed, count, &room, err, errlen) != 0)
+        return -1;
     rf->catalog.generation = res->generation;
     snapshot_kept_index_set_generation(&rf->kept, res->generation);
-    if (rf->parts_unsynced > 0 && snapshot_sync_filesystem(rf->parts.dir, err, errlen) != 0)
+    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0)
         return -1;
     return snapshot_kept_index_write(&rf->kept, rf->path, err, errlen);
 }
@@ -483,6 +605,7 @@ static void write_failed(struct refresher *rf, const char *err)
     snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
     health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
     health_pending(rf, rf->pending, why);
+    snapshot_packs_rollback(&rf->packs);
     rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
     rf->have_catalog = false;
     rf->swept = false;
@@ -497,8 +620,10 @@ static void build(struct refresher *rf)
     struct snapshot_source_result res;
     long long started = bgloop_now_ms();
     uint64_t started_us = monotonic_us();
-    rf->part_write_failed = rf->read_older = false;
-    rf->parts_synced = rf->parts_unsynced = 0;
+    rf->part_write_failed = rf->read_older = rf->reread = false;
+    rf->appended_count = rf->appended_cursor = rf->moved = 0;
+    rf->moved_bytes = 0;
+    snapshot_packs_begin(&rf->packs);
     bool patch = rf->have_catalog && rf->kept.loaded && !snapshot_kept_index_worn(&rf->kept);
     if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, patch,
                              part_built, rf, &res, err, sizeof err) != 0) {
@@ -506,6 +631,7 @@ static void build(struct refresher *rf)
             write_failed(rf, err);
             return;
         }
+        snapshot_packs_rollback(&rf->packs); /* parts appended for nothing */
         if (rf->read_older) {
             char what[SNAPSHOT_PART_ORG_MAX + 64];
             snprintf(what, sizeof what, "for organization %s only", rf->older_org);
@@ -522,6 +648,7 @@ static void build(struct refresher *rf)
         return;
     }
     if (read_is_older(rf, &res)) {
+        snapshot_packs_rollback(&rf->packs);
         snapshot_source_result_free(&res);
         return;
     }
@@ -563,6 +690,8 @@ static void build(struct refresher *rf)
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
     if (!patched) {
+        snapshot_packs_published(&rf->packs, fresh, orgs);
+        snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
         snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
     } else {
         if (snapshot_parts_replaced(&rf->parts, fresh, orgs) != 0) { /* never: one publication */
@@ -572,9 +701,20 @@ static void build(struct refresher *rf)
         }
         free(fresh);
         orgs = rf->parts.count;
+        snapshot_packs_published(&rf->packs, rf->parts.published, orgs);
+        snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
     }
     rf->swept = true;
     rf->built_once = true;
+    if (rf->moved > 0)
+        log_info("snapshot pack %" PRIu32 " being reclaimed: %zu parts (%" PRIu64
+                 " bytes) moved to the open pack",
+                 rf->moved_from, rf->moved, rf->moved_bytes);
+    if (rf->reread) { /* a part could not be moved: everything is read again */
+        rf->have_catalog = false;
+        snapshot_catalog_free(&rf->catalog);
+        rf->built_once = false;
+    }
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
              " organizations, %zu organization generations read; read in %lld ms, built and"
              " written in %lld ms%s)",
@@ -638,6 +778,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
         rf.loop.errors = &METRICS_BACKGROUND_BLOCK(shm->metrics)->database_errors;
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     snapshot_parts_init(&rf.parts, cfg->state_dir);
+    snapshot_packs_init(&rf.packs, cfg->state_dir, (uint64_t)cfg->snapshot_pack_mb << 20);
     snapshot_catalog_init(&rf.catalog);
     snapshot_kept_index_init(&rf.kept);
     publish_file_on_disk(&rf);
@@ -657,6 +798,8 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     if (rf.loop.conn != NULL)
         PQfinish(rf.loop.conn);
     snapshot_parts_free(&rf.parts);
+    snapshot_packs_free(&rf.packs);
+    free(rf.appended);
     snapshot_catalog_free(&rf.catalog);
     snapshot_kept_index_free(&rf.kept);
     return EXIT_SUCCESS;

@@ -4,14 +4,14 @@
  *
  * Invariants: view->index is either NULL or a validated mapping; parts[i]
  * belongs to the index's part i and is either empty (base NULL) or a
- * validated mapping of that organization (the generation the index names,
- * or an older one kept because the new file was bad). Mappings are replaced
+ * validated extent of a pack mapped in view->packs (the generation the
+ * index names, or an older one kept because the new extent was bad), and
+ * holds one count on its pack's slot until it is closed. Mappings are replaced
  * only after the new ones opened, and the usage batch is flushed before any
  * mapping it may name is closed or moved.
  */
 #include "eval/served_snapshot.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "eval/pack_maps.h"
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/usage_batch.h"
@@ -33,12 +34,14 @@ struct served_part {
     struct snapshot snap; /* zeroed when not mapped */
     uint64_t generation;  /* snap's, read once: comparing it needs no visit
                              of the mapping (10,000 of them per remap) */
+    int slot;             /* its pack's in view->packs */
 };
 
 struct served_snapshot {
     char dir[4096];
     struct shm_region *shm;
     struct usage_batch *batch;
+    struct pack_maps *packs;   /* the pack files the parts are in */
     struct snapshot *index;    /* owned; NULL until one maps */
     struct served_part *parts; /* one per part of the index */
     uint64_t seen;             /* the published generation last acted on */
@@ -59,16 +62,22 @@ struct served_snapshot *served_snapshot_new(const char *state_dir, struct shm_re
     if (view == NULL)
         return NULL;
     snprintf(view->dir, sizeof view->dir, "%s", state_dir);
+    if ((view->packs = pack_maps_new(state_dir, false)) == NULL) {
+        free(view);
+        return NULL;
+    }
     view->shm = shm;
     view->batch = batch;
     return view;
 }
 
-static void close_parts(struct served_part *parts, size_t count)
+static void close_parts(struct served_snapshot *view, struct served_part *parts, size_t count)
 {
     for (size_t i = 0; parts != NULL && i < count; i++)
-        if (parts[i].snap.base != NULL)
+        if (parts[i].snap.base != NULL) {
             snapshot_close(&parts[i].snap);
+            pack_maps_release(view->packs, parts[i].slot);
+        }
     free(parts);
 }
 
@@ -99,24 +108,32 @@ static struct served_part *current_part(struct served_snapshot *view, const char
 
 enum part_status { PART_MAPPED, PART_BAD, PART_GONE };
 
-/* Opens the file of part p of fresh into *out; PART_BAD (logged) when it is
- * bad or not of the generation the index names, PART_GONE when there is no
- * such file (the index was superseded twice since it was read). */
+/* Opens the extent of part p of fresh into *out (*slot its pack's);
+ * PART_BAD (logged) when it is bad or not of the generation the index
+ * names, PART_GONE when its pack file is not there (the index was
+ * superseded twice since it was read). */
 static enum part_status open_part(const struct served_snapshot *view, const struct snapshot *fresh,
-                                  const struct snapshot_part *p, struct snapshot *out)
+                                  const struct snapshot_part *p, struct snapshot *out, int *slot)
 {
-    char path[4096 + 256], err[256];
-    snprintf(path, sizeof path, "%s/%s", view->dir, snapshot_string(fresh, p->file));
-    if (snapshot_open(path, out, err, sizeof err) != 0) {
-        if (access(path, F_OK) != 0 && errno == ENOENT)
-            return PART_GONE;
-        log_warn("snapshot part %s: %s", snapshot_string(fresh, p->file), err);
+    char err[256];
+    const char *file = snapshot_string(fresh, p->file);
+    switch (pack_maps_open(view->packs, file, p->offset, p->length, out, slot, err, sizeof err)) {
+    case PACK_EXTENT_GONE:
+        return PART_GONE;
+    case PACK_EXTENT_BAD:
+        log_warn("snapshot part of organization %s in %s at %" PRIu64 ": %s",
+                 snapshot_string(fresh, p->org), file, p->offset, err);
         return PART_BAD;
+    case PACK_EXTENT_OK:
+        break;
     }
     if (snapshot_generation(out) != p->generation) {
-        log_warn("snapshot part %s: generation %" PRIu64 ", the index names %" PRIu64,
-                 snapshot_string(fresh, p->file), snapshot_generation(out), p->generation);
+        log_warn("snapshot part of organization %s in %s at %" PRIu64 ": generation %" PRIu64
+                 ", the index names %" PRIu64,
+                 snapshot_string(fresh, p->org), file, p->offset, snapshot_generation(out),
+                 p->generation);
         snapshot_close(out);
+        pack_maps_release(view->packs, *slot);
         return PART_BAD;
     }
     return PART_MAPPED;
@@ -148,7 +165,8 @@ static struct mapped map_parts(struct served_snapshot *view, const struct snapsh
         if (old != NULL && old->generation == p->generation) {
             parts[i] = *old;
             old->snap.base = NULL; /* moved: not the view's to close */
-        } else if ((status = open_part(view, fresh, p, &parts[i].snap)) == PART_MAPPED) {
+        } else if ((status = open_part(view, fresh, p, &parts[i].snap, &parts[i].slot)) ==
+                   PART_MAPPED) {
             parts[i].generation = p->generation;
             continue;
         } else {
@@ -190,21 +208,36 @@ static bool replace_parts(struct served_snapshot *view, const struct snapshot *i
     if (!mapped.complete)
         view->retry_at_ms = now_ms() + RETRY_MS;
     *gone = mapped.gone;
-    close_parts(view->parts, part_count(view->index));
+    close_parts(view, view->parts, part_count(view->index));
     view->parts = parts;
+    return true;
+}
+
+/* Whether two indexes name the same organizations' parts, in the same
+ * order and at the same generations (their extents may differ). */
+static bool same_parts(const struct snapshot *a, const struct snapshot *b)
+{
+    if (part_count(a) != part_count(b))
+        return false;
+    for (size_t i = 0; i < part_count(a); i++)
+        if (a->parts[i].generation != b->parts[i].generation ||
+            strcmp(snapshot_string(a, a->parts[i].org), snapshot_string(b, b->parts[i].org)) != 0)
+            return false;
     return true;
 }
 
 /*
  * Maps the current index and its parts in place of the old ones. An index
- * of the generation already mapped is that same file (a generation is
- * written once): the view keeps its mapping, so pointers into it stay
- * valid for as long as the generation does (ofrep.c caches the SDK key's
- * environment per generation). That happens when the view read the index
- * between its rename and its publication, and again once it was published;
- * and on the retry of a part that failed to map, where only the parts are
- * mapped again. True when a new part's file was gone: the index read was
- * superseded twice since, and a newer one is on disk.
+ * of the generation already mapped holds the same environments and keys
+ * (a generation is read once): the view keeps its mapping, so pointers
+ * into it stay valid for as long as the generation does (ofrep.c caches
+ * the SDK key's environment per generation). That happens when the view
+ * read the index between its rename and its publication, and again once
+ * it was published; and on the retry of a part that failed to map, where
+ * only the parts are mapped again, from the extents the index on disk
+ * names (a part found damaged is written again at the same generation,
+ * elsewhere in a pack). True when a new part's pack was gone: the index
+ * read was superseded twice since, and a newer one is on disk.
  */
 static bool remap_once(struct served_snapshot *view)
 {
@@ -214,9 +247,13 @@ static bool remap_once(struct served_snapshot *view)
         return false;
     if (view->index != NULL && view->index->base != NULL &&
         snapshot_generation(&fresh) == snapshot_generation(view->index)) {
-        snapshot_close(&fresh);
-        if (!replace_parts(view, view->index, &gone))
+        /* A part rebuilt at the same generation (its extent was bad) is
+         * at a new extent: the parts are mapped from the fresh index when
+         * it names the same parts, the index mapping is kept. */
+        const struct snapshot *extents = same_parts(view->index, &fresh) ? &fresh : view->index;
+        if (!replace_parts(view, extents, &gone))
             view->retry_at_ms = now_ms() + RETRY_MS;
+        snapshot_close(&fresh);
         return gone;
     }
     struct snapshot *index = view->index != NULL ? view->index : calloc(1, sizeof *index);
@@ -276,9 +313,10 @@ void served_snapshot_free(struct served_snapshot *view)
 {
     if (view == NULL)
         return;
-    close_parts(view->parts, part_count(view->index));
+    close_parts(view, view->parts, part_count(view->index));
     if (view->index != NULL && view->index->base != NULL)
         snapshot_close(view->index);
     free(view->index);
+    pack_maps_free(view->packs);
     free(view);
 }

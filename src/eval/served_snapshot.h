@@ -1,9 +1,10 @@
 /*
  * served_snapshot.h - the flag snapshot one worker serves from.
  *
- * Owns the worker's mappings of <state_dir>/snapshot.bin, the index, and of
- * the per-organization part files it names (snapshot.h; doc/choices.md,
- * "Incremental snapshots"), and the last published generation it acted on.
+ * Owns the worker's mapping of <state_dir>/snapshot.bin, the index, the
+ * per-organization parts it names (extents of pack files, each pack mapped
+ * once: pack_maps.h; snapshot.h; doc/choices.md "Incremental snapshots",
+ * "Pack files"), and the last published generation it acted on.
  * served_snapshot_current() costs one atomic load while nothing changed;
  * when the refresher published a new generation, the index is mapped afresh
  * and, of its parts, only those whose organization or generation changed

@@ -449,7 +449,9 @@ static bool parts_ok(const struct snapshot *s)
 {
     for (uint32_t i = 0; i < s->counts[SNAPSHOT_SEC_PARTS]; i++) {
         const struct snapshot_part *p = &s->parts[i];
-        if (!str_ok(s, p->org) || !str_ok(s, p->file) || !part_file_ok(s, p->file))
+        if (!str_ok(s, p->org) || !str_ok(s, p->file) || !part_file_ok(s, p->file) ||
+            p->offset % 8 != 0 || p->length < sizeof(struct snapshot_header) ||
+            p->offset + p->length < p->offset)
             return false;
     }
     return true;
@@ -562,6 +564,38 @@ int snapshot_open(const char *path, struct snapshot *out, char *err, size_t errl
     return 0;
 }
 
+int snapshot_open_extent(const unsigned char *base, size_t size, struct snapshot *out, char *err,
+                         size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (((uintptr_t)base & 7) != 0 || size < sizeof(struct snapshot_header))
+        return fail(err, errlen, "extent of %zu bytes is not a snapshot (misplaced or short)",
+                    size);
+    out->base = base;
+    out->size = size;
+    out->header = (const struct snapshot_header *)(const void *)base;
+    out->borrowed = true;
+    if (validate(out, err, errlen) != 0 || compile_patterns(out, err, errlen) != 0) {
+        snapshot_close(out);
+        return -1;
+    }
+    return 0;
+}
+
+int snapshot_check_extent(const unsigned char *base, size_t size, uint64_t *generation, char *err,
+                          size_t errlen)
+{
+    struct snapshot s = {.base = base, .size = size, .borrowed = true};
+    if (((uintptr_t)base & 7) != 0 || size < sizeof(struct snapshot_header))
+        return fail(err, errlen, "extent of %zu bytes is not a snapshot (misplaced or short)",
+                    size);
+    s.header = (const struct snapshot_header *)(const void *)base;
+    if (validate(&s, err, errlen) != 0)
+        return -1;
+    *generation = s.header->generation;
+    return 0;
+}
+
 void snapshot_close(struct snapshot *s)
 {
     if (s->regexes != NULL) {
@@ -569,7 +603,7 @@ void snapshot_close(struct snapshot *s)
             pcre2_code_free(s->regexes->codes[i]);
         free(s->regexes);
     }
-    if (s->base != NULL)
+    if (s->base != NULL && !s->borrowed)
         munmap((void *)s->base, s->size);
     memset(s, 0, sizeof *s);
 }

@@ -26,13 +26,16 @@
  *     times        per environment the sorted, distinct instants (us since
  *                  the epoch) named by its `$currentTime` before/after
  *                  conditions (for the bulk ETag fast form)
- *     parts        index files only: per organization its part file
+ *     parts        index files only: per organization its part (an extent
+ *                  of a pack file)
  *
  * Index and parts (doc/choices.md, "Incremental snapshots"): the file the
  * workers open first (snapshot.bin) is an index: the environments of every
  * organization and every SDK key, no flags, and a `parts` section naming
- * per organization the file that holds its flags (a snapshot of that one
- * organization, in this same format) and the generation it must carry. An
+ * per organization the extent (pack file, offset, length) that holds its
+ * flags (a snapshot of that one organization, in this same format, stored
+ * in the pack as it would be in a file of its own; doc/choices.md "Pack
+ * files") and the generation it must carry. An
  * index environment's `part` names its part; in a part (or a file written
  * without parts) it is SNAPSHOT_NONE. An environment's `generation` is its
  * organization's configuration generation (the file's own generation in a
@@ -62,7 +65,7 @@
 
 #define SNAPSHOT_MAGIC "ENSIGNSS"
 #define SNAPSHOT_MAGIC_LEN 8
-#define SNAPSHOT_FORMAT_VERSION 2u
+#define SNAPSHOT_FORMAT_VERSION 3u
 #define SNAPSHOT_NONE UINT32_MAX /* "no index" in any index field */
 #define SNAPSHOT_DIGEST_LEN 32   /* raw SHA-256 */
 
@@ -130,11 +133,14 @@ struct snapshot_env {
     uint64_t generation;   /* the organization's configuration generation */
 };
 
-/* Index files: one organization's part file. */
+/* Index files: one organization's part, an extent of a pack file
+ * (snapshot_packs.h). */
 struct snapshot_part {
     struct snapshot_str org;  /* organization id */
-    struct snapshot_str file; /* file name inside the index's directory */
+    struct snapshot_str file; /* the pack file's name inside the index's directory */
     uint64_t generation;      /* what the part's header must say */
+    uint64_t offset;          /* of the part's first byte in the pack, 8-byte aligned */
+    uint64_t length;          /* the part's bytes (its header's total_size) */
 };
 
 struct snapshot_sdk_key {
@@ -314,13 +320,27 @@ struct snapshot {
     const struct snapshot_part *parts;
     uint32_t counts[SNAPSHOT_SEC_COUNT];
     struct snapshot_regexes *regexes;
+    bool borrowed; /* base is inside a mapping its caller owns (an extent) */
 };
 
 /* Maps and validates the file, compiles its patterns. Returns 0, or -1 with
  * a message in err and *out zeroed (nothing mapped, nothing allocated). */
 int snapshot_open(const char *path, struct snapshot *out, char *err, size_t errlen);
 
-/* Unmaps and frees; safe on a zeroed struct; leaves *s zeroed. */
+/* Validates the snapshot of size bytes at base (an extent of a mapping the
+ * caller owns and keeps for as long as *out is open; base 8-byte aligned)
+ * and compiles its patterns, as snapshot_open does for a file. */
+int snapshot_open_extent(const unsigned char *base, size_t size, struct snapshot *out, char *err,
+                         size_t errlen);
+
+/* Validates the snapshot of size bytes at base (8-byte aligned) as
+ * snapshot_open does, without compiling its patterns or keeping anything;
+ * *generation is its generation. 0, or -1 with err. */
+int snapshot_check_extent(const unsigned char *base, size_t size, uint64_t *generation, char *err,
+                          size_t errlen);
+
+/* Unmaps (unless borrowed) and frees; safe on a zeroed struct; leaves *s
+ * zeroed. */
 void snapshot_close(struct snapshot *s);
 
 uint64_t snapshot_generation(const struct snapshot *s);

@@ -339,7 +339,7 @@ int snapshot_builder_append_sdk_key(struct snapshot_builder *b, const char *dige
 }
 
 int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, const char *file_name,
-                              uint64_t generation)
+                              uint64_t offset, uint64_t length, uint64_t generation)
 {
     uint32_t org;
     if (b->failed)
@@ -360,6 +360,8 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
     part->org = append_string(b, org_id); /* unique: no lookup */
     part->file = append_string(b, file_name);
     part->generation = generation;
+    part->offset = offset;
+    part->length = length;
     return b->failed ? -1 : 0;
 }
 

@@ -94,13 +94,14 @@ int snapshot_builder_append_environments(struct snapshot_builder *b, const char 
 int snapshot_builder_append_sdk_key(struct snapshot_builder *b, const char *digest_hex,
                                     uint32_t env);
 
-/* Index files (snapshot.h): organization org_id's flags are in the part
- * file file_name (a plain name in the index's directory), whose header
- * must carry generation. That organization's environments then name the
- * part and carry its generation. At most one part per organization; any
- * time before snapshot_builder_write. */
+/* Index files (snapshot.h): organization org_id's flags are the length
+ * bytes at offset (8-byte aligned) of the pack file file_name (a plain name
+ * in the index's directory), whose header must carry generation. That
+ * organization's environments then name the part and carry its
+ * generation. At most one part per organization; any time before
+ * snapshot_builder_write. */
 int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, const char *file_name,
-                              uint64_t generation);
+                              uint64_t offset, uint64_t length, uint64_t generation);
 
 /* data_type: "string", "number" or "boolean" (anything else: "string"). */
 int snapshot_builder_add_entity_attribute(struct snapshot_builder *b, const char *org_id,
@@ -152,6 +153,13 @@ int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_fin
  * durable with one snapshot_sync_filesystem before it writes the index. */
 int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
                                          char *err, size_t errlen);
+
+/* Writes the snapshot's bytes at offset of the open file fd (a pack file,
+ * snapshot_packs.h), nothing else: no sync, no rename. *length is what was
+ * written (the snapshot's total_size). 0, or -1 with err (bytes at and
+ * after offset are then undefined). */
+int snapshot_builder_write_at(struct snapshot_builder *b, int fd, uint64_t offset, uint64_t *length,
+                              char *err, size_t errlen);
 
 /* Writes back everything of the file system holding directory dir
  * (syncfs): one wait instead of an fsync per file. 0, or -1 with err. */

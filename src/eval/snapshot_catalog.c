@@ -297,7 +297,8 @@ static bool part_usable(const struct snapshot_catalog *c, const struct snapshot 
         strlen(snapshot_string(index, part->file)) >= SNAPSHOT_PART_NAME_MAX ||
         (c->org_count > 0 && strcmp(c->orgs[c->org_count - 1].id, org) >= 0))
         return false;
-    return part_ok(ctx, org, snapshot_string(index, part->file), part->generation);
+    return part_ok(ctx, org, snapshot_string(index, part->file), part->offset, part->length,
+                   part->generation);
 }
 
 int snapshot_catalog_load(struct snapshot_catalog *c, const struct snapshot *index,
@@ -325,6 +326,8 @@ int snapshot_catalog_load(struct snapshot_catalog *c, const struct snapshot *ind
         snprintf(f->org, sizeof f->org, "%s", snapshot_string(index, part->org));
         snprintf(f->name, sizeof f->name, "%s", snapshot_string(index, part->file));
         f->generation = part->generation;
+        f->offset = part->offset;
+        f->length = part->length;
     }
     grouping_free(&g);
     if (rc == 0 && *count == n)

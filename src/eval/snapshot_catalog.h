@@ -111,10 +111,11 @@ int snapshot_catalog_copy_org(struct snapshot_catalog *c, const struct snapshot_
 int snapshot_catalog_fill(const struct snapshot_catalog *c, struct snapshot_builder *b,
                           size_t *skipped);
 
-/* Whether the part file `file` of organization org at generation is usable
- * (the shape of the check snapshot_catalog_load asks of each part). */
+/* Whether the part of organization org at generation, the extent [offset,
+ * offset + length) of pack file `file`, is usable (the shape of the check
+ * snapshot_catalog_load asks of each part). */
 typedef bool (*snapshot_catalog_part_ok_fn)(void *ctx, const char *org, const char *file,
-                                            uint64_t generation);
+                                            uint64_t offset, uint64_t length, uint64_t generation);
 
 /*
  * Fills the empty c from an index (a validated mapping): one organization

@@ -172,7 +172,8 @@ static struct snapshot_str append_string(struct snapshot_kept_index *k, const ch
 }
 
 int snapshot_kept_index_set_part(struct snapshot_kept_index *k, const char *org_id,
-                                 const char *file_name, uint64_t generation)
+                                 const char *file_name, uint64_t offset, uint64_t length,
+                                 uint64_t generation)
 {
     if (!k->loaded || file_name[0] == '\0')
         return -1;
@@ -188,6 +189,8 @@ int snapshot_kept_index_set_part(struct snapshot_kept_index *k, const char *org_
         part->file = file;
     }
     part->generation = generation;
+    part->offset = offset;
+    part->length = length;
     struct snapshot_env *envs = section_of(k, SNAPSHOT_SEC_ENVS);
     for (uint32_t i = k->part_env_start[p]; i < k->part_env_start[p + 1]; i++)
         envs[k->part_envs[i]].generation = generation;

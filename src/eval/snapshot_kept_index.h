@@ -62,11 +62,13 @@ void snapshot_kept_index_free(struct snapshot_kept_index *k);
  * index this cannot patch: it is then made again at each change). */
 int snapshot_kept_index_load(struct snapshot_kept_index *k, const struct snapshot *index);
 
-/* Names file_name (a plain name) at generation as organization org_id's
- * part, and gives its environments that generation. 0; -1 when k holds no
+/* Names the extent (offset, length) of pack file_name (a plain name) at
+ * generation as organization org_id's part, and gives its environments
+ * that generation. 0; -1 when k holds no
  * part of org_id, or when out of memory (k unchanged either way). */
 int snapshot_kept_index_set_part(struct snapshot_kept_index *k, const char *org_id,
-                                 const char *file_name, uint64_t generation);
+                                 const char *file_name, uint64_t offset, uint64_t length,
+                                 uint64_t generation);
 
 /* The configuration generation the next write says. */
 void snapshot_kept_index_set_generation(struct snapshot_kept_index *k, uint64_t generation);

@@ -2,13 +2,13 @@
  * snapshot_parts.c - the writer's record of published part files (see
  * snapshot_parts.h).
  *
- * Invariant: no file that the last published index names is ever doomed,
- * and a doomed file outlives the publication that superseded it.
+ * Invariant: no file that the last published index names (nor the open
+ * pack) is ever deleted, and a doomed file outlives the publication that
+ * superseded it.
  */
 #include "eval/snapshot_parts.h"
 
 #include <dirent.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,8 @@
 
 #include "base/log.h"
 
-#define PART_PREFIX "org-"
+#define PART_PREFIX "org-" /* an older ensignd's part files */
+#define PACK_PREFIX "pack-"
 #define PART_SUFFIX ".bin"
 #define TEMP_SUFFIX ".tmp"
 
@@ -35,13 +36,9 @@ void snapshot_parts_free(struct snapshot_parts *parts)
     parts->count = parts->doomed_count = 0;
 }
 
-bool snapshot_parts_name(struct snapshot_part_file *f)
+void snapshot_parts_keep(struct snapshot_parts *parts, const char *keep)
 {
-    if (f->org[0] == '\0' || f->org[strcspn(f->org, "/.")] != '\0')
-        return false;
-    int n = snprintf(f->name, sizeof f->name, PART_PREFIX "%s-%" PRIu64 PART_SUFFIX, f->org,
-                     f->generation);
-    return n > 0 && (size_t)n < sizeof f->name;
+    snprintf(parts->keep, sizeof parts->keep, "%s", keep != NULL ? keep : "");
 }
 
 static int compare_org(const void *key, const void *item)
@@ -69,22 +66,62 @@ bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, u
     return f != NULL && f->generation > generation;
 }
 
-/* True when name is the file of one of files (count, sorted by org). */
-static bool named_in(const struct snapshot_part_file *files, size_t count, const char *name)
+/* Distinct pack names: few (a pack holds many parts), so a linear list. */
+struct names {
+    char (*names)[SNAPSHOT_PART_NAME_MAX];
+    size_t count;
+    bool partial; /* out of memory: some name is missing */
+};
+
+static bool names_has(const struct names *n, const char *name)
 {
-    const char *org = name + strlen(PART_PREFIX), *dash = strrchr(name, '-');
-    char key[SNAPSHOT_PART_ORG_MAX];
-    if (strncmp(name, PART_PREFIX, strlen(PART_PREFIX)) != 0 || dash == NULL || dash < org ||
-        (size_t)(dash - org) >= sizeof key || count == 0)
-        return false;
-    memcpy(key, org, (size_t)(dash - org));
-    key[dash - org] = '\0';
-    const struct snapshot_part_file *f = bsearch(key, files, count, sizeof *files, compare_org);
-    return f != NULL && strcmp(f->name, name) == 0;
+    for (size_t i = 0; i < n->count; i++)
+        if (strcmp(n->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void names_add(struct names *n, const char *name)
+{
+    if (names_has(n, name))
+        return;
+    void *grown = realloc(n->names, (n->count + 1) * sizeof *n->names);
+    if (grown == NULL) {
+        n->partial = true;
+        return;
+    }
+    n->names = grown;
+    snprintf(n->names[n->count++], SNAPSHOT_PART_NAME_MAX, "%s", name);
+}
+
+/* The packs files (count) are in: a run of parts in one pack costs one
+ * comparison each. */
+static struct names packs_of(const struct snapshot_part_file *files, size_t count)
+{
+    struct names n = {0};
+    const char *last = NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (last != NULL && strcmp(last, files[i].name) == 0)
+            continue;
+        names_add(&n, files[i].name);
+        last = files[i].name;
+    }
+    return n;
+}
+
+/* Whether name may be deleted: no fresh part is in it, and it is not the
+ * open pack. */
+static bool deletable(const struct snapshot_parts *parts, const struct names *fresh,
+                      const char *name)
+{
+    return strcmp(name, parts->keep) != 0 && !names_has(fresh, name);
 }
 
 static void doom(struct snapshot_parts *parts, const char *name)
 {
+    for (size_t i = 0; i < parts->doomed_count; i++)
+        if (strcmp(parts->doomed[i], name) == 0)
+            return;
     void *grown = realloc(parts->doomed, (parts->doomed_count + 1) * sizeof *parts->doomed);
     if (grown == NULL)
         return; /* the file stays: a leftover, swept at the next start */
@@ -92,18 +129,22 @@ static void doom(struct snapshot_parts *parts, const char *name)
     snprintf(parts->doomed[parts->doomed_count++], SNAPSHOT_PART_NAME_MAX, "%s", name);
 }
 
-static void delete_doomed(struct snapshot_parts *parts, const struct snapshot_part_file *fresh,
-                          size_t count)
+static void delete_doomed(struct snapshot_parts *parts, const struct names *fresh)
 {
     char path[4096 + SNAPSHOT_PART_NAME_MAX + 1];
     for (size_t i = 0; i < parts->doomed_count; i++) {
-        if (named_in(fresh, count, parts->doomed[i]))
+        if (!deletable(parts, fresh, parts->doomed[i]))
             continue;
         snprintf(path, sizeof path, "%s/%s", parts->dir, parts->doomed[i]);
         if (unlink(path) == 0)
-            log_debug("removed the superseded snapshot part %s", parts->doomed[i]);
+            log_debug("removed the superseded snapshot file %s", parts->doomed[i]);
     }
     parts->doomed_count = 0;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -112,39 +153,50 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Part files, and temporary files of any snapshot file, that fresh does
- * not name. */
-static void doom_leftovers(struct snapshot_parts *parts, const struct snapshot_part_file *fresh,
-                           size_t count)
+/* Pack files, per-organization part files (an older ensignd's), and
+ * temporary files of any snapshot file, that fresh does not name. */
+static void doom_leftovers(struct snapshot_parts *parts, const struct names *fresh)
 {
     DIR *dir = opendir(parts->dir);
     if (dir == NULL)
         return;
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
-        bool part = strncmp(e->d_name, PART_PREFIX, strlen(PART_PREFIX)) == 0 &&
-                    ends_with(e->d_name, PART_SUFFIX);
-        bool temp = (strncmp(e->d_name, PART_PREFIX, strlen(PART_PREFIX)) == 0 ||
-                     strncmp(e->d_name, "snapshot", strlen("snapshot")) == 0) &&
-                    ends_with(e->d_name, TEMP_SUFFIX);
-        if ((part || temp) && !named_in(fresh, count, e->d_name) &&
-            strlen(e->d_name) < SNAPSHOT_PART_NAME_MAX)
-            doom(parts, e->d_name);
+        const char *n = e->d_name;
+        bool ours = (starts_with(n, PART_PREFIX) || starts_with(n, PACK_PREFIX)) &&
+                    ends_with(n, PART_SUFFIX);
+        bool temp = (starts_with(n, PART_PREFIX) || starts_with(n, "snapshot")) &&
+                    ends_with(n, TEMP_SUFFIX);
+        if ((ours || temp) && deletable(parts, fresh, n) && strlen(n) < SNAPSHOT_PART_NAME_MAX)
+            doom(parts, n);
     }
     closedir(dir);
+}
+
+/* The packs before named (and fresh, the published parts now, no longer
+ * do) are doomed; those doomed by the previous publication are deleted. */
+static void retire(struct snapshot_parts *parts, struct names *before, bool sweep)
+{
+    struct names named = packs_of(parts->published, parts->count);
+    if (!named.partial) { /* else a pack named might be taken for unnamed: nothing goes */
+        delete_doomed(parts, &named);
+        for (size_t i = 0; i < before->count; i++)
+            if (deletable(parts, &named, before->names[i]))
+                doom(parts, before->names[i]);
+        if (sweep)
+            doom_leftovers(parts, &named);
+    }
+    free(named.names);
+    free(before->names);
 }
 
 void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part_file *fresh,
                               size_t count, bool sweep)
 {
-    delete_doomed(parts, fresh, count);
-    for (size_t i = 0; i < parts->count; i++)
-        if (!named_in(fresh, count, parts->published[i].name))
-            doom(parts, parts->published[i].name);
-    if (sweep)
-        doom_leftovers(parts, fresh, count);
+    struct names before = packs_of(parts->published, parts->count);
     free(parts->published);
     parts->published = fresh;
     parts->count = count;
+    retire(parts, &before, sweep);
 }
 
 int snapshot_parts_replaced(struct snapshot_parts *parts, const struct snapshot_part_file *changed,
@@ -153,19 +205,9 @@ int snapshot_parts_replaced(struct snapshot_parts *parts, const struct snapshot_
     for (size_t i = 0; i < count; i++)
         if (snapshot_parts_find(parts, changed[i].org) == NULL)
             return -1;
-    char(*old)[SNAPSHOT_PART_NAME_MAX] = malloc((count ? count : 1) * sizeof *old);
-    if (old == NULL)
-        return -1;
-    for (size_t i = 0; i < count; i++) {
-        struct snapshot_part_file *f =
-            (struct snapshot_part_file *)snapshot_parts_find(parts, changed[i].org);
-        snprintf(old[i], sizeof old[i], "%s", f->name);
-        *f = changed[i];
-    }
-    delete_doomed(parts, parts->published, parts->count);
+    struct names before = packs_of(parts->published, parts->count);
     for (size_t i = 0; i < count; i++)
-        if (!named_in(parts->published, parts->count, old[i]))
-            doom(parts, old[i]);
-    free(old);
+        *(struct snapshot_part_file *)snapshot_parts_find(parts, changed[i].org) = changed[i];
+    retire(parts, &before, false);
     return 0;
 }

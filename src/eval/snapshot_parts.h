@@ -1,14 +1,16 @@
 /*
- * snapshot_parts.h - the part files of the published snapshot index, as
- * the writer (the refresher) keeps track of them.
+ * snapshot_parts.h - the parts of the published snapshot index, as the
+ * writer (the refresher) keeps track of them.
  *
  * Owns the list of parts the last published index names (organization,
- * generation, file name; sorted by organization), the names of part files
- * to delete, and the file naming: org-<organization id>-<generation>.bin
- * in the state directory. A file superseded by a publication is deleted at
+ * generation, and the extent that holds it: pack file name, offset,
+ * length; sorted by organization) and the names of files to delete: a pack
+ * file (snapshot_packs.h) that a publication stops naming is deleted at
  * the next one, so a worker that read the previous index a moment ago can
  * still open what it names (snapshot.h, doc/choices.md "Incremental
- * snapshots").
+ * snapshots", "Pack files"). The pack being appended to is never deleted.
+ * The sweep of a first publication also deletes the per-organization part
+ * files (org-<id>-<generation>.bin) an older ensignd wrote.
  *
  * Called by the refresher (src/daemon/refresher.c) and the unit tests;
  * knows no SQL.
@@ -21,12 +23,14 @@
 #include <stdint.h>
 
 #define SNAPSHOT_PART_ORG_MAX 64   /* an organization id (uuid text) and its NUL */
-#define SNAPSHOT_PART_NAME_MAX 128 /* a part file name and its NUL */
+#define SNAPSHOT_PART_NAME_MAX 128 /* a pack file name and its NUL */
 
 struct snapshot_part_file {
     char org[SNAPSHOT_PART_ORG_MAX];
     uint64_t generation;
-    char name[SNAPSHOT_PART_NAME_MAX];
+    char name[SNAPSHOT_PART_NAME_MAX]; /* the pack file holding it */
+    uint64_t offset;                   /* its extent in that file */
+    uint64_t length;
 };
 
 struct snapshot_parts {
@@ -35,6 +39,7 @@ struct snapshot_parts {
     size_t count;
     char (*doomed)[SNAPSHOT_PART_NAME_MAX]; /* deleted at the next publication */
     size_t doomed_count;
+    char keep[SNAPSHOT_PART_NAME_MAX]; /* the open pack: never doomed ("" none) */
 };
 
 /* An empty record for the part files of directory dir. */
@@ -42,9 +47,8 @@ void snapshot_parts_init(struct snapshot_parts *parts, const char *dir);
 
 void snapshot_parts_free(struct snapshot_parts *parts);
 
-/* Fills in f->name from f->org and f->generation; false when the org id
- * is not a plain name (it is a uuid from the database). */
-bool snapshot_parts_name(struct snapshot_part_file *f);
+/* The file named keep (the pack being appended to) is never doomed. */
+void snapshot_parts_keep(struct snapshot_parts *parts, const char *keep);
 
 /* The published part of org, or NULL. */
 const struct snapshot_part_file *snapshot_parts_find(const struct snapshot_parts *parts,
@@ -62,9 +66,10 @@ bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, u
 /*
  * After an index naming fresh (count parts, sorted by org; taken over,
  * malloc'd) was published: deletes the files doomed by the previous
- * publication, dooms the previously published files fresh no longer names,
- * and records fresh. With sweep, also dooms every other part or temporary
- * file in the directory (leftovers of an earlier run).
+ * publication, dooms the pack files previously published that fresh no
+ * longer names, and records fresh. With sweep, also dooms every other
+ * pack, per-organization part or temporary file in the directory
+ * (leftovers of an earlier run or of an older ensignd).
  */
 void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part_file *fresh,
                               size_t count, bool sweep);

@@ -3,7 +3,8 @@
  * snapshot_builder.h): the final ordering of flags, rules, time boundaries
  * and SDK keys, the file layout (header, 8-byte aligned sections,
  * checksum) and the atomic publication (a temporary file, fsync, rename,
- * and fsync of the directory for a whole snapshot).
+ * and fsync of the directory for a whole snapshot), or the bare bytes at
+ * an offset of a pack file (snapshot_packs.h makes those durable).
  *
  * Invariant: the file at the final path is either the old one or the
  * complete new one; on any failure the temporary file is removed and err
@@ -284,8 +285,23 @@ static int publish_file(const char *path, const struct file_plan *plan, enum dur
     return 0;
 }
 
-static int write_file(struct snapshot_builder *b, const char *path_final, enum durability sync,
-                      char *err, size_t errlen)
+/* Writes plan at offset of fd; *length the bytes written. */
+static int write_plan_at(int fd, uint64_t offset, const struct file_plan *plan, uint64_t *length,
+                         char *err, size_t errlen)
+{
+    if (lseek(fd, (off_t)offset, SEEK_SET) < 0 || write_plan(fd, plan) != 0) {
+        snprintf(err, errlen, "write at %llu: %s", (unsigned long long)offset,
+                 errno != 0 ? strerror(errno) : "short write");
+        return -1;
+    }
+    *length = plan->header.total_size;
+    return 0;
+}
+
+/* Orders b's tables and writes its file: at path_final (published as sync
+ * says), or with fd >= 0 at offset of fd. */
+static int write_file(struct snapshot_builder *b, const char *path_final, int fd, uint64_t offset,
+                      uint64_t *length, enum durability sync, char *err, size_t errlen)
 {
     struct final_tables t;
     vec_init(&t.flags, sizeof(struct snapshot_flag));
@@ -302,7 +318,9 @@ static int write_file(struct snapshot_builder *b, const char *path_final, enum d
         struct file_plan plan;
         order_sdk_keys(b);
         plan_file(b, &t, &plan);
-        rc = publish_file(path_final, &plan, sync, err, errlen);
+        errno = 0;
+        rc = fd >= 0 ? write_plan_at(fd, offset, &plan, length, err, errlen)
+                     : publish_file(path_final, &plan, sync, err, errlen);
     }
     vec_free(&t.flags);
     vec_free(&t.rules);
@@ -313,19 +331,25 @@ static int write_file(struct snapshot_builder *b, const char *path_final, enum d
 int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
                            size_t errlen)
 {
-    return write_file(b, path_final, SYNC_FILE_AND_DIR, err, errlen);
+    return write_file(b, path_final, -1, 0, NULL, SYNC_FILE_AND_DIR, err, errlen);
 }
 
 int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
                                 size_t errlen)
 {
-    return write_file(b, path_final, SYNC_FILE, err, errlen);
+    return write_file(b, path_final, -1, 0, NULL, SYNC_FILE, err, errlen);
 }
 
 int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
                                          char *err, size_t errlen)
 {
-    return write_file(b, path_final, SYNC_NONE, err, errlen);
+    return write_file(b, path_final, -1, 0, NULL, SYNC_NONE, err, errlen);
+}
+
+int snapshot_builder_write_at(struct snapshot_builder *b, int fd, uint64_t offset, uint64_t *length,
+                              char *err, size_t errlen)
+{
+    return write_file(b, NULL, fd, offset, length, SYNC_NONE, err, errlen);
 }
 
 int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen)

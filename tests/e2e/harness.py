@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -320,6 +321,39 @@ class LoadLoop:
 
 
 # --- processes ----------------------------------------------------------------
+
+
+SNAPSHOT_SECTIONS = 15  # src/eval/snapshot.h: enum snapshot_section_id
+SNAPSHOT_SEC_PARTS = 14
+
+
+def snapshot_parts(state_dir):
+    """{organization id: (pack file, offset, length, generation)} of the
+    parts the index state_dir/snapshot.bin names (src/eval/snapshot.h:
+    the header, then per section {offset, count}; a part record is
+    {org str, file str, generation, offset, length})."""
+    with open(os.path.join(state_dir, "snapshot.bin"), "rb") as f:
+        data = f.read()
+    at = 8 + 4 + 4 + 8 * 4
+    sections = [struct.unpack_from("<QQ", data, at + 16 * i) for i in range(SNAPSHOT_SECTIONS)]
+    strings_at = sections[0][0]
+
+    def text(off, length):
+        return data[strings_at + off:strings_at + off + length].decode()
+
+    parts = {}
+    offset, count = sections[SNAPSHOT_SEC_PARTS]
+    for i in range(count):
+        org_off, org_len, file_off, file_len, generation, start, length = struct.unpack_from(
+            "<IIIIQQQ", data, offset + 40 * i)
+        parts[text(org_off, org_len)] = (text(file_off, file_len), start, length, generation)
+    return parts
+
+
+def pack_files(state_dir):
+    """The pack files in state_dir, sorted by number."""
+    names = [n for n in os.listdir(state_dir) if re.fullmatch(r"pack-[0-9]+\.bin", n)]
+    return sorted(names, key=lambda n: int(n[len("pack-"):-len(".bin")]))
 
 
 def process_title(pid):

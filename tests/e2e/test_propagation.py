@@ -178,10 +178,11 @@ class TwoNodesTest(harness.SecondNode, OfrepTestCase):
 
 
 class IncrementalSnapshotTest(OfrepTestCase):
-    """The snapshot is one index plus a part file per organization, and a
-    change rewrites only its organization's part (doc/choices.md,
-    "Incremental snapshots"): the other part stays the same file, its ETags
-    do not move, and superseded parts are removed one publication later."""
+    """The snapshot is one index plus a part per organization, appended to
+    a pack file, and a change appends only its organization's part
+    (doc/choices.md, "Incremental snapshots", "Pack files"): the other part
+    stays the same extent, its ETags do not move, and the parts share one
+    pack file, appended to."""
 
     @classmethod
     def create_flags(cls):
@@ -196,14 +197,12 @@ class IncrementalSnapshotTest(OfrepTestCase):
         return self.database.query(f"SELECT id FROM orgs WHERE slug = '{slug}'")
 
     def parts(self):
-        """{org id: (generation, inode)} of the part files in state_dir."""
-        found = {}
-        for name in os.listdir(self.server.state_dir):
-            match = re.fullmatch(r"org-([0-9a-f-]{36})-([0-9]+)\.bin", name)
-            if match:
-                inode = os.stat(os.path.join(self.server.state_dir, name)).st_ino
-                found.setdefault(match.group(1), []).append((int(match.group(2)), inode))
-        return found
+        """{org id: (pack, offset, length, generation)} the index names."""
+        return harness.snapshot_parts(self.server.state_dir)
+
+    def pack_inodes(self):
+        return {name: os.stat(os.path.join(self.server.state_dir, name)).st_ino
+                for name in harness.pack_files(self.server.state_dir)}
 
     def bulk_etag(self, key):
         response = self.bulk(sdk_key=key)
@@ -219,16 +218,21 @@ class IncrementalSnapshotTest(OfrepTestCase):
         acme, globex = self.org_id("acme"), self.org_id("globex")
         self.assertEqual(self.evaluate("steady", sdk_key=self.globex_key).status, 200)
         self.assertEqual(self.evaluate("steady").status, 404)  # keys see their own org only
-        before = self.parts()
+        before, packs = self.parts(), self.pack_inodes()
         self.assertLessEqual({acme, globex}, set(before), before)
-        self.assertTrue(all(len(files) == 1 for files in before.values()), before)
+        self.assertEqual(len(packs), 1, packs)  # both organizations in one pack
+        self.assertEqual(before[acme][0], before[globex][0])
         globex_etag, acme_etag = self.bulk_etag(self.globex_key), self.bulk_etag(self.sdk_key)
 
         self.change(True)
         first = self.parts()
-        self.assertEqual(first[globex], before[globex])  # the very same file
-        self.assertEqual(len(first[acme]), 2, first)  # the new part and the superseded one
-        self.assertGreater(max(first[acme])[0], before[acme][0][0])
+        self.assertEqual(first[globex], before[globex])  # the very same extent
+        self.assertGreater(first[acme][3], before[acme][3])
+        # appended to the same pack file, past every part it held
+        self.assertEqual(first[acme][0], before[acme][0])
+        self.assertGreaterEqual(first[acme][1], max(p[1] + p[2] for p in before.values()))
+        self.assertEqual(self.pack_inodes(), packs)
+        self.assertFalse([n for n in os.listdir(self.server.state_dir) if n.startswith("org-")])
         self.assertEqual(self.bulk_etag(self.globex_key), globex_etag)
         self.assertNotEqual(self.bulk_etag(self.sdk_key), acme_etag)
         # Only the organization that moved is asked for (sql/0020), not one
@@ -240,8 +244,8 @@ class IncrementalSnapshotTest(OfrepTestCase):
         self.change(False)
         second = self.parts()
         self.assertEqual(second[globex], before[globex])
-        self.assertEqual(len(second[acme]), 2, second)
-        self.assertNotIn(before[acme][0], second[acme])  # removed one publication later
+        self.assertGreater(second[acme][1], first[acme][1])
+        self.assertEqual(self.pack_inodes(), packs)
         self.assertEqual(self.server.sanitizer_reports(), [])
 
     def test_a_deleted_organization_stops_being_served(self):
@@ -269,7 +273,7 @@ class IncrementalSnapshotTest(OfrepTestCase):
         log = "\n".join(self.server.stderr().splitlines()[line:])
         self.assertRegex(log, r"published \([0-9]+ flag configurations in 0 of [0-9]+"
                               r" organizations, 1 organization generations read;")
-        self.change(True)  # its superseded part is removed one publication later
+        self.change(True)
         self.change(False)
         self.assertNotIn(doomed_id, self.parts())
         self.assertEqual(self.parts()[globex], before[globex])
@@ -288,10 +292,10 @@ class IncrementalSnapshotTest(OfrepTestCase):
 
 class RestartTest(OfrepTestCase):
     """A restart takes the parts on disk as built (doc/choices.md,
-    "Incremental index and restart"): with nothing changed while the node
-    was down no snapshot file is rewritten, a change made meanwhile rewrites
-    only its organization's part, and a damaged part is built again alone.
-    Each test restarts the node and leaves it running."""
+    "Incremental index and restart", "Pack files"): with nothing changed
+    while the node was down no snapshot file is rewritten, a change made
+    meanwhile appends only its organization's part, and a damaged extent is
+    built again alone. Each test restarts the node and leaves it running."""
 
     @classmethod
     def create_flags(cls):
@@ -306,20 +310,19 @@ class RestartTest(OfrepTestCase):
         return self.database.query(f"SELECT id FROM orgs WHERE slug = '{slug}'")
 
     def files(self):
-        """{name: (inode, mtime in ns)} of the snapshot files in state_dir."""
+        """{name: (inode, mtime in ns, size)} of the snapshot files in state_dir."""
         found = {}
         for name in os.listdir(self.server.state_dir):
-            if name == "snapshot.bin" or re.fullmatch(r"org-.*\.bin", name):
+            if name == "snapshot.bin" or re.fullmatch(r"(org|pack)-.*\.bin", name):
                 st = os.stat(os.path.join(self.server.state_dir, name))
-                found[name] = (st.st_ino, st.st_mtime_ns)
+                found[name] = (st.st_ino, st.st_mtime_ns, st.st_size)
         return found
 
-    def part_of(self, files, slug):
-        """The newest part file of organization slug in files."""
-        prefix = f"org-{self.org_id(slug)}-"
-        names = [n for n in files if n.startswith(prefix)]
-        self.assertTrue(names, files)
-        return max(names, key=lambda n: int(n[len(prefix):-len(".bin")]))
+    def part_of(self, slug):
+        """(pack, offset, length, generation) of organization slug's part."""
+        parts = harness.snapshot_parts(self.server.state_dir)
+        self.assertIn(self.org_id(slug), parts)
+        return parts[self.org_id(slug)]
 
     def served(self, key, sdk_key, variant):
         self.wait_served(
@@ -400,11 +403,10 @@ class RestartTest(OfrepTestCase):
         self.assertEqual(self.files(), before)
         self.assertNotIn("published", self.log_since(line))
         # The next change rewrites its organization's part only, not every one.
+        globex = self.part_of("globex")
         self.fixture.set_enabled(self.changing, True)
         self.served("changing", self.sdk_key, "on")
-        after = self.files()
-        globex = self.part_of(before, "globex")
-        self.assertEqual(after[globex], before[globex])
+        self.assertEqual(self.part_of("globex"), globex)
         # The catalog read from the index on disk is whole at its generation:
         # only the organization that moved is asked for.
         self.assertRegex(self.log_since(line),
@@ -412,22 +414,24 @@ class RestartTest(OfrepTestCase):
                          r" 1 organization generations read;")
 
     def test_a_change_while_down_rewrites_its_organization_only(self):
-        before = self.files()
-        acme = self.part_of(before, "acme")
+        acme, globex = self.part_of("acme"), self.part_of("globex")
         line = self.restart(lambda: self.globex.set_enabled(self.steady, True))
         self.served("steady", self.globex_key, "on")
-        after = self.files()
-        self.assertEqual(after[acme], before[acme])  # the very same file
-        self.assertNotEqual(self.part_of(after, "globex"), self.part_of(before, "globex"))
+        self.assertEqual(self.part_of("acme"), acme)  # the very same extent
+        self.assertGreater(self.part_of("globex")[3], globex[3])
         self.assertRegex(self.log_since(line),
                          r"published \([0-9]+ flag configurations in 1 of 2 organizations")
 
     def test_a_damaged_part_is_built_again_alone(self):
-        before = self.files()
-        acme, globex = self.part_of(before, "acme"), self.part_of(before, "globex")
+        acme, globex = self.part_of("acme"), self.part_of("globex")
 
         def damage():
-            os.truncate(os.path.join(self.server.state_dir, acme), 100)
+            """A byte in the middle of acme's extent flipped: its checksum fails."""
+            with open(os.path.join(self.server.state_dir, acme[0]), "r+b") as f:
+                f.seek(acme[1] + acme[2] // 2)
+                byte = f.read(1)
+                f.seek(acme[1] + acme[2] // 2)
+                f.write(bytes([byte[0] ^ 0xFF]))
 
         line = self.restart(damage)
         self.assertTrue(harness.wait_for(
@@ -443,8 +447,12 @@ class RestartTest(OfrepTestCase):
                          r" 2 organization generations read;")
         self.served("changing", self.sdk_key, "off")
         self.served("steady", self.globex_key, "off")
-        after = self.files()
-        self.assertEqual(after[globex], before[globex])
+        self.assertEqual(self.part_of("globex"), globex)
+        rebuilt = self.part_of("acme")
+        self.assertEqual(rebuilt[3], acme[3])  # the same generation, written again
+        self.assertNotEqual(rebuilt[1:3], acme[1:3])
+        self.assertRegex(self.log_since(line), r"snapshot part of organization "
+                                               f"{self.org_id('acme')} on disk is not usable")
         self.assertEqual(self.server.sanitizer_reports(), [])
 
 
@@ -491,8 +499,8 @@ class BatchedFirstBuildTest(OfrepTestCase):
         log = self.server.stderr()
         self.assertGreaterEqual(len(re.findall(r"a batch of [0-9]+ organizations", log)), 2, log)
         self.assertRegex(log, rf"published \([0-9]+ flag configurations in {orgs} of {orgs} ")
-        parts = [n for n in os.listdir(self.server.state_dir) if re.fullmatch(r"org-.*\.bin", n)]
-        self.assertEqual(len(parts), orgs)
+        self.assertEqual(len(harness.snapshot_parts(self.server.state_dir)), orgs)
+        self.assertEqual(len(harness.pack_files(self.server.state_dir)), 1)
 
 
 if __name__ == "__main__":

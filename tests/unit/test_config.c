@@ -136,6 +136,7 @@ static void assert_same_settings(const struct config *a, const struct config *b)
     ck_assert_int_eq(a->workers, b->workers);
     ck_assert_str_eq(a->state_dir, b->state_dir);
     ck_assert_int_eq(a->refresh_interval_ms, b->refresh_interval_ms);
+    ck_assert_int_eq(a->snapshot_pack_mb, b->snapshot_pack_mb);
     ck_assert_int_eq(a->usage_flush_interval_ms, b->usage_flush_interval_ms);
     ck_assert_int_eq(a->ratelimit_evaluation, b->ratelimit_evaluation);
     ck_assert_int_eq(a->ratelimit_management, b->ratelimit_management);
@@ -171,6 +172,7 @@ START_TEST(test_table_order_and_flags)
         {"workers", "auto", true},
         {"state_dir", LOCALSTATEDIR "/lib/ensign", false},
         {"refresh_interval_ms", "1000", true},
+        {"snapshot_pack_mb", "1024", false},
         {"usage_flush_interval_ms", "5000", true},
         {"ratelimit_evaluation", "0", true},
         {"ratelimit_management", "600", true},
@@ -228,6 +230,7 @@ START_TEST(test_table_bounds)
     } expected[] = {
         {"workers", 1, 64},
         {"refresh_interval_ms", 50, 600000},
+        {"snapshot_pack_mb", 1, 1024},
         {"usage_flush_interval_ms", 100, 3600000},
         {"ratelimit_evaluation", 0, 100000000},
         {"ratelimit_management", 0, 100000000},
@@ -466,6 +469,7 @@ static const char *const changed_values[] = {
     "workers = 3",
     "state_dir = /srv/ensign",
     "refresh_interval_ms = 50",
+    "snapshot_pack_mb = 64",
     "usage_flush_interval_ms = 100",
     "ratelimit_evaluation = 5",
     "ratelimit_management = 6",
@@ -546,10 +550,12 @@ START_TEST(test_reload_keeps_restart_only_keys)
     ck_assert_int_eq(config_keep_restart_only(&fresh, &running, changed, sizeof changed),
                      (int)restart_only);
     ck_assert_str_eq(changed, expected);
-    ck_assert_str_eq(changed, "state_dir, user, usage_slots, ratelimit_slots, metrics_listen, "
-                              "unknown_flag_slots");
+    ck_assert_str_eq(
+        changed, "state_dir, snapshot_pack_mb, user, usage_slots, ratelimit_slots, metrics_listen, "
+                 "unknown_flag_slots");
     /* the restart-only keys hold the running values */
     ck_assert_str_eq(fresh.state_dir, LOCALSTATEDIR "/lib/ensign");
+    ck_assert_int_eq(fresh.snapshot_pack_mb, 1024);
     ck_assert_str_eq(fresh.user, "");
     ck_assert_int_eq(fresh.usage_slots, 65536);
     ck_assert_int_eq(fresh.ratelimit_slots, 65536);

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "eval/env_evaluate.h"
@@ -73,7 +74,12 @@ static void write_snapshot(void)
     b = snapshot_builder_new(3);
     ck_assert_int_eq(snapshot_builder_add_environment(b, ENV, ORG, "production"), 0);
     ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY, ENV), 0);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG, "org-1-3.bin", 3), 0);
+    char part[512];
+    struct stat st;
+    snprintf(part, sizeof part, "%s/org-1-3.bin", dir);
+    ck_assert_int_eq(stat(part, &st), 0); /* a file holding one part: a pack */
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG, "org-1-3.bin", 0, (uint64_t)st.st_size, 3),
+                     0);
     write_file(b, SNAPSHOT_FILE_NAME);
 }
 

@@ -64,11 +64,10 @@ static void make_catalog(struct snapshot_catalog *c, const uint64_t *generations
     }
 }
 
+/* A pack of its own per organization and generation: a new name each change. */
 static void part_name(int o, uint64_t generation, char *out)
 {
-    char id[64];
-    org_id(o, id);
-    sprintf(out, "org-%s-%" PRIu64 ".bin", id, generation);
+    sprintf(out, "pack-%" PRIu64 ".bin", (uint64_t)o * 1000 + generation);
 }
 
 /* Writes the index of the catalog at generation (as the refresher makes it
@@ -89,7 +88,8 @@ static void write_whole(const uint64_t *generations, uint64_t generation, const 
             continue;
         org_id(o, id);
         part_name(o, generations[o], file);
-        ck_assert_int_eq(snapshot_builder_add_part(b, id, file, generations[o]), 0);
+        ck_assert_int_eq(
+            snapshot_builder_add_part(b, id, file, generations[o] * 64, 4096, generations[o]), 0);
     }
     snprintf(path, sizeof path, "%s/%s", dir, name);
     ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
@@ -166,7 +166,9 @@ START_TEST(a_patched_index_holds_what_a_whole_one_does)
         generations[o] = steps[i][1];
         org_id(o, id);
         part_name(o, generations[o], file);
-        ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, file, generations[o]), 0);
+        ck_assert_int_eq(
+            snapshot_kept_index_set_part(&k, id, file, generations[o] * 64, 4096, generations[o]),
+            0);
         snapshot_kept_index_set_generation(&k, steps[i][1]);
         write_kept(&k, "patched.bin");
         open_file("patched.bin", &patched);
@@ -188,10 +190,10 @@ START_TEST(a_patched_index_holds_what_a_whole_one_does)
     /* An organization without a part (no environments) or unknown: refused,
      * nothing changes. */
     org_id(2, id);
-    ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, "org-x-1.bin", 13), -1);
-    ck_assert_int_eq(
-        snapshot_kept_index_set_part(&k, "ffffffff-0000-0000-0000-000000000000", "org-y-1.bin", 13),
-        -1);
+    ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, "pack-1.bin", 0, 4096, 13), -1);
+    ck_assert_int_eq(snapshot_kept_index_set_part(&k, "ffffffff-0000-0000-0000-000000000000",
+                                                  "pack-2.bin", 0, 4096, 13),
+                     -1);
     write_kept(&k, "again.bin");
     open_file("again.bin", &patched);
     write_whole(generations, 12, "whole-again.bin", &whole);
@@ -204,7 +206,7 @@ START_TEST(a_patched_index_holds_what_a_whole_one_does)
     org_id(3, id);
     generations[3] = 14;
     part_name(3, 14, file);
-    ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, file, 14), 0);
+    ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, file, 14 * 64, 4096, 14), 0);
     snapshot_kept_index_set_generation(&k, 14);
     write_kept(&k, "reloaded.bin");
     open_file("reloaded.bin", &patched);
@@ -235,14 +237,14 @@ START_TEST(replaced_names_wear_the_index_out)
     int changes = 0;
     for (uint64_t g = 8; !snapshot_kept_index_worn(&k); g++, changes++) {
         part_name(0, g, file);
-        ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, file, g), 0);
+        ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, file, g * 64, 4096, g), 0);
         ck_assert_int_lt(changes, 1000);
     }
     /* A quarter of the table: a few changes for this tiny index. */
     ck_assert_int_gt(changes, 1);
     /* The same name again adds nothing. */
     size_t unused = k.unused;
-    ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, file, 99), 0);
+    ck_assert_int_eq(snapshot_kept_index_set_part(&k, id, file, 99 * 64, 4096, 99), 0);
     ck_assert_uint_eq(k.unused, unused);
     snapshot_kept_index_free(&k);
     ck_assert(!k.loaded);

@@ -21,6 +21,7 @@
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
+#include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
 #include "suites.h"
 
@@ -33,8 +34,29 @@
 
 static char dir[64];
 
+/* The lengths of the part files written (a part file is a pack holding
+ * one extent at offset 0), for the index to name. */
+static struct {
+    char name[64];
+    uint64_t length;
+} written[16];
+static size_t written_count;
+
+static void remember_length(const char *name, uint64_t length)
+{
+    for (size_t i = 0; i < written_count; i++)
+        if (strcmp(written[i].name, name) == 0) {
+            written[i].length = length;
+            return;
+        }
+    ck_assert_uint_lt(written_count, sizeof written / sizeof *written);
+    snprintf(written[written_count].name, sizeof written[0].name, "%s", name);
+    written[written_count++].length = length;
+}
+
 static void make_dir(void)
 {
+    written_count = 0;
     snprintf(dir, sizeof dir, "/tmp/ensign-parts-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
 }
@@ -62,6 +84,15 @@ static bool exists(const char *name)
     return stat(path, &st) == 0;
 }
 
+/* The length the part file name had when written (4096 if never). */
+static uint64_t length_of(const char *name)
+{
+    for (size_t i = 0; i < written_count; i++)
+        if (strcmp(written[i].name, name) == 0)
+            return written[i].length;
+    return 4096;
+}
+
 /* Writes the part of one organization: environment env with flag `key`
  * serving variant `serve` (of "a" and "b"), at generation. */
 static void write_part(const char *org, const char *env, const char *key, const char *serve,
@@ -77,9 +108,13 @@ static void write_part(const char *org, const char *env, const char *key, const 
     snprintf(path, sizeof path, "%s/%s", dir, name);
     ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
     snapshot_builder_free(b);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    remember_length(name, (uint64_t)st.st_size);
 }
 
-/* Writes the index naming the two organizations' parts. */
+/* Writes the index naming the two organizations' parts (each the whole
+ * file, an extent at offset 0). */
 static void write_index(uint64_t generation, const char *part1, uint64_t gen1, const char *part2,
                         uint64_t gen2)
 {
@@ -89,8 +124,8 @@ static void write_index(uint64_t generation, const char *part1, uint64_t gen1, c
     ck_assert_int_eq(snapshot_builder_add_environment(b, ENV2, ORG2, "production"), 0);
     ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY1, ENV1), 0);
     ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY2, ENV2), 0);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, part1, gen1), 0);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, part2, gen2), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, part1, 0, length_of(part1), gen1), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, part2, 0, length_of(part2), gen2), 0);
     snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
     ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
     snapshot_builder_free(b);
@@ -142,11 +177,11 @@ START_TEST(builder_refuses_bad_parts)
 {
     struct snapshot_builder *b = snapshot_builder_new(1);
     ck_assert_int_eq(snapshot_builder_add_environment(b, ENV1, ORG1, "production"), 0);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "../escape.bin", 1), -1);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "a/b.bin", 1), -1);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "", 1), -1);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "org-1-1.bin", 1), 0);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "org-1-2.bin", 2), -1);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "../escape.bin", 0, 4096, 1), -1);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "a/b.bin", 0, 4096, 1), -1);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "", 0, 4096, 1), -1);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "pack-1.bin", 0, 4096, 1), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, "pack-1.bin", 4096, 4096, 2), -1);
     ck_assert_str_eq(snapshot_builder_error(b), "part of organization " ORG1 " added twice");
     snapshot_builder_free(b);
 }
@@ -290,6 +325,10 @@ END_TEST
 START_TEST(view_without_an_old_part_serves_it_once_it_maps)
 {
     make_dir();
+    write_part(ORG1, ENV1, "one", "a", 5, "org-1-5.bin"); /* its length, for the index */
+    char missing[512];
+    snprintf(missing, sizeof missing, "%s/org-1-5.bin", dir);
+    ck_assert_int_eq(unlink(missing), 0);
     write_part(ORG2, ENV2, "two", "a", 6, "org-2-6.bin");
     write_index(6, "org-1-5.bin", 5, "org-2-6.bin", 6); /* org-1-5.bin is missing */
     struct fixture f;
@@ -372,17 +411,17 @@ START_TEST(builder_refuses_a_second_part_among_many)
     for (int i = 0; i < 20000; i++) {
         snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", i);
         snprintf(name, sizeof name, "org-%d-1.bin", i);
-        ck_assert_int_eq(snapshot_builder_add_part(b, org, name, 1), 0);
+        ck_assert_int_eq(snapshot_builder_add_part(b, org, name, 0, 4096, 1), 0);
     }
     const int again[] = {0, 9999, 19999};
     for (size_t k = 0; k < sizeof again / sizeof *again; k++) {
         struct snapshot_builder *c = snapshot_builder_new(1);
         for (int i = 0; i <= again[k]; i++) {
             snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", i);
-            ck_assert_int_eq(snapshot_builder_add_part(c, org, "p.bin", 1), 0);
+            ck_assert_int_eq(snapshot_builder_add_part(c, org, "p.bin", 0, 4096, 1), 0);
         }
         snprintf(org, sizeof org, "%08d-0000-0000-0000-000000000000", again[k]);
-        ck_assert_int_eq(snapshot_builder_add_part(c, org, "q.bin", 2), -1);
+        ck_assert_int_eq(snapshot_builder_add_part(c, org, "q.bin", 0, 4096, 2), -1);
         ck_assert_ptr_nonnull(strstr(snapshot_builder_error(c), "added twice"));
         snapshot_builder_free(c);
     }
@@ -393,9 +432,12 @@ END_TEST
 /* ---- the refresher's catalog of the index ---- */
 
 /* part_ok for snapshot_catalog_load: refuses the organization ctx names. */
-static bool all_but(void *ctx, const char *org, const char *file, uint64_t generation)
+static bool all_but(void *ctx, const char *org, const char *file, uint64_t offset, uint64_t length,
+                    uint64_t generation)
 {
     (void)file;
+    (void)offset;
+    (void)length;
     (void)generation;
     return ctx == NULL || strcmp(org, ctx) != 0;
 }
@@ -421,6 +463,8 @@ START_TEST(catalog_loads_an_index_and_fills_the_next)
     ck_assert_uint_eq(count, 2);
     ck_assert_str_eq(parts[0].org, ORG1);
     ck_assert_str_eq(parts[0].name, "org-1-7.bin");
+    ck_assert_uint_eq(parts[0].offset, 0);
+    ck_assert_uint_eq(parts[0].length, 4096);
     ck_assert_uint_eq(parts[1].generation, 3);
     ck_assert_uint_eq(c.org_count, 2);
     ck_assert_uint_eq(c.generation, 9); /* every part taken: whole at the index's */
@@ -448,7 +492,7 @@ START_TEST(catalog_loads_an_index_and_fills_the_next)
     size_t skipped = 0;
     ck_assert_int_eq(snapshot_catalog_fill(&next, b, &skipped), 0);
     ck_assert_uint_eq(skipped, 0);
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, "org-2-3.bin", 3), 0);
+    ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, "org-2-3.bin", 64, 4096, 3), 0);
     ck_assert_int_eq(snapshot_builder_append_sdk_key(b, KEY1, 1), -1); /* no such environment */
     ck_assert_int_eq(snapshot_builder_append_sdk_key(b, "not hex", 0), -1);
     char path[512], err[256];
@@ -464,6 +508,8 @@ START_TEST(catalog_loads_an_index_and_fills_the_next)
     ck_assert_str_eq(snapshot_string(&index, e2->key), "production");
     ck_assert_uint_eq(e2->generation, 3);
     ck_assert_str_eq(snapshot_string(&index, index.parts[e2->part].file), "org-2-3.bin");
+    ck_assert_uint_eq(index.parts[e2->part].offset, 64);
+    ck_assert_uint_eq(index.parts[e2->part].length, 4096);
     ck_assert_ptr_null(snapshot_env_by_sdk_digest(&index, KEY1));
     snapshot_close(&index);
     snapshot_catalog_free(&next);
@@ -499,17 +545,19 @@ START_TEST(catalog_leaves_out_a_refused_part)
 }
 END_TEST
 
-/* ---- the writer's record of part files ---- */
+/* ---- the writer's record of parts ---- */
 
+/* Parts of orgs at generations, in the packs named (one per part). */
 static struct snapshot_part_file *files(size_t n, const char *const orgs[],
-                                        const uint64_t generations[])
+                                        const uint64_t generations[], const char *const packs[])
 {
-    struct snapshot_part_file *f = calloc(n, sizeof *f);
+    struct snapshot_part_file *f = calloc(n ? n : 1, sizeof *f);
     ck_assert_ptr_nonnull(f);
     for (size_t i = 0; i < n; i++) {
         snprintf(f[i].org, sizeof f[i].org, "%s", orgs[i]);
         f[i].generation = generations[i];
-        ck_assert(snapshot_parts_name(&f[i]));
+        snprintf(f[i].name, sizeof f[i].name, "%s", packs[i]);
+        f[i].length = 4096;
     }
     return f;
 }
@@ -523,19 +571,25 @@ static void touch(const char *name)
     fclose(fp);
 }
 
+static const char *const in_pack1[] = {"pack-1.bin", "pack-1.bin"};
+
 START_TEST(part_names_and_holds)
 {
-    struct snapshot_part_file f = {.org = ORG1, .generation = 42};
-    ck_assert(snapshot_parts_name(&f));
-    ck_assert_str_eq(f.name, "org-" ORG1 "-42.bin");
-    struct snapshot_part_file bad = {.org = "../x", .generation = 1};
-    ck_assert(!snapshot_parts_name(&bad));
+    char name[SNAPSHOT_PART_NAME_MAX];
+    snapshot_packs_name(42, name);
+    ck_assert_str_eq(name, "pack-42.bin");
+    ck_assert_uint_eq(snapshot_packs_number("pack-42.bin"), 42);
+    ck_assert_uint_eq(snapshot_packs_number("pack-0.bin"), 0);
+    ck_assert_uint_eq(snapshot_packs_number("pack-042.bin"), 0);
+    ck_assert_uint_eq(snapshot_packs_number("pack-4.bin.tmp"), 0);
+    ck_assert_uint_eq(snapshot_packs_number("pack-99999999999.bin"), 0);
+    ck_assert_uint_eq(snapshot_packs_number("org-1-1.bin"), 0);
     struct snapshot_parts parts;
     snapshot_parts_init(&parts, "/nonexistent");
     ck_assert(!snapshot_parts_holds(&parts, ORG1, 42));
     const char *orgs[] = {ORG1, ORG2};
     const uint64_t gens[] = {42, 7};
-    snapshot_parts_published(&parts, files(2, orgs, gens), 2, false);
+    snapshot_parts_published(&parts, files(2, orgs, gens, in_pack1), 2, false);
     ck_assert(snapshot_parts_holds(&parts, ORG1, 42));
     ck_assert(!snapshot_parts_holds(&parts, ORG1, 43));
     ck_assert(snapshot_parts_holds(&parts, ORG2, 7));
@@ -552,7 +606,7 @@ START_TEST(a_part_is_newer_only_than_an_older_generation)
     ck_assert(!snapshot_parts_newer(&parts, ORG1, 1)); /* no part yet: anything goes */
     const char *orgs[] = {ORG1, ORG2};
     const uint64_t gens[] = {42, 7};
-    snapshot_parts_published(&parts, files(2, orgs, gens), 2, false);
+    snapshot_parts_published(&parts, files(2, orgs, gens, in_pack1), 2, false);
     ck_assert(snapshot_parts_newer(&parts, ORG1, 41));
     ck_assert(snapshot_parts_newer(&parts, ORG1, 0));
     ck_assert(!snapshot_parts_newer(&parts, ORG1, 42));
@@ -564,84 +618,102 @@ START_TEST(a_part_is_newer_only_than_an_older_generation)
 }
 END_TEST
 
-START_TEST(superseded_parts_are_deleted_one_publication_later)
+START_TEST(superseded_packs_are_deleted_one_publication_later)
 {
     make_dir();
     const char *orgs[] = {ORG1, ORG2};
-    const uint64_t first[] = {5, 6}, second[] = {7, 6}, third[] = {8, 6};
+    const uint64_t gens[] = {5, 6};
+    const char *const first[] = {"pack-2.bin", "pack-2.bin"},
+                      *const second[] = {"pack-3.bin", "pack-2.bin"},
+                      *const third[] = {"pack-3.bin", "pack-3.bin"};
     struct snapshot_parts parts;
     snapshot_parts_init(&parts, dir);
-    /* Leftovers of an earlier run: swept (doomed) by the first publication. */
+    /* Leftovers of an earlier run, and an older ensignd's part files:
+     * swept (doomed) by the first publication; the open pack is not. */
+    touch("pack-1.bin");
     touch("org-" ORG1 "-1.bin");
     touch("org-" ORG1 "-5.bin.tmp");
+    touch("snapshot.bin.tmp");
     touch("unrelated.txt");
-    touch("org-" ORG1 "-5.bin");
-    touch("org-" ORG2 "-6.bin");
-    snapshot_parts_published(&parts, files(2, orgs, first), 2, true);
-    ck_assert(exists("org-" ORG1 "-1.bin")); /* still there: doomed */
-    touch("org-" ORG1 "-7.bin");
-    snapshot_parts_published(&parts, files(2, orgs, second), 2, false);
+    touch("pack-2.bin");
+    touch("pack-9.bin");
+    snapshot_parts_keep(&parts, "pack-9.bin");
+    snapshot_parts_published(&parts, files(2, orgs, gens, first), 2, true);
+    ck_assert(exists("pack-1.bin")); /* still there: doomed */
+    touch("pack-3.bin");
+    snapshot_parts_published(&parts, files(2, orgs, gens, second), 2, false);
+    ck_assert(!exists("pack-1.bin"));
     ck_assert(!exists("org-" ORG1 "-1.bin"));
     ck_assert(!exists("org-" ORG1 "-5.bin.tmp"));
+    ck_assert(!exists("snapshot.bin.tmp"));
     ck_assert(exists("unrelated.txt"));
-    ck_assert(exists("org-" ORG1 "-5.bin")); /* superseded just now: kept for one more */
-    ck_assert(exists("org-" ORG2 "-6.bin"));
-    touch("org-" ORG1 "-8.bin");
-    snapshot_parts_published(&parts, files(2, orgs, third), 2, false);
-    ck_assert(!exists("org-" ORG1 "-5.bin"));
-    ck_assert(exists("org-" ORG1 "-7.bin"));
-    ck_assert(exists("org-" ORG1 "-8.bin"));
-    ck_assert(exists("org-" ORG2 "-6.bin"));
-    /* An organization that disappears: its part goes the same way. */
-    snapshot_parts_published(&parts, files(1, orgs, third), 1, false);
-    snapshot_parts_published(&parts, files(1, orgs, third), 1, false);
-    ck_assert(!exists("org-" ORG2 "-6.bin"));
-    ck_assert(exists("org-" ORG1 "-8.bin"));
+    ck_assert(exists("pack-9.bin")); /* the open pack */
+    ck_assert(exists("pack-2.bin")); /* still named */
+    snapshot_parts_published(&parts, files(2, orgs, gens, third), 2, false);
+    ck_assert(exists("pack-2.bin")); /* no longer named: kept for one more */
+    snapshot_parts_published(&parts, files(2, orgs, gens, third), 2, false);
+    ck_assert(!exists("pack-2.bin"));
+    ck_assert(exists("pack-3.bin"));
+    /* No organization left in it: the pack goes the same way, unless it is
+     * the one appended to. */
+    snapshot_parts_keep(&parts, "pack-3.bin");
+    snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
+    snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
+    ck_assert(exists("pack-3.bin"));
+    snapshot_parts_keep(&parts, "");
+    snapshot_parts_published(&parts, files(1, orgs, gens, third), 1, false);
+    snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
+    ck_assert(exists("pack-3.bin"));
+    snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
+    ck_assert(!exists("pack-3.bin"));
     snapshot_parts_free(&parts);
     remove_dir();
 }
 END_TEST
 
 /* A patched publication (snapshot_parts_replaced) deletes what a whole one
- * would: the replaced file one publication later, never a published one. */
+ * would: a pack no part is in any more, one publication later; never a
+ * named one. */
 START_TEST(replaced_parts_are_deleted_one_publication_later)
 {
     make_dir();
     const char *orgs[] = {ORG1, ORG2};
-    const uint64_t first[] = {5, 6}, second[] = {7, 6}, third[] = {8, 6};
+    const char *other[] = {"30000000-0000-0000-0000-000000000003"};
+    const uint64_t first[] = {5, 6}, second[] = {7}, third[] = {8}, ninth[] = {9};
+    const char *const before[] = {"pack-1.bin", "pack-2.bin"}, *const after[] = {"pack-3.bin"},
+                      *const both[] = {"pack-3.bin", "pack-3.bin"};
     struct snapshot_parts parts;
     snapshot_parts_init(&parts, dir);
-    touch("org-" ORG1 "-5.bin");
-    touch("org-" ORG2 "-6.bin");
-    snapshot_parts_published(&parts, files(2, orgs, first), 2, false);
-    touch("org-" ORG1 "-7.bin");
-    struct snapshot_part_file *changed = files(1, orgs, second);
+    touch("pack-1.bin");
+    touch("pack-2.bin");
+    touch("pack-3.bin");
+    snapshot_parts_keep(&parts, "pack-3.bin");
+    snapshot_parts_published(&parts, files(2, orgs, first, before), 2, false);
+    struct snapshot_part_file *changed = files(1, orgs, second, after);
     ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), 0);
     free(changed);
     ck_assert_uint_eq(parts.count, 2);
-    ck_assert_str_eq(snapshot_parts_find(&parts, ORG1)->name, "org-" ORG1 "-7.bin");
+    ck_assert_str_eq(snapshot_parts_find(&parts, ORG1)->name, "pack-3.bin");
+    ck_assert_uint_eq(snapshot_parts_find(&parts, ORG1)->generation, 7);
     ck_assert_uint_eq(snapshot_parts_find(&parts, ORG2)->generation, 6);
-    ck_assert(exists("org-" ORG1 "-5.bin")); /* superseded just now: kept for one more */
-    touch("org-" ORG1 "-8.bin");
-    changed = files(1, orgs, third);
+    ck_assert(exists("pack-1.bin")); /* no longer named: kept for one more */
+    changed = files(1, orgs, third, after);
     ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), 0);
     free(changed);
-    ck_assert(!exists("org-" ORG1 "-5.bin"));
-    ck_assert(exists("org-" ORG1 "-7.bin"));
-    ck_assert(exists("org-" ORG1 "-8.bin"));
-    ck_assert(exists("org-" ORG2 "-6.bin"));
+    ck_assert(!exists("pack-1.bin"));
+    ck_assert(exists("pack-2.bin")); /* still named (ORG2) */
+    ck_assert(exists("pack-3.bin"));
     /* An organization without a published part: refused, nothing changes. */
-    const char *other[] = {"30000000-0000-0000-0000-000000000003"};
-    const uint64_t ninth[] = {9};
-    changed = files(1, other, ninth);
+    changed = files(1, other, ninth, after);
     ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), -1);
     free(changed);
-    ck_assert(exists("org-" ORG1 "-7.bin")); /* still doomed, not yet deleted */
-    ck_assert_str_eq(snapshot_parts_find(&parts, ORG1)->name, "org-" ORG1 "-8.bin");
+    ck_assert_uint_eq(snapshot_parts_find(&parts, ORG1)->generation, 8);
     /* A whole publication after patched ones goes on as usual. */
-    snapshot_parts_published(&parts, files(2, orgs, third), 2, false);
-    ck_assert(!exists("org-" ORG1 "-7.bin"));
-    ck_assert(exists("org-" ORG1 "-8.bin"));
+    snapshot_parts_published(&parts, files(2, orgs, first, both), 2, false);
+    ck_assert(exists("pack-2.bin"));
+    snapshot_parts_published(&parts, files(2, orgs, first, both), 2, false);
+    ck_assert(!exists("pack-2.bin"));
+    ck_assert(exists("pack-3.bin"));
     snapshot_parts_free(&parts);
     remove_dir();
 }
@@ -665,7 +737,7 @@ Suite *suite_snapshot_parts(void)
     tcase_add_test(tc, catalog_leaves_out_a_refused_part);
     tcase_add_test(tc, part_names_and_holds);
     tcase_add_test(tc, a_part_is_newer_only_than_an_older_generation);
-    tcase_add_test(tc, superseded_parts_are_deleted_one_publication_later);
+    tcase_add_test(tc, superseded_packs_are_deleted_one_publication_later);
     tcase_add_test(tc, replaced_parts_are_deleted_one_publication_later);
     suite_add_tcase(s, tc);
     return s;
