@@ -63,11 +63,11 @@ class ManyOrganizations(harness.ServerTestCase):
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
             f" AND wait_event_type = 'Lock' AND query LIKE '%{table}%'") != "0"
 
-    def lock_granted(self, table):
+    def lock_granted(self, table, granted=True):
         return self.database.query(
             "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
             f" WHERE c.relname = '{table}' AND l.mode = 'AccessExclusiveLock'"
-            " AND l.granted") != "0"
+            f" AND l.granted = {'true' if granted else 'false'}") != "0"
 
     def assertEveryOrganizationServed(self):
         log = self.server.stderr()
@@ -112,6 +112,10 @@ class MidBuildWriteTest(ManyOrganizations):
             self.write_both()
             generations = Session(self.database.conninfo)
             generations.send("BEGIN; LOCK TABLE config_org_generation IN ACCESS EXCLUSIVE MODE;")
+            # queued behind the first build before that build may go on
+            # (psql runs the statement some time after it was sent)
+            self.assertTrue(harness.wait_for(
+                lambda: self.lock_granted("config_org_generation", granted=False), 10))
         finally:
             segments.close()  # the first batch goes on, in the snapshot taken before the write
         try:
