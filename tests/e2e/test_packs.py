@@ -133,6 +133,9 @@ class PackLifecycleTest(OfrepTestCase):
             self.fail(f"{first_pack} was not reclaimed: {self.parts()},"
                       f" {harness.pack_files(self.server.state_dir)}")
         self.assertRegex(self.server.stderr(), r"snapshot pack [0-9]+ is less than half live")
+        # the changes were patches of the kept index: a patch moves parts too
+        self.assertRegex(self.server.stderr(), r"parts \([0-9]+ bytes\) moved to the open pack\"\n"
+                         r".*published .*the index patched\)")
         now = self.parts()
         self.assertEqual(now[acme][3], before[acme][3])  # moved, not rebuilt
         self.assertEqual(self.evaluate("steady").json.get("variant"), "on")
