@@ -58,30 +58,6 @@ CREATE INDEX config_flag_generation_org_generation
 
 CREATE INDEX flags_org_key_bytes ON flags (org_id, key COLLATE "C");
 
--- What a row of a feeding table touched: its organization (NULL when its
--- flag or entity is already gone; the nil uuid for a table not known here,
--- meaning every organization), the key of its flag for flag rows, and
--- whether it touches the organization whole.
-CREATE FUNCTION ensign_config_row_scope(table_name name, r record, OUT org uuid,
-                                        OUT flag_key text, OUT whole boolean)
-    LANGUAGE plpgsql STABLE
-    AS $$
-BEGIN
-    whole := false;
-    IF table_name IN ('variants', 'flag_environments', 'rules') THEN
-        SELECT f.org_id, f.key INTO org, flag_key FROM flags f WHERE f.id = r.flag_id;
-    ELSIF table_name = 'flags' THEN
-        org := r.org_id;
-        flag_key := r.key;
-    ELSIF table_name = 'sdk_keys' THEN
-        org := r.org_id;
-    ELSE
-        org := ensign_config_row_org(table_name, r);
-        whole := true;
-    END IF;
-END
-$$;
-
 -- Stamps org with new_generation; whole also as whole_generation. A new
 -- row is always whole (nothing earlier recorded which flags moved).
 CREATE FUNCTION ensign_config_stamp_org(org uuid, new_generation bigint, whole boolean)
@@ -109,37 +85,56 @@ CREATE OR REPLACE FUNCTION ensign_bump_config_generation() RETURNS trigger
     AS $$
 DECLARE
     new_generation bigint := nullif(current_setting('ensign.config_generation', true), '')::bigint;
-    scope record;
+    r record;
     row_org uuid;
+    row_key text;      -- the key of the row's flag (rows of flags and their children)
+    old_key text;      -- a renamed flag's former key
+    whole boolean := false;
     flag_mark text;
-    old_key text;
 BEGIN
     IF TG_LEVEL = 'ROW' THEN
         IF TG_OP = 'DELETE' THEN
-            SELECT * INTO scope FROM ensign_config_row_scope(TG_TABLE_NAME, OLD);
+            r := OLD;
         ELSE
-            SELECT * INTO scope FROM ensign_config_row_scope(TG_TABLE_NAME, NEW);
-            IF TG_OP = 'UPDATE' AND TG_TABLE_NAME = 'flags' THEN  -- OLD.key exists here only
+            r := NEW;
+        END IF;
+        -- separate statements: a field is resolved only on the tables having it
+        IF TG_TABLE_NAME IN ('variants', 'flag_environments', 'rules') THEN
+            SELECT f.org_id, f.key INTO row_org, row_key FROM flags f WHERE f.id = r.flag_id;
+        ELSIF TG_TABLE_NAME = 'flags' THEN
+            row_org := r.org_id;
+            row_key := r.key;
+            IF TG_OP = 'UPDATE' THEN
                 IF OLD.key <> NEW.key THEN
                     old_key := OLD.key;  -- a renamed flag leaves its old key's chunk
                 END IF;
             END IF;
+        ELSIF TG_TABLE_NAME = 'sdk_keys' THEN
+            row_org := r.org_id;
+        ELSE
+            row_org := ensign_config_row_org(TG_TABLE_NAME, r);
+            whole := true;
         END IF;
-        row_org := scope.org;
-        IF row_org IS NULL AND new_generation IS NOT NULL THEN
-            RETURN NULL;  -- its flag or entity is gone: that row's own firing recorded it
-        END IF;
-        flag_mark := row_org::text || ' ' || coalesce(scope.flag_key, '');
-        IF new_generation IS NOT NULL AND old_key IS NULL
-           AND ((scope.flag_key IS NOT NULL
-                 AND (flag_mark = current_setting('ensign.config_last_flag', true)
-                      OR row_org::text = current_setting('ensign.config_whole_org', true)))
-                OR (scope.flag_key IS NULL AND NOT scope.whole
-                    AND row_org::text = current_setting('ensign.config_last_org', true))
-                OR (scope.whole AND row_org::text = current_setting('ensign.config_whole_org', true))
-                OR (row_org = '00000000-0000-0000-0000-000000000000'
-                    AND current_setting('ensign.config_all_orgs', true) = 'on')) THEN
-            RETURN NULL;
+        flag_mark := row_org::text || ' ' || row_key;
+        IF new_generation IS NOT NULL THEN
+            IF row_org IS NULL THEN
+                RETURN NULL;  -- its flag or entity is gone: that row's own firing recorded it
+            END IF;
+            IF row_key IS NOT NULL THEN
+                IF old_key IS NULL
+                   AND (flag_mark = current_setting('ensign.config_last_flag', true)
+                        OR row_org::text = current_setting('ensign.config_whole_org', true)) THEN
+                    RETURN NULL;
+                END IF;
+            ELSIF whole THEN
+                IF row_org::text = current_setting('ensign.config_whole_org', true)
+                   OR (row_org = '00000000-0000-0000-0000-000000000000'
+                       AND current_setting('ensign.config_all_orgs', true) = 'on') THEN
+                    RETURN NULL;
+                END IF;
+            ELSIF row_org::text = current_setting('ensign.config_last_org', true) THEN
+                RETURN NULL;
+            END IF;
         END IF;
     END IF;
     IF new_generation IS NULL THEN
@@ -163,20 +158,27 @@ BEGIN
     IF row_org IS NULL THEN
         RETURN NULL;
     END IF;
-    IF scope.whole THEN
+    IF whole THEN
         PERFORM ensign_config_stamp_org(row_org, new_generation, true);
         PERFORM set_config('ensign.config_whole_org', row_org::text, true);
     ELSIF row_org::text IS DISTINCT FROM current_setting('ensign.config_last_org', true) THEN
         PERFORM ensign_config_stamp_org(row_org, new_generation, false);
     END IF;
     PERFORM set_config('ensign.config_last_org', row_org::text, true);
-    IF scope.flag_key IS NOT NULL
+    IF row_key IS NOT NULL
        AND row_org::text IS DISTINCT FROM current_setting('ensign.config_whole_org', true) THEN
-        INSERT INTO config_flag_generation AS f (org_id, flag_key, generation)
-        SELECT row_org, k, new_generation FROM unnest(ARRAY[scope.flag_key, old_key]) AS k
-         WHERE k IS NOT NULL
-        ON CONFLICT (org_id, flag_key) DO UPDATE SET generation = EXCLUDED.generation
-            WHERE f.generation <> EXCLUDED.generation;
+        -- a plain probe first: ON CONFLICT DO UPDATE locks the row it finds
+        -- even when its WHERE then declines the update
+        IF old_key IS NOT NULL OR NOT EXISTS (
+               SELECT 1 FROM config_flag_generation
+                WHERE org_id = row_org AND flag_key = row_key
+                  AND generation = new_generation) THEN
+            INSERT INTO config_flag_generation AS f (org_id, flag_key, generation)
+            SELECT row_org, k, new_generation FROM unnest(ARRAY[row_key, old_key]) AS k
+             WHERE k IS NOT NULL
+            ON CONFLICT (org_id, flag_key) DO UPDATE SET generation = EXCLUDED.generation
+                WHERE f.generation <> EXCLUDED.generation;
+        END IF;
         PERFORM set_config('ensign.config_last_flag', flag_mark, true);
     END IF;
     RETURN NULL;
