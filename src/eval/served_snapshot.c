@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "eval/served_chunks.h"
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/usage_batch.h"
@@ -30,7 +31,8 @@
 #define INDEX_ATTEMPTS 3 /* reads of an index that names removed parts */
 
 struct served_part {
-    struct snapshot snap; /* zeroed when not mapped */
+    struct snapshot snap;        /* zeroed when not mapped */
+    struct served_chunks chunks; /* a chunked organization's: all of snap's, or none */
 };
 
 struct served_snapshot {
@@ -64,9 +66,11 @@ struct served_snapshot *served_snapshot_new(const char *state_dir, struct shm_re
 
 static void close_parts(struct served_part *parts, size_t count)
 {
-    for (size_t i = 0; parts != NULL && i < count; i++)
+    for (size_t i = 0; parts != NULL && i < count; i++) {
         if (parts[i].snap.base != NULL)
             snapshot_close(&parts[i].snap);
+        served_chunks_close(&parts[i].chunks);
+    }
     free(parts);
 }
 
@@ -120,6 +124,25 @@ static enum part_status open_part(const struct served_snapshot *view, const stru
     return PART_MAPPED;
 }
 
+/* Opens part p of fresh, with its chunks when it is a chunked
+ * organization's header (taking unchanged ones from old, may be NULL):
+ * all of them or nothing. */
+static enum part_status open_part_whole(const struct served_snapshot *view,
+                                        const struct snapshot *fresh, const struct snapshot_part *p,
+                                        struct served_part *old, struct served_part *out)
+{
+    enum part_status status = open_part(view, fresh, p, &out->snap);
+    if (status != PART_MAPPED || out->snap.counts[SNAPSHOT_SEC_CHUNKS] == 0)
+        return status;
+    struct served_chunks none = {0};
+    bool gone = false;
+    if (served_chunks_open(view->dir, &out->snap, old != NULL ? &old->chunks : &none, &out->chunks,
+                           &gone) == 0)
+        return PART_MAPPED;
+    snapshot_close(&out->snap);
+    return gone ? PART_GONE : PART_BAD;
+}
+
 /* What map_parts found. */
 struct mapped {
     bool complete; /* every part is of the generation the index names */
@@ -144,7 +167,7 @@ static struct mapped map_parts(struct served_snapshot *view, const struct snapsh
         if (old != NULL && snapshot_generation(&old->snap) == p->generation) {
             parts[i] = *old;
             memset(old, 0, sizeof *old);
-        } else if ((status = open_part(view, fresh, p, &parts[i].snap)) == PART_MAPPED) {
+        } else if ((status = open_part_whole(view, fresh, p, old, &parts[i])) == PART_MAPPED) {
             continue;
         } else {
             result.complete = false;
@@ -265,6 +288,47 @@ const struct snapshot *served_snapshot_part(struct served_snapshot *view,
         return NULL;
     *part_env = snapshot_env_by_id(part, snapshot_string(view->index, env->id), env->id.len);
     return *part_env != NULL ? part : NULL;
+}
+
+/* The served part of env (an index environment), or NULL when env's flags
+ * are in the index itself. */
+static const struct served_part *part_of(const struct served_snapshot *view,
+                                         const struct snapshot_env *env)
+{
+    return env->part == SNAPSHOT_NONE ? NULL : &view->parts[env->part];
+}
+
+/* Chunk i of a served part and env's record in it, or NULL. */
+static const struct snapshot *chunk_env(const struct served_snapshot *view,
+                                        const struct served_part *part, size_t i,
+                                        const struct snapshot_env *env,
+                                        const struct snapshot_env **part_env)
+{
+    if (i >= part->chunks.count)
+        return NULL;
+    const struct snapshot *chunk = &part->chunks.maps[i].snap;
+    *part_env = snapshot_env_by_id(chunk, snapshot_string(view->index, env->id), env->id.len);
+    return *part_env != NULL ? chunk : NULL;
+}
+
+const struct snapshot *served_snapshot_flag_part(struct served_snapshot *view,
+                                                 const struct snapshot_env *env, const char *key,
+                                                 size_t len, const struct snapshot_env **part_env)
+{
+    const struct served_part *part = part_of(view, env);
+    if (part == NULL || part->chunks.count == 0)
+        return served_snapshot_part(view, env, part_env);
+    return chunk_env(view, part, snapshot_chunk_find(&part->snap, key, len), env, part_env);
+}
+
+const struct snapshot *served_snapshot_chunk(struct served_snapshot *view,
+                                             const struct snapshot_env *env, size_t i,
+                                             const struct snapshot_env **part_env)
+{
+    const struct served_part *part = part_of(view, env);
+    if (part == NULL || part->chunks.count == 0)
+        return i == 0 ? served_snapshot_part(view, env, part_env) : NULL;
+    return chunk_env(view, part, i, env, part_env);
 }
 
 void served_snapshot_free(struct served_snapshot *view)

@@ -14,6 +14,7 @@ Suite *suite_murmur3(void);
 Suite *suite_snapshot(void);
 Suite *suite_snapshot_parts(void);
 Suite *suite_snapshot_chunks(void);
+Suite *suite_served_chunks(void);
 Suite *suite_env_evaluate(void);
 Suite *suite_eval(void);
 Suite *suite_openapi(void);
