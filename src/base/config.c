@@ -37,6 +37,7 @@ enum key_index {
     KEY_WORKERS,
     KEY_STATE_DIR,
     KEY_REFRESH_INTERVAL_MS,
+    KEY_SNAPSHOT_CHUNK_FLAGS,
     KEY_USAGE_FLUSH_INTERVAL_MS,
     KEY_RATELIMIT_EVALUATION,
     KEY_RATELIMIT_MANAGEMENT,
@@ -97,6 +98,10 @@ static const struct config_key keys[KEY_COUNT] = {
     [KEY_REFRESH_INTERVAL_MS] = {"refresh_interval_ms", CONFIG_INT, "1000", 50, 600000, true,
                                  "Longest time in milliseconds before a configuration "
                                  "change is served; LISTEN/NOTIFY usually makes it faster."},
+    [KEY_SNAPSHOT_CHUNK_FLAGS] = {"snapshot_chunk_flags", CONFIG_INT, "1000", 0, 1000000, true,
+                                  "Flags per chunk of the snapshot of an organization of more "
+                                  "than twice as many, so that a change rewrites one chunk; 0 "
+                                  "keeps every organization whole."},
     [KEY_USAGE_FLUSH_INTERVAL_MS] = {"usage_flush_interval_ms", CONFIG_INT, "5000", 100, 3600000,
                                      true,
                                      "How often, in milliseconds, evaluation counters are "
@@ -232,6 +237,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_WORKERS] = SLOT(workers, SLOT_INT),
     [KEY_STATE_DIR] = SLOT(state_dir, SLOT_STRING),
     [KEY_REFRESH_INTERVAL_MS] = SLOT(refresh_interval_ms, SLOT_INT),
+    [KEY_SNAPSHOT_CHUNK_FLAGS] = SLOT(snapshot_chunk_flags, SLOT_INT),
     [KEY_USAGE_FLUSH_INTERVAL_MS] = SLOT(usage_flush_interval_ms, SLOT_INT),
     [KEY_RATELIMIT_EVALUATION] = SLOT(ratelimit_evaluation, SLOT_INT),
     [KEY_RATELIMIT_MANAGEMENT] = SLOT(ratelimit_management, SLOT_INT),

@@ -22,6 +22,13 @@
  * is retried. Superseded part files are deleted one publication later
  * (snapshot_parts.h).
  *
+ * A chunked organization (doc/choices.md "Chunks of a large organization")
+ * is written as the chunk files read again (chunk-<org>-<generation>-<n>.bin)
+ * and its part, a header naming all its chunks; the chunks its previous
+ * header named and the new one does not are deleted one publication
+ * later, like superseded parts. At start a header counts as valid only
+ * with all its chunks.
+ *
  * It also keeps the healthz checks in shared memory (health.h), the only
  * writer of them: snapshot_write fails with each failed write of the files
  * and clears with the next publication; snapshot_stale is set from the
@@ -100,6 +107,9 @@ struct refresher {
     uint64_t older_generation;
     size_t parts_synced;   /* parts written with their fsync in it */
     size_t parts_unsynced; /* parts written without (syncfs later) */
+    struct snapshot_source_chunking chunking;
+    char (*chunks_superseded)[SNAPSHOT_PART_NAME_MAX]; /* chunk files the build replaced */
+    size_t superseded_count;
 };
 
 static uint64_t monotonic_us(void)
@@ -248,6 +258,20 @@ static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t 
         return false;
     }
     bool same = snapshot_generation(&part) == generation;
+    for (uint32_t i = 0; same && i < part.counts[SNAPSHOT_SEC_CHUNKS]; i++) {
+        const struct snapshot_chunk *c = &part.chunks[i];
+        struct snapshot chunk;
+        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, snapshot_string(&part, c->file));
+        if (snapshot_open(path, &chunk, err, sizeof err) != 0) {
+            log_warn("snapshot chunk %s on disk is not usable, its organization is built again:"
+                     " %s",
+                     snapshot_string(&part, c->file), err);
+            same = false;
+            break;
+        }
+        same = snapshot_generation(&chunk) == c->generation;
+        snapshot_close(&chunk);
+    }
     snapshot_close(&part);
     return same;
 }
@@ -319,6 +343,117 @@ static bool name_part(const struct snapshot_source_org *org, struct snapshot_par
     return true;
 }
 
+/* Opens the published header of org into *header; false when org has no
+ * published part or it cannot be opened. */
+static bool open_published(struct refresher *rf, const char *org, struct snapshot *header)
+{
+    const struct snapshot_part_file *f = snapshot_parts_find(&rf->parts, org);
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1], err[256];
+    if (f == NULL)
+        return false;
+    snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f->name);
+    return snapshot_open(path, header, err, sizeof err) == 0;
+}
+
+/* The chunks the published header of org names (snapshot_source_held_chunks_fn). */
+static int held_chunks(void *ctx, const char *org, struct snapshot_source_chunks *out)
+{
+    struct refresher *rf = ctx;
+    struct snapshot header;
+    memset(out, 0, sizeof *out);
+    if (!open_published(rf, org, &header))
+        return 0; /* nothing held: read whole */
+    uint32_t n = header.counts[SNAPSHOT_SEC_CHUNKS];
+    int rc = 0;
+    out->items = n > 0 ? calloc(n, sizeof *out->items) : NULL;
+    for (uint32_t i = 0; i < n && (rc = out->items != NULL ? 0 : -1) == 0; i++) {
+        const struct snapshot_chunk *c = &header.chunks[i];
+        struct snapshot_source_chunk *item = &out->items[out->count];
+        if (c->file.len >= sizeof item->file ||
+            (item->first_key = strdup(snapshot_string(&header, c->first_key))) == NULL) {
+            rc = c->file.len >= sizeof item->file ? 0 : -1;
+            snapshot_source_chunks_free(out); /* an odd name: read whole */
+            break;
+        }
+        snprintf(item->file, sizeof item->file, "%s", snapshot_string(&header, c->file));
+        item->generation = c->generation;
+        out->count++;
+    }
+    snapshot_close(&header);
+    return rc;
+}
+
+/* Records file as superseded (deleted after the publication but one). */
+static void supersede_chunk(struct refresher *rf, const char *file)
+{
+    void *grown =
+        realloc(rf->chunks_superseded, (rf->superseded_count + 1) * sizeof *rf->chunks_superseded);
+    if (grown == NULL)
+        return; /* the file stays behind */
+    rf->chunks_superseded = grown;
+    snprintf(rf->chunks_superseded[rf->superseded_count++], SNAPSHOT_PART_NAME_MAX, "%s", file);
+}
+
+/* The chunk files of the published header of org that org's new chunks
+ * no longer name are superseded. */
+static void supersede_chunks(struct refresher *rf, const struct snapshot_source_org *org)
+{
+    struct snapshot header;
+    if (!open_published(rf, org->id, &header))
+        return;
+    for (uint32_t i = 0; i < header.counts[SNAPSHOT_SEC_CHUNKS]; i++) {
+        const char *file = snapshot_string(&header, header.chunks[i].file);
+        bool kept = false;
+        for (size_t c = 0; !kept && c < org->chunks.count; c++)
+            kept = org->chunks.items[c].builder == NULL &&
+                   strcmp(org->chunks.items[c].file, file) == 0;
+        if (!kept)
+            supersede_chunk(rf, file);
+    }
+    snapshot_close(&header);
+}
+
+/* Writes a part or chunk builder to path: with an fsync for the first few
+ * of a build, without for the rest (one syncfs before the index). */
+static int write_builder(struct refresher *rf, struct snapshot_builder *b, const char *path,
+                         char *err, size_t errlen)
+{
+    if (rf->parts_synced < PARTS_SYNCED_EACH) { /* a change: a part or a few */
+        rf->parts_synced++;
+        return snapshot_builder_write_part(b, path, err, errlen);
+    }
+    rf->parts_unsynced++; /* many (a first build): one syncfs before the index */
+    return snapshot_builder_write_part_unsynced(b, path, err, errlen);
+}
+
+/* Writes the chunks of org read again, as chunk-<org>-<generation>-<n>.bin,
+ * and names every chunk in its header (org->builder). */
+static int write_chunks(struct refresher *rf, const struct snapshot_source_org *org, char *err,
+                        size_t errlen)
+{
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
+    supersede_chunks(rf, org);
+    for (size_t c = 0; c < org->chunks.count; c++) {
+        const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
+        char name[SNAPSHOT_PART_NAME_MAX];
+        uint64_t generation = chunk->generation;
+        if (chunk->builder != NULL) {
+            generation = org->generation;
+            snprintf(name, sizeof name, "chunk-%s-%" PRIu64 "-%zu.bin", org->id, generation, c);
+            snprintf(path, sizeof path, "%s/%s", rf->parts.dir, name);
+            if (write_builder(rf, chunk->builder, path, err, errlen) != 0)
+                return -1;
+        } else {
+            snprintf(name, sizeof name, "%s", chunk->file);
+        }
+        if (snapshot_builder_add_chunk(org->builder, chunk->first_key, name, generation) != 0) {
+            snprintf(err, errlen, "%s", snapshot_builder_error(org->builder));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Writes the part of org as the read builds it (snapshot_source_part_fn). */
 static int part_built(void *ctx, const struct snapshot_source_org *org, char *err, size_t errlen)
 {
@@ -333,15 +468,10 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
         snprintf(err, errlen, "the replica is older for organization %s", org->id);
         return -1;
     }
-    if (name_part(org, &f, err, errlen)) {
+    if (name_part(org, &f, err, errlen) &&
+        (org->chunks.count == 0 || write_chunks(rf, org, err, errlen) == 0)) {
         snprintf(path, sizeof path, "%s/%s", rf->parts.dir, f.name);
-        if (rf->parts_synced < PARTS_SYNCED_EACH) { /* a change: a part or a few */
-            rc = snapshot_builder_write_part(org->builder, path, err, errlen);
-            rf->parts_synced++;
-        } else { /* many (a first build): one syncfs before the index */
-            rc = snapshot_builder_write_part_unsynced(org->builder, path, err, errlen);
-            rf->parts_unsynced++;
-        }
+        rc = write_builder(rf, org->builder, path, err, errlen);
     }
     if (rc != 0)
         rf->part_write_failed = true;
@@ -418,7 +548,8 @@ static void write_failed(struct refresher *rf, const char *err)
     snprintf(why, sizeof why, "cannot write the snapshot: %s", err);
     health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
     health_pending(rf, rf->pending, why);
-    rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
+    rf->superseded_count = 0; /* those files stay named by what is published */
+    rf->built_once = false;   /* the files may be gone (state_dir removed): write all again */
     rf->have_catalog = false;
     rf->swept = false;
     snapshot_catalog_free(&rf->catalog);
@@ -433,8 +564,11 @@ static void build(struct refresher *rf)
     uint64_t started_us = monotonic_us();
     rf->part_write_failed = rf->read_older = false;
     rf->parts_synced = rf->parts_unsynced = 0;
+    rf->superseded_count = 0;
+    rf->chunking = (struct snapshot_source_chunking){
+        .size = (size_t)rf->cfg->snapshot_chunk_flags, .held = held_chunks, .ctx = rf};
     if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, part_built, rf,
-                             &res, err, sizeof err) != 0) {
+                             &rf->chunking, &res, err, sizeof err) != 0) {
         if (rf->part_write_failed) {
             write_failed(rf, err);
             return;
@@ -491,6 +625,9 @@ static void build(struct refresher *rf)
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
     snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
+    for (size_t i = 0; i < rf->superseded_count; i++)
+        snapshot_parts_doom(&rf->parts, rf->chunks_superseded[i]);
+    rf->superseded_count = 0;
     rf->swept = true;
     rf->built_once = true;
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
@@ -575,5 +712,6 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
         PQfinish(rf.loop.conn);
     snapshot_parts_free(&rf.parts);
     snapshot_catalog_free(&rf.catalog);
+    free(rf.chunks_superseded);
     return EXIT_SUCCESS;
 }

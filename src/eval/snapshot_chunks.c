@@ -44,12 +44,9 @@ static bool reserve(struct snapshot_chunk_bounds *b, size_t need)
     return true;
 }
 
-/* How many chunks count flags make at this size (at least one): a
- * remainder smaller than size joins the chunk before it. Piece p starts
- * at key p * size. */
-static size_t pieces_of(size_t count, size_t size)
+size_t snapshot_chunks_pieces(size_t count, size_t size)
 {
-    size_t n = count / size;
+    size_t n = size > 0 ? count / size : 1;
     return n > 0 ? n : 1;
 }
 
@@ -57,7 +54,7 @@ int snapshot_chunks_plan(struct snapshot_chunk_bounds *b, const char *const *key
                          size_t size)
 {
     snapshot_chunk_bounds_free(b);
-    size_t n = snapshot_chunks_wanted(count, size) ? pieces_of(count, size) : 1;
+    size_t n = snapshot_chunks_wanted(count, size) ? snapshot_chunks_pieces(count, size) : 1;
     if (!reserve(b, n))
         return -1;
     for (size_t p = 0; p < n; p++) {
@@ -151,7 +148,7 @@ int snapshot_chunks_replan(struct snapshot_chunk_bounds *b, size_t i, const char
     }
     if (size < SNAPSHOT_CHUNKS_MIN_SIZE || count <= 2 * size)
         return 0;
-    size_t n = pieces_of(count, size);
+    size_t n = snapshot_chunks_pieces(count, size);
     if (split_chunk(b, i, keys, n, size) != 0)
         return -1;
     *pieces = n;

@@ -43,6 +43,11 @@ struct snapshot_chunk_bounds {
 void snapshot_chunk_bounds_init(struct snapshot_chunk_bounds *b);
 void snapshot_chunk_bounds_free(struct snapshot_chunk_bounds *b);
 
+/* How many chunks count flags (count > 0) make at this size (>= 1): a
+ * remainder smaller than size joins the last; piece p starts at key
+ * p * size. */
+size_t snapshot_chunks_pieces(size_t count, size_t size);
+
 /* Whether an organization of flag_count flags is chunked at this size. */
 bool snapshot_chunks_wanted(size_t flag_count, size_t size);
 

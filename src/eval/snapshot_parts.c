@@ -92,6 +92,11 @@ static void doom(struct snapshot_parts *parts, const char *name)
     snprintf(parts->doomed[parts->doomed_count++], SNAPSHOT_PART_NAME_MAX, "%s", name);
 }
 
+void snapshot_parts_doom(struct snapshot_parts *parts, const char *name)
+{
+    doom(parts, name);
+}
+
 static void delete_doomed(struct snapshot_parts *parts, const struct snapshot_part_file *fresh,
                           size_t count)
 {

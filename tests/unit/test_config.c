@@ -171,6 +171,7 @@ START_TEST(test_table_order_and_flags)
         {"workers", "auto", true},
         {"state_dir", LOCALSTATEDIR "/lib/ensign", false},
         {"refresh_interval_ms", "1000", true},
+        {"snapshot_chunk_flags", "1000", true},
         {"usage_flush_interval_ms", "5000", true},
         {"ratelimit_evaluation", "0", true},
         {"ratelimit_management", "600", true},
@@ -228,6 +229,7 @@ START_TEST(test_table_bounds)
     } expected[] = {
         {"workers", 1, 64},
         {"refresh_interval_ms", 50, 600000},
+        {"snapshot_chunk_flags", 0, 1000000},
         {"usage_flush_interval_ms", 100, 3600000},
         {"ratelimit_evaluation", 0, 100000000},
         {"ratelimit_management", 0, 100000000},
@@ -466,6 +468,7 @@ static const char *const changed_values[] = {
     "workers = 3",
     "state_dir = /srv/ensign",
     "refresh_interval_ms = 50",
+    "snapshot_chunk_flags = 7",
     "usage_flush_interval_ms = 100",
     "ratelimit_evaluation = 5",
     "ratelimit_management = 6",
