@@ -394,8 +394,20 @@ static void supersede_chunk(struct refresher *rf, const char *file)
     snprintf(rf->chunks_superseded[rf->superseded_count++], SNAPSHOT_PART_NAME_MAX, "%s", file);
 }
 
+/* The file name of chunk c of org: kept, its file; read again,
+ * chunk-<org>-<generation>-<c>.bin. */
+static void chunk_name(const struct snapshot_source_org *org, size_t c, char *name, size_t len)
+{
+    const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
+    if (chunk->builder == NULL)
+        snprintf(name, len, "%s", chunk->file);
+    else
+        snprintf(name, len, "chunk-%s-%" PRIu64 "-%zu.bin", org->id, org->generation, c);
+}
+
 /* The chunk files of the published header of org that org's new chunks
- * no longer name are superseded. */
+ * do not name are superseded (a chunk read again at the generation it was
+ * written at, after a failed write, keeps its name and is not). */
 static void supersede_chunks(struct refresher *rf, const struct snapshot_source_org *org)
 {
     struct snapshot header;
@@ -403,11 +415,13 @@ static void supersede_chunks(struct refresher *rf, const struct snapshot_source_
         return;
     for (uint32_t i = 0; i < header.counts[SNAPSHOT_SEC_CHUNKS]; i++) {
         const char *file = snapshot_string(&header, header.chunks[i].file);
-        bool kept = false;
-        for (size_t c = 0; !kept && c < org->chunks.count; c++)
-            kept = org->chunks.items[c].builder == NULL &&
-                   strcmp(org->chunks.items[c].file, file) == 0;
-        if (!kept)
+        bool named = false;
+        for (size_t c = 0; !named && c < org->chunks.count; c++) {
+            char name[SNAPSHOT_PART_NAME_MAX];
+            chunk_name(org, c, name, sizeof name);
+            named = strcmp(name, file) == 0;
+        }
+        if (!named)
             supersede_chunk(rf, file);
     }
     snapshot_close(&header);
@@ -436,15 +450,12 @@ static int write_chunks(struct refresher *rf, const struct snapshot_source_org *
     for (size_t c = 0; c < org->chunks.count; c++) {
         const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
         char name[SNAPSHOT_PART_NAME_MAX];
-        uint64_t generation = chunk->generation;
+        uint64_t generation = chunk->builder != NULL ? org->generation : chunk->generation;
+        chunk_name(org, c, name, sizeof name);
         if (chunk->builder != NULL) {
-            generation = org->generation;
-            snprintf(name, sizeof name, "chunk-%s-%" PRIu64 "-%zu.bin", org->id, generation, c);
             snprintf(path, sizeof path, "%s/%s", rf->parts.dir, name);
             if (write_builder(rf, chunk->builder, path, err, errlen) != 0)
                 return -1;
-        } else {
-            snprintf(name, sizeof name, "%s", chunk->file);
         }
         if (snapshot_builder_add_chunk(org->builder, chunk->first_key, name, generation) != 0) {
             snprintf(err, errlen, "%s", snapshot_builder_error(org->builder));

@@ -1227,6 +1227,18 @@ static int read_chunked(struct source *s, size_t i)
     return rc;
 }
 
+/* Whether the caller publishes org in chunks. */
+static bool held_in_chunks(struct source *s, const char *org)
+{
+    struct snapshot_source_chunks held = {0};
+    if (s->chunking == NULL || s->chunking->held == NULL ||
+        s->chunking->held(s->chunking->ctx, org, &held) != 0)
+        return false; /* out of memory: counted, and read in chunks if large */
+    bool chunked = held.count > 0;
+    snapshot_source_chunks_free(&held);
+    return chunked;
+}
+
 /* Reads and hands over each organization of chunked (count of them,
  * indexes of out->orgs), freeing its builders. */
 static int read_chunked_orgs(struct source *s, const size_t *chunked, size_t count)
@@ -1256,12 +1268,22 @@ static int read_chunked_orgs(struct source *s, const size_t *chunked, size_t cou
  */
 static int read_in_batches(struct source *s)
 {
-    size_t n = s->out->org_count, count = 0;
+    size_t n = s->out->org_count, count = 0, chunked_count = 0;
     const char **ids = malloc((n ? n : 1) * sizeof *ids);
-    if (ids == NULL) {
+    size_t *chunked = malloc((n ? n : 1) * sizeof *chunked);
+    if (ids == NULL || chunked == NULL) {
+        free(ids);
+        free(chunked);
         fail(s, "the configuration", "out of memory");
         return -1;
     }
+    /* an organization held in chunks is read in chunks without counting
+     * its flags (a count grows with the organization, not the change) */
+    for (size_t i = 0; i < n; i++)
+        if (s->out->orgs[i].read && held_in_chunks(s, s->out->orgs[i].id)) {
+            s->out->orgs[i].read = false;
+            chunked[chunked_count++] = i;
+        }
     for (size_t i = 0; i < n; i++)
         if (s->out->orgs[i].read)
             ids[count++] = s->out->orgs[i].id;
@@ -1271,11 +1293,6 @@ static int read_in_batches(struct source *s)
     int rc = counts != NULL && rowindex_build(&by_org, counts, 0) == 0 ? 0 : -1;
     if (rc != 0 && s->err[0] == '\0')
         fail(s, "flag counts", "out of memory");
-    size_t *chunked = malloc((n ? n : 1) * sizeof *chunked), chunked_count = 0;
-    if (chunked == NULL && rc == 0) {
-        fail(s, "the configuration", "out of memory");
-        rc = -1;
-    }
     for (size_t i = 0; rc == 0 && s->chunking != NULL && i < n; i++) {
         int row = s->out->orgs[i].read ? rowindex_first(&by_org, s->out->orgs[i].id) : -1;
         size_t flags = row >= 0 ? (size_t)atoll(PQgetvalue(counts, row, 1)) : 0;
