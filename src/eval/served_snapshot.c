@@ -5,7 +5,9 @@
  * Invariants: view->index is either NULL or a validated mapping; parts[i]
  * belongs to the index's part i and is either empty (base NULL) or a
  * validated mapping of that organization (the generation the index names,
- * or an older one kept because the new file was bad). Mappings are replaced
+ * or an older one kept because the new file was bad); a chunked
+ * organization's part is its header with every chunk it names mapped
+ * (served_chunks.h), or none of them. Mappings are replaced
  * only after the new ones opened, and the usage batch is flushed before any
  * mapping it may name is closed or moved.
  */
