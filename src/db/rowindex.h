@@ -14,12 +14,17 @@
 
 #include <libpq-fe.h>
 
+struct rowindex_slot {
+    int row;      /* the first row of a value, -1 empty */
+    unsigned tag; /* the upper half of that value's hash */
+};
+
 struct rowindex {
     const PGresult *res;
     int column;
-    int *heads;     /* nslots entries: the first row of a value, -1 empty */
-    unsigned *tags; /* nslots entries: the upper half of that value's hash */
-    int *next;      /* per row: the next row with the same value, -1 last */
+    struct rowindex_slot *slots; /* nslots entries */
+    const char **values;         /* per row: its value in column */
+    int *next;                   /* per row: the next row with the same value, -1 last */
     size_t nslots;
 };
 

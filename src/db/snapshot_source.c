@@ -20,10 +20,13 @@
  * and many organizations are read (every one on a first build, or more
  * than 64), their other rows are read a batch of organizations at a time
  * (`org_id = ANY($1)` per batch, sized by a count of their flags), each
- * batch's parts handed over and its builders freed before the next: memory
- * holds one batch. Otherwise they follow in the same pipeline. The
- * last and largest, the flag configurations, is read in single-row mode:
- * the builders work on each row while the server sends the next. Rows reach
+ * batch read whole on a thread (batch_read.h) while the one before it is
+ * built, in the same transaction, and each batch's parts handed over and
+ * its builders freed before the next is built: memory holds the rows of two
+ * batches and the builders of one. Otherwise they follow in the same
+ * pipeline; the last and largest, the flag configurations, is then read in
+ * single-row mode: the builders work on each row while the server sends
+ * the next. Rows reach
  * each organization's builder in the order it requires (snapshot_build.h):
  * environments, entity attributes, segments, then each flag configuration
  * followed by its rules in evaluation order. A row a builder refuses is
@@ -54,8 +57,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "db/dbsync.h"
 #include "base/log.h"
+#include "db/batch_read.h"
+#include "db/dbsync.h"
 #include "db/rowindex.h"
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
@@ -189,7 +193,14 @@ struct source {
     int *rows; /* one flag's variant or rule rows, in order */
     struct snapshot_variant_input *scratch;
     size_t scratch_cap;
+    struct batch_read *batch; /* a batch read whole: its results, not the connection's */
+    char variants_flag[64];   /* the flag whose variants s->scratch holds, */
+    long variants_count;      /* their count, or -1: none */
 };
+
+/* In a batch read, the results of Q_ATTRIBUTES..Q_FLAGS, then the batch's
+ * flag rows (batch_flag_rows_sql) at this index. */
+#define BATCH_FLAG_ROWS (Q_COUNT - Q_ATTRIBUTES)
 
 static const char *value(const PGresult *res, int row, int col)
 {
@@ -290,6 +301,11 @@ static int send_queries(struct source *s, enum query first, enum query last, con
  * s->err set. */
 static PGresult *next_result(struct source *s, enum query q)
 {
+    if (s->batch != NULL && q >= Q_ATTRIBUTES) { /* read whole by batch_read, in order */
+        PGresult *held = s->batch->results[q - Q_ATTRIBUTES];
+        s->batch->results[q - Q_ATTRIBUTES] = NULL;
+        return held;
+    }
     PGresult *res = PQgetResult(s->conn);
     ExecStatusType status = PQresultStatus(res);
     if (res != NULL && (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)) {
@@ -705,13 +721,22 @@ static long collect_rows(struct source *s, const struct rowindex *index, const c
     return (long)n;
 }
 
+/* The variants of flag_id in s->scratch, their count returned (-1: out of
+ * memory). Those of the flag before are still there when it is the same
+ * one (a batch's configurations come flag by flag): the rules' collection
+ * in between writes s->rows only. */
 static long variants_of(struct source *s, const char *flag_id)
 {
+    if (s->variants_count >= 0 && strcmp(s->variants_flag, flag_id) == 0)
+        return s->variants_count;
     long n = collect_rows(s, &s->variants_by_flag, flag_id, 0, NULL, compare_variant_rows);
     for (long i = 0; i < n; i++) {
         s->scratch[i].key = PQgetvalue(s->variants, s->rows[i], V_KEY);
         s->scratch[i].value_json = PQgetvalue(s->variants, s->rows[i], V_VALUE);
     }
+    s->variants_count = strlen(flag_id) < sizeof s->variants_flag ? n : -1;
+    if (s->variants_count >= 0)
+        memcpy(s->variants_flag, flag_id, strlen(flag_id) + 1);
     return n;
 }
 
@@ -750,14 +775,13 @@ static struct snapshot_builder *chunk_builder(const struct chunk_target *t, cons
     return c->count > 0 ? c->items[lo].builder : NULL;
 }
 
-static int add_flag(struct source *s, const PGresult *res, int row,
-                    struct snapshot_builder **refused)
+static int add_flag(struct source *s, const PGresult *res, int row, const char *key,
+                    const char *type, struct snapshot_builder **refused)
 {
     const char *flag_id = value(res, row, F_ID), *env_id = value(res, row, F_ENV);
-    const char *flag_key = value(res, row, F_KEY);
-    struct snapshot_builder *b =
-        s->target != NULL ? (flag_key != NULL ? chunk_builder(s->target, flag_key) : NULL)
-                          : env_builder(s, env_id);
+    struct snapshot_builder *b = s->target != NULL
+                                     ? (key != NULL ? chunk_builder(s->target, key) : NULL)
+                                     : env_builder(s, env_id);
     *refused = NULL;
     if (b == NULL)
         return 0;
@@ -768,8 +792,8 @@ static int add_flag(struct source *s, const PGresult *res, int row,
     struct snapshot_flag_input flag = {
         .env_id = env_id,
         .flag_id = flag_id,
-        .flag_key = value(res, row, F_KEY),
-        .type = value(res, row, F_TYPE),
+        .flag_key = key,
+        .type = type,
         .enabled = enabled != NULL && enabled[0] == 't',
         .off_variant_key = value(res, row, F_OFF),
         .default_serve_json = value(res, row, F_DEFAULT),
@@ -796,12 +820,43 @@ static int hold_indexed(struct source *s, enum query q, PGresult **res, struct r
     return 0;
 }
 
+/* The flag configurations of a batch read whole, flag by flag in the
+ * order of the batch's flag rows (batch_flag_rows_sql), each with its
+ * flag's key and type from them. That order, not the configurations', is
+ * the one the variants and rules come in, and the builders take the rows
+ * about twice as fast in it (their lookups walk memory in order). */
+static int add_batch_flags(struct source *s)
+{
+    PGresult *res = next_result(s, Q_FLAGS), *flags = s->batch->results[BATCH_FLAG_ROWS];
+    struct rowindex by_flag;
+    if (rowindex_build(&by_flag, res, F_ID) != 0) {
+        fail(s, "flags", "out of memory");
+        PQclear(res);
+        return -1;
+    }
+    int count = PQntuples(flags);
+    for (int flag = 0; flag < count; flag++)
+        for (int row = rowindex_first(&by_flag, PQgetvalue(flags, flag, 0)); row >= 0;
+             row = rowindex_next(&by_flag, row)) {
+            struct snapshot_builder *refused;
+            if (add_flag(s, res, row, PQgetvalue(flags, flag, 1), PQgetvalue(flags, flag, 2),
+                         &refused) != 0)
+                note_skipped(s, refused, "flags");
+        }
+    rowindex_free(&by_flag);
+    PQclear(res);
+    return 0;
+}
+
 /* The flag configurations come one row at a time (single-row mode), so the
- * builder works while PostgreSQL is still sending them. */
+ * builder works while PostgreSQL is still sending them; those of a batch
+ * were read whole (batch_read.h). */
 static int stream_flags(struct source *s)
 {
     long long started = now_ms();
     int rows = 0;
+    if (s->batch != NULL)
+        return add_batch_flags(s);
     if (PQsetSingleRowMode(s->conn) != 1) { /* for the query whose results come next */
         fail(s, "flags", "cannot switch to single-row mode");
         return -1;
@@ -811,7 +866,7 @@ static int stream_flags(struct source *s)
         ExecStatusType status = PQresultStatus(res);
         if (res != NULL && status == PGRES_SINGLE_TUPLE) {
             struct snapshot_builder *refused;
-            if (add_flag(s, res, 0, &refused) != 0)
+            if (add_flag(s, res, 0, value(res, 0, F_KEY), value(res, 0, F_TYPE), &refused) != 0)
                 note_skipped(s, refused, "flags");
             rows++;
             PQclear(res);
@@ -836,6 +891,7 @@ static int stream_flags(struct source *s)
 static int read_flags(struct source *s)
 {
     int rc = -1;
+    s->variants_count = -1; /* none in s->scratch yet */
     if (hold_indexed(s, Q_VARIANTS, &s->variants, &s->variants_by_flag) == 0 &&
         hold_indexed(s, Q_RULES, &s->rules, &s->rules_by_flag) == 0)
         rc = stream_flags(s);
@@ -886,20 +942,6 @@ int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *
     }
     int rc = parse_generation(res, out, err, errlen);
     PQclear(res);
-    return rc;
-}
-
-/* The environments and SDK keys of the organizations read again (all of
- * them without a catalog), then, if any has environments, their rows. */
-/* Attributes, segments and flags of the organizations in orgs (an array
- * literal; NULL: every one), in one pipeline. */
-static int read_org_rows(struct source *s, const char *orgs)
-{
-    if (send_queries(s, Q_ATTRIBUTES, Q_COUNT, orgs) != 0 ||
-        run_step(s, Q_ATTRIBUTES, add_attribute) != 0 || run_step(s, Q_SEGMENTS, add_segment) != 0)
-        return -1;
-    int rc = read_flags(s);
-    finish_pipeline(s->conn);
     return rc;
 }
 
@@ -1259,83 +1301,181 @@ static int read_chunked_orgs(struct source *s, const size_t *chunked, size_t cou
     return 0;
 }
 
+/* One batch: organizations [first, last) of out->orgs, those read again
+ * named in ids (an array literal). */
+struct batch_plan {
+    size_t first, last, orgs;
+    long long flags;
+    char *ids;
+};
+
+static void free_plan(struct batch_plan *plan, size_t count)
+{
+    for (size_t i = 0; plan != NULL && i < count; i++)
+        free(plan[i].ids);
+    free(plan);
+}
+
 /*
- * Reads the organizations with a builder a batch at a time (at most
+ * Cuts the organizations with a builder into batches of at most
  * SNAPSHOT_SOURCE_BATCH_FLAGS flags or SNAPSHOT_SOURCE_BATCH_ORGS
- * organizations, or one organization larger than that), handing each
- * batch's parts to part_done before the next is read: the rows and
- * builders held at once are one batch's.
+ * organizations (or one organization larger than that), their flags
+ * counted first. The batches in *plan (the caller frees it with
+ * free_plan), their number in *count; 0 or -1.
+ */
+static int plan_batches(struct source *s, const char **ids, size_t *chunked, size_t *chunked_count,
+                        struct batch_plan **plan, size_t *count)
+{
+    size_t n = s->out->org_count, reading = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->out->orgs[i].read)
+            ids[reading++] = s->out->orgs[i].id;
+    char *all = id_array(ids, reading);
+    PGresult *counts = all != NULL ? flag_counts(s, all) : NULL;
+    struct rowindex by_org = {0};
+    *count = 0;
+    *plan = calloc(reading + 1, sizeof **plan);
+    int rc = counts != NULL && *plan != NULL && rowindex_build(&by_org, counts, 0) == 0 ? 0 : -1;
+    for (size_t i = 0; rc == 0 && s->chunking != NULL && i < n; i++) {
+        int row = s->out->orgs[i].read ? rowindex_first(&by_org, s->out->orgs[i].id) : -1;
+        size_t flags = row >= 0 ? (size_t)atoll(PQgetvalue(counts, row, 1)) : 0;
+        if (row >= 0 && snapshot_chunks_wanted(flags, s->chunking->size)) {
+            s->out->orgs[i].read = false; /* not in the batches: read in chunks */
+            chunked[(*chunked_count)++] = i;
+        }
+    }
+    for (size_t first = 0; rc == 0 && first < n;) {
+        struct batch_plan *b = &(*plan)[*count];
+        size_t last = first;
+        b->first = first;
+        for (; last < n && (b->orgs == 0 || (b->flags < SNAPSHOT_SOURCE_BATCH_FLAGS &&
+                                             b->orgs < SNAPSHOT_SOURCE_BATCH_ORGS));
+             last++) {
+            if (!s->out->orgs[last].read)
+                continue;
+            int row = rowindex_first(&by_org, s->out->orgs[last].id);
+            b->flags += row >= 0 ? atoll(PQgetvalue(counts, row, 1)) : 0;
+            ids[b->orgs++] = s->out->orgs[last].id;
+        }
+        b->last = first = last;
+        if (b->orgs > 0 && (b->ids = id_array(ids, b->orgs)) == NULL)
+            rc = -1;
+        if (b->orgs > 0)
+            (*count)++;
+    }
+    if (rc != 0 && s->err[0] == '\0')
+        fail(s, "the configuration", "out of memory");
+    rowindex_free(&by_org);
+    PQclear(counts);
+    free(all);
+    return rc;
+}
+
+/*
+ * A batch's flag configurations by environment, without their flags' key
+ * and type (the same columns as the flags query's, those two NULL), and its
+ * flags' rows apart: a batch names hundreds of organizations and tens of
+ * thousands of flags, and finding the configurations through
+ * flag_environments_environment_idx takes a descent of the index per
+ * environment (three per organization) where the `some` form's `flag_id =
+ * ANY` takes one per flag, and the join that repeats each flag's key and
+ * type on its three rows cost PostgreSQL more than the rows it adds to.
+ * The client joins the two (add_batch_flags): the server's time is less
+ * than half (doc/choices.md "The first build's read"). A configuration
+ * joins a flag and an environment of one organization: the same rows.
+ */
+static const char batch_configurations_sql[] =
+    "SELECT fe.environment_id, fe.flag_id, NULL, NULL, fe.enabled,"
+    " fe.off_variant_key, fe.default_serve::text FROM flag_environments fe"
+    " WHERE fe.environment_id = ANY (ARRAY(SELECT id FROM environments"
+    " WHERE org_id = ANY($1::uuid[])))";
+static const char batch_flag_rows_sql[] =
+    "SELECT id, key, type FROM flags WHERE org_id = ANY($1::uuid[])";
+
+/* Starts reading the rows of one batch on s->conn, on a thread. */
+static void start_batch(struct source *s, struct batch_read *r, const struct batch_plan *b)
+{
+    memset(r, 0, sizeof *r);
+    r->conn = s->conn;
+    for (enum query q = Q_ATTRIBUTES; q < Q_COUNT; q++)
+        r->sql[r->count++] = q == Q_FLAGS ? batch_configurations_sql : queries[q].some;
+    r->sql[r->count++] = batch_flag_rows_sql; /* at BATCH_FLAG_ROWS */
+    r->arg = b->ids;
+    batch_read_start(r);
+}
+
+/* Builds the parts of a batch read whole (r) and hands them to part_done. */
+static int build_batch(struct source *s, struct batch_read *r, const struct batch_plan *b)
+{
+    if (open_builders(s, b->first, b->last) != 0) {
+        batch_read_clear(r);
+        return -1;
+    }
+    s->batch = r;
+    int rc = run_step(s, Q_ATTRIBUTES, add_attribute) == 0 &&
+                     run_step(s, Q_SEGMENTS, add_segment) == 0 && read_flags(s) == 0
+                 ? 0
+                 : -1;
+    s->batch = NULL;
+    batch_read_clear(r);
+    return rc == 0 ? hand_over(s, b->first, b->last) : -1;
+}
+
+/*
+ * Reads the organizations with a builder a batch at a time, handing each
+ * batch's parts to part_done before the next is built. Each batch is read
+ * whole on a thread (batch_read.h) while the one before it is built: the
+ * server computes the next batch while the client builds this one. The
+ * rows held at once are two batches' (one built, one read), and the
+ * builders one batch's.
  */
 static int read_in_batches(struct source *s)
 {
     size_t n = s->out->org_count, count = 0, chunked_count = 0;
     const char **ids = malloc((n ? n : 1) * sizeof *ids);
     size_t *chunked = malloc((n ? n : 1) * sizeof *chunked);
-    if (ids == NULL || chunked == NULL) {
-        free(ids);
-        free(chunked);
+    struct batch_plan *plan = NULL;
+    struct batch_read reads[2];
+    int rc = ids != NULL && chunked != NULL ? 0 : -1;
+    if (rc != 0)
         fail(s, "the configuration", "out of memory");
-        return -1;
-    }
     /* an organization held in chunks is read in chunks without counting
      * its flags (a count grows with the organization, not the change) */
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; rc == 0 && i < n; i++)
         if (s->out->orgs[i].read && held_in_chunks(s, s->out->orgs[i].id)) {
             s->out->orgs[i].read = false;
             chunked[chunked_count++] = i;
         }
-    for (size_t i = 0; i < n; i++)
-        if (s->out->orgs[i].read)
-            ids[count++] = s->out->orgs[i].id;
-    char *all = id_array(ids, count);
-    PGresult *counts = all != NULL ? flag_counts(s, all) : NULL;
-    struct rowindex by_org = {0};
-    int rc = counts != NULL && rowindex_build(&by_org, counts, 0) == 0 ? 0 : -1;
-    if (rc != 0 && s->err[0] == '\0')
-        fail(s, "flag counts", "out of memory");
-    for (size_t i = 0; rc == 0 && s->chunking != NULL && i < n; i++) {
-        int row = s->out->orgs[i].read ? rowindex_first(&by_org, s->out->orgs[i].id) : -1;
-        size_t flags = row >= 0 ? (size_t)atoll(PQgetvalue(counts, row, 1)) : 0;
-        if (row >= 0 && snapshot_chunks_wanted(flags, s->chunking->size)) {
-            s->out->orgs[i].read = false; /* not in the batches: read in chunks */
-            chunked[chunked_count++] = i;
-        }
-    }
-    for (size_t first = 0; rc == 0 && first < n;) {
-        size_t last = first, orgs = 0;
-        long long flags = 0;
-        for (; last < n && (orgs == 0 || (flags < SNAPSHOT_SOURCE_BATCH_FLAGS &&
-                                          orgs < SNAPSHOT_SOURCE_BATCH_ORGS));
-             last++) {
-            if (!s->out->orgs[last].read)
-                continue;
-            int row = rowindex_first(&by_org, s->out->orgs[last].id);
-            flags += row >= 0 ? atoll(PQgetvalue(counts, row, 1)) : 0;
-            ids[orgs++] = s->out->orgs[last].id;
-        }
-        char *batch = id_array(ids, orgs);
-        if (batch == NULL) {
-            fail(s, "the configuration", "out of memory");
+    if (rc == 0 && plan_batches(s, ids, chunked, &chunked_count, &plan, &count) != 0)
+        rc = -1;
+    if (rc == 0 && count > 0)
+        start_batch(s, &reads[0], &plan[0]);
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        struct batch_read *r = &reads[i % 2], *next = &reads[(i + 1) % 2];
+        long long started = now_ms();
+        if (batch_read_finish(r) != 0) {
+            fail(s, r->failed < BATCH_FLAG_ROWS ? queries[Q_ATTRIBUTES + r->failed].what : "flags",
+                 r->message);
+            batch_read_clear(r);
             rc = -1;
-        } else if (orgs > 0) {
-            long long started = now_ms();
-            rc = open_builders(s, first, last) == 0 ? read_org_rows(s, batch) : -1;
-            long long read = now_ms();
-            if (rc == 0)
-                rc = hand_over(s, first, last);
-            log_info("snapshot: a batch of %zu organizations (%lld flags) read in %lld ms,"
-                     " its parts written in %lld ms",
-                     orgs, flags, read - started, now_ms() - read);
+            break;
         }
-        free(batch);
-        first = last;
+        long long read = now_ms();
+        if (i + 1 < count)
+            start_batch(s, next, &plan[i + 1]); /* the server works while this is built */
+        rc = build_batch(s, r, &plan[i]);
+        log_info("snapshot: a batch of %zu organizations (%lld flags) waited for %lld ms,"
+                 " built and its parts written in %lld ms",
+                 plan[i].orgs, plan[i].flags, read - started, now_ms() - read);
+        if (rc != 0 && i + 1 < count) { /* the connection is the thread's until it ends */
+            batch_read_finish(next);
+            batch_read_clear(next);
+        }
     }
-    if (rc == 0 && chunked_count > 0)
+    if (rc == 0 && chunked_count > 0) /* the batches' thread has ended */
         rc = read_chunked_orgs(s, chunked, chunked_count);
     free(chunked);
-    rowindex_free(&by_org);
-    PQclear(counts);
-    free(all);
+    free_plan(plan, count);
     free(ids);
     return rc;
 }

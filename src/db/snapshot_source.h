@@ -75,8 +75,9 @@ struct snapshot_source_org {
     size_t chunks_read;                   /* of them, read again */
 };
 
-/* The most flags, and organizations, whose rows a read holds at once when
- * it reads in batches (an organization larger than that is one batch). */
+/* The most flags, and organizations, of one batch when a read goes in
+ * batches (an organization larger than that is one batch); it holds the
+ * rows of two batches at once. */
 #define SNAPSHOT_SOURCE_BATCH_FLAGS 20000
 #define SNAPSHOT_SOURCE_BATCH_ORGS 1024
 
@@ -105,8 +106,10 @@ struct snapshot_source_result {
  * the database's generation is below it, all of them. With part_done,
  * each part read is handed to it as soon as it is built and its builder
  * freed (org->written), and when many organizations are read (every one,
- * on a first build) they are read a batch at a time, so memory holds one
- * batch (SNAPSHOT_SOURCE_BATCH_FLAGS); without, the builders stay in out.
+ * on a first build) they are read a batch at a time, the next batch read
+ * on a thread while the current one is built, so memory holds the rows of
+ * two batches (SNAPSHOT_SOURCE_BATCH_FLAGS) and the builders of one;
+ * without, the builders stay in out.
  * With chunking and part_done, an organization of more than twice
  * chunking->size flags, or one the caller holds in chunks, is read in
  * chunks by flag key: whole when nothing is held or its whole_generation

@@ -50,6 +50,7 @@ int main(void)
     srunner_add_suite(runner, suite_intake());
     srunner_add_suite(runner, suite_ui_files());
     srunner_add_suite(runner, suite_webhook_target());
+    srunner_add_suite(runner, suite_rowindex());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);

@@ -48,5 +48,6 @@ Suite *suite_login_limit(void);
 Suite *suite_intake(void);
 Suite *suite_ui_files(void);
 Suite *suite_webhook_target(void);
+Suite *suite_rowindex(void);
 
 #endif
