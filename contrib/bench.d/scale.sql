@@ -30,7 +30,7 @@
 -- instead, with the user triggers of the loaded tables disabled for the
 -- transaction (foreign keys and CHECKs still hold, they are not user
 -- triggers): the default environments, flags.tags_json,
--- production_value and rolled_out_since, flag_environments.
+-- production_value, enabled_in_json and rolled_out_since, flag_environments.
 -- rolled_out_since, and at the end one move of config_generation with
 -- every new organization's config_org_generation row and the NOTIFY.
 -- Not written: revisions and audit events of the creation (the API would
@@ -75,12 +75,15 @@ SELECT o.id, u.id, CASE WHEN lower(u.email) = lower(:'owner') THEN 'owner' ELSE 
  WHERE lower(u.email) IN (lower(:'owner'), 'scale-member@example.com');
 
 -- i: the flag's number in its organization; 0 is `moving`.
-INSERT INTO flags (org_id, key, name, type, variant_seq, tags_json, production_value)
+-- Enabled in development and production (preview is disabled, below).
+INSERT INTO flags (org_id, key, name, type, variant_seq, tags_json, production_value,
+                   enabled_in_json)
 SELECT o.id,
        CASE WHEN i = 0 THEN 'moving' ELSE 'flag-' || lpad(i::text, 6, '0') END,
        CASE WHEN i = 0 THEN 'Moving' ELSE 'Flag ' || i END,
        CASE WHEN i = 0 THEN 'string' ELSE 'boolean' END, 2, '[]',
-       CASE WHEN i = 0 THEN '"value-a"' WHEN i % 2 = 0 THEN 'true' ELSE 'false' END::jsonb
+       CASE WHEN i = 0 THEN '"value-a"' WHEN i % 2 = 0 THEN 'true' ELSE 'false' END::jsonb,
+       '["development","production"]'
   FROM scale_orgs s JOIN orgs o ON o.slug = s.slug, generate_series(0, s.size - 1) AS i
  ORDER BY s.n, i;
 

@@ -46,10 +46,11 @@ SELECT 'variant values match the flag type, variant_seq counts them',
      + (SELECT count(*) FROM sf
          WHERE sf.variant_seq <> (SELECT count(*) FROM variants v WHERE v.flag_id = sf.id))
 UNION ALL
-SELECT 'flags.tags_json and production_value as their triggers keep them',
+SELECT 'flags.tags_json, production_value and enabled_in_json as their triggers keep them',
        (SELECT count(*) FROM sf
          WHERE sf.tags_json IS DISTINCT FROM to_jsonb(sf.tags)::text
-            OR sf.production_value IS DISTINCT FROM ensign_production_value(sf.id))
+            OR sf.production_value IS DISTINCT FROM ensign_production_value(sf.id)
+            OR sf.enabled_in_json IS DISTINCT FROM ensign_flag_enabled_in(sf.id))
 UNION ALL
 SELECT 'rolled_out_since set exactly on enabled single serves without rules',
        (SELECT count(*) FROM sf JOIN flag_environments fe ON fe.flag_id = sf.id
@@ -96,6 +97,9 @@ SELECT 'the loaded tables have the user triggers scale.sql stands in for',
                'flag_environments.flag_environments_rolled_out',
                'flag_environments.flag_environments_flag_rolled_out',
                'flag_environments.flag_environments_flag_rolled_out_update',
+               'flag_environments.flag_environments_enabled_in_insert',
+               'flag_environments.flag_environments_enabled_in_delete',
+               'flag_environments.flag_environments_enabled_in_update',
                'rules.rules_rolled_out_insert', 'rules.rules_rolled_out_delete',
                'environments.config_generation_bump', 'flags.config_generation_bump',
                'variants.config_generation_bump', 'flag_environments.config_generation_bump',

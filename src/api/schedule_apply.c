@@ -104,9 +104,12 @@ static const char FAILED_SQL[] =
     ")"
     " SELECT count(*) FROM u";
 
+/* No row when none is pending: GREATEST ignores a NULL argument, so
+ * without the HAVING no schedule at all read as "due now" and the
+ * scheduler claimed every CLAIMLOOP_RETRY_MS, idle. */
 static const char NEXT_DUE_SQL[] =
     "SELECT GREATEST(0, ceil(extract(epoch FROM min(at) - clock_timestamp()) * 1000))::bigint"
-    "  FROM flag_schedules WHERE status = 'pending'";
+    "  FROM flag_schedules WHERE status = 'pending' HAVING count(*) > 0";
 
 /* clang-format on */
 

@@ -13,10 +13,13 @@
  * the organizations whose generation moved since the catalog's (every
  * organization when there is no index on disk and after a failed write),
  * writes each of their parts as the read builds it (a batch at a time when
- * there are many), then the index (made from the new catalog), atomically
- * (snapshot_build.h: temp file, fsync, rename; past PARTS_SYNCED_EACH parts
- * no fsync each but one syncfs before the index; one fsync of the
- * directory after the index's rename makes all the renames durable), and
+ * there are many), then the index (made from the new catalog, or, when the
+ * organizations that moved kept their environments and SDK keys, the copy
+ * of the last index patched with their new parts: snapshot_kept_index.h),
+ * atomically (snapshot_build.h: temp file, fsync, rename; past
+ * PARTS_SYNCED_EACH parts no fsync each but one syncfs before the index;
+ * one fsync of the directory after the index's rename makes all the
+ * renames durable), and
  * only then publishes the new generation in shared memory.
  * A failed build leaves the old files and the old generation in place and
  * is retried. Superseded part files are deleted one publication later
@@ -74,6 +77,7 @@
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
+#include "eval/snapshot_kept_index.h"
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
 
@@ -100,6 +104,7 @@ struct refresher {
     struct snapshot_parts parts;     /* what that index names */
     struct snapshot_catalog catalog; /* what that index holds, per organization */
     bool have_catalog;               /* false: the next build reads everything */
+    struct snapshot_kept_index kept; /* that index's bytes, to patch (loaded or not) */
     bool swept;                      /* leftovers of an earlier run doomed */
     bool part_write_failed;          /* in the read under way */
     bool read_older;                 /* it met a part older than published (replica) */
@@ -298,6 +303,7 @@ static void adopt_index(struct refresher *rf, const struct snapshot *index)
     if (count == named) {
         rf->built = snapshot_generation(index);
         rf->built_once = true;
+        snapshot_kept_index_load(&rf->kept, index); /* else the next index is made whole */
     }
     log_info("%zu of %zu snapshot parts on disk are kept (checked in %lld ms)", count, named,
              elapsed_ms(started));
@@ -542,6 +548,65 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     return snapshot_builder_write(res->index, rf->path, err, errlen);
 }
 
+/* Keeps a copy of the index just written, to patch at the next change
+ * (snapshot_kept_index.h); without one the next index is made whole. */
+static void keep_index(struct refresher *rf)
+{
+    struct snapshot index;
+    char err[256];
+    snapshot_kept_index_free(&rf->kept);
+    if (snapshot_open(rf->path, &index, err, sizeof err) != 0) {
+        log_warn("cannot keep the snapshot index just written: %s", err);
+        return;
+    }
+    if (snapshot_kept_index_load(&rf->kept, &index) != 0)
+        log_warn("cannot keep the snapshot index in memory: the next one is made whole");
+    snapshot_close(&index);
+}
+
+/*
+ * Writes a patch (snapshot_source.h): the parts of the organizations read
+ * again were written during the read; their new files and generations,
+ * and the generation of every organization that moved, go into the kept
+ * index and the catalog, and the kept index is written. The new files of
+ * the parts in *changed (*count).
+ */
+static int write_patch(struct refresher *rf, struct snapshot_source_result *res,
+                       struct snapshot_part_file **changed, size_t *count, char *err, size_t errlen)
+{
+    *count = 0;
+    *changed = calloc(res->org_count ? res->org_count : 1, sizeof **changed);
+    if (*changed == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < res->org_count; i++) {
+        struct snapshot_source_org *org = &res->orgs[i];
+        struct snapshot_part_file *f = &(*changed)[*count];
+        if (org->read && !org->written) {
+            snprintf(err, errlen, "the part of organization %s was not written", org->id);
+            return -1;
+        }
+        if (org->written && !name_part(org, f, err, errlen))
+            return -1;
+        if (org->written &&
+            snapshot_kept_index_set_part(&rf->kept, f->org, f->name, f->generation) != 0) {
+            snprintf(err, errlen, "the kept index has no part of organization %s", org->id);
+            return -1;
+        }
+        if (snapshot_catalog_set_generation(&rf->catalog, org->id, org->generation) != 0) {
+            snprintf(err, errlen, "the catalog has no organization %s", org->id);
+            return -1;
+        }
+        *count += org->written;
+    }
+    rf->catalog.generation = res->generation;
+    snapshot_kept_index_set_generation(&rf->kept, res->generation);
+    if (rf->parts_unsynced > 0 && snapshot_sync_filesystem(rf->parts.dir, err, errlen) != 0)
+        return -1;
+    return snapshot_kept_index_write(&rf->kept, rf->path, err, errlen);
+}
+
 /* A build failed. Polling a replica would try again every REPLICA_POLL_MS:
  * it waits refresh_interval_ms, as the timer does on the primary. */
 static void build_failed(struct refresher *rf)
@@ -564,6 +629,7 @@ static void write_failed(struct refresher *rf, const char *err)
     rf->have_catalog = false;
     rf->swept = false;
     snapshot_catalog_free(&rf->catalog);
+    snapshot_kept_index_free(&rf->kept);
     build_failed(rf);
 }
 
@@ -575,11 +641,12 @@ static void build(struct refresher *rf)
     uint64_t started_us = monotonic_us();
     rf->part_write_failed = rf->read_older = false;
     rf->parts_synced = rf->parts_unsynced = 0;
+    bool patch = rf->have_catalog && rf->kept.loaded && !snapshot_kept_index_worn(&rf->kept);
     rf->superseded_count = 0;
     rf->chunking = (struct snapshot_source_chunking){
         .size = (size_t)rf->cfg->snapshot_chunk_flags, .held = held_chunks, .ctx = rf};
-    if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, part_built, rf,
-                             &rf->chunking, &res, err, sizeof err) != 0) {
+    if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, patch,
+                             part_built, rf, &rf->chunking, &res, err, sizeof err) != 0) {
         if (rf->part_write_failed) {
             write_failed(rf, err);
             return;
@@ -611,17 +678,22 @@ static void build(struct refresher *rf)
             rebuilt++;
         }
     struct snapshot_part_file *fresh = NULL;
-    if (write_files(rf, &res, &fresh, err, sizeof err) != 0) {
+    size_t orgs = res.org_count, generation_rows = res.generation_rows;
+    bool patched = res.patch;
+    if ((patched ? write_patch(rf, &res, &fresh, &orgs, err, sizeof err)
+                 : write_files(rf, &res, &fresh, err, sizeof err)) != 0) {
         write_failed(rf, err);
         free(fresh);
         snapshot_source_result_free(&res);
         return;
     }
     uint64_t generation = res.generation;
-    size_t orgs = res.org_count, generation_rows = res.generation_rows;
-    snapshot_catalog_free(&rf->catalog);
-    rf->catalog = res.catalog; /* taken over */
-    snapshot_catalog_init(&res.catalog);
+    if (!patched) {
+        snapshot_catalog_free(&rf->catalog);
+        rf->catalog = res.catalog; /* taken over */
+        snapshot_catalog_init(&res.catalog);
+        keep_index(rf);
+    }
     rf->have_catalog = true;
     snapshot_source_result_free(&res);
     rf->built = generation;
@@ -635,7 +707,17 @@ static void build(struct refresher *rf)
     publish(rf, generation, unix_ms(&now));
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
-    snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
+    if (!patched) {
+        snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
+    } else {
+        if (snapshot_parts_replaced(&rf->parts, fresh, orgs) != 0) { /* never: one publication */
+            log_error("snapshot parts out of step with the index: the next index is made whole");
+            rf->have_catalog = false;
+            snapshot_kept_index_free(&rf->kept);
+        }
+        free(fresh);
+        orgs = rf->parts.count;
+    }
     for (size_t i = 0; i < rf->superseded_count; i++)
         snapshot_parts_doom(&rf->parts, rf->chunks_superseded[i]);
     rf->superseded_count = 0;
@@ -643,9 +725,9 @@ static void build(struct refresher *rf)
     rf->built_once = true;
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
              " organizations, %zu organization generations read; read in %lld ms, built and"
-             " written in %lld ms)",
+             " written in %lld ms%s)",
              generation, flags, rebuilt, orgs, generation_rows, read_ms,
-             elapsed_ms(started) - read_ms);
+             elapsed_ms(started) - read_ms, patched ? ", the index patched" : "");
 }
 
 static void refresh(struct refresher *rf)
@@ -705,6 +787,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     snprintf(rf.path, sizeof rf.path, "%s/%s", cfg->state_dir, SNAPSHOT_FILE_NAME);
     snapshot_parts_init(&rf.parts, cfg->state_dir);
     snapshot_catalog_init(&rf.catalog);
+    snapshot_kept_index_init(&rf.kept);
     publish_file_on_disk(&rf);
     if (rf.replica)
         log_info("reading the configuration from the replica (database_replica), its generation"
@@ -724,5 +807,6 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     snapshot_parts_free(&rf.parts);
     snapshot_catalog_free(&rf.catalog);
     free(rf.chunks_superseded);
+    snapshot_kept_index_free(&rf.kept);
     return EXIT_SUCCESS;
 }

@@ -125,7 +125,8 @@ static const struct {
                     " WHERE revoked_at IS NULL AND environment_id IS NOT NULL",
                     "SELECT k.token_digest, k.environment_id FROM sdk_keys k"
                     " JOIN environments e ON e.id = k.environment_id"
-                    " WHERE k.revoked_at IS NULL AND e.org_id = ANY($1::uuid[])"},
+                    " WHERE k.revoked_at IS NULL AND k.org_id = ANY($1::uuid[])"
+                    " AND e.org_id = ANY($1::uuid[])"},
     [Q_ATTRIBUTES] = {"entity attributes",
                       "SELECT e.org_id, e.key, a.key, a.data_type FROM entity_attributes a"
                       " JOIN entities e ON e.id = a.entity_id"
@@ -173,6 +174,7 @@ struct source {
     void *part_ctx;
     struct snapshot_source_result *out;
     const struct snapshot_catalog *held; /* NULL: read every organization */
+    bool patch;                          /* the caller can apply a patch (out->patch) */
     bool moved_only;                     /* gens holds only those past held's generation */
     char *err;
     size_t errlen;
@@ -576,7 +578,73 @@ static int merge_step(struct source *s, struct merge *m)
     return add_changed_org(s, m, next);
 }
 
-/* Builds out->catalog, out->orgs and out->index. */
+/* ---- a patch: the changed organizations' environments and keys are as
+ * held, only their generations moved ---- */
+
+/* Whether held's organization org records the SDK key digest of env_id. */
+static bool held_has_key(const struct snapshot_catalog *held,
+                         const struct snapshot_catalog_org *org, const char *digest,
+                         const char *env_id)
+{
+    for (size_t i = org->key_first; i < org->key_first + org->key_count; i++)
+        if (strcmp(snapshot_catalog_text(held, held->keys[i].digest), digest) == 0 &&
+            strcmp(snapshot_catalog_text(held, held->keys[i].env_id), env_id) == 0)
+            return true;
+    return false;
+}
+
+/* Whether the environment rows of org (from *row on, which it passes) and
+ * their SDK keys are what held records of it. */
+static bool same_as_held(const struct source *s, const struct snapshot_catalog_org *org, int *row)
+{
+    const PGresult *res = s->environments;
+    int rows = PQntuples(res);
+    size_t envs = 0, keys = 0;
+    bool same = true;
+    for (; *row < rows && strcmp(value(res, *row, E_ORG), org->id) == 0; ++*row, envs++) {
+        const char *id = value(res, *row, E_ID);
+        const struct snapshot_catalog_env *held = &s->held->envs[org->env_first + envs];
+        same = same && envs < org->env_count &&
+               strcmp(id, snapshot_catalog_text(s->held, held->id)) == 0 &&
+               strcmp(value(res, *row, E_KEY), snapshot_catalog_text(s->held, held->key)) == 0;
+        for (int k = rowindex_first(&s->keys_by_env, id); same && k >= 0;
+             k = rowindex_next(&s->keys_by_env, k), keys++)
+            same = held_has_key(s->held, org, value(s->sdk_keys, k, 0), id);
+    }
+    return same && envs == org->env_count && keys == org->key_count;
+}
+
+/* Whether every changed organization is held with the environments and
+ * keys read now (rows of no other organization were read). */
+static bool patchable(const struct source *s)
+{
+    int row = 0;
+    for (size_t i = 0; i < s->changed_count; i++) {
+        const struct snapshot_catalog_org *org = snapshot_catalog_find(s->held, s->changed[i]);
+        if (org == NULL || !same_as_held(s, org, &row))
+            return false;
+    }
+    return row == PQntuples(s->environments);
+}
+
+/* A patch: out->orgs is every changed organization (read again when it has
+ * environments), out->catalog and out->index are not made. */
+static void make_patch(struct source *s)
+{
+    const PGresult *res = s->environments;
+    int row = 0, rows = PQntuples(res);
+    for (size_t i = 0; i < s->changed_count; i++) {
+        const char *org_id = s->changed[i];
+        bool has_envs = row < rows && strcmp(value(res, row, E_ORG), org_id) == 0;
+        add_result_org(s, org_id, org_generation(&s->gens_by_org, org_id, s->out->generation),
+                       has_envs, has_envs ? row : -1);
+        for (; row < rows && strcmp(value(res, row, E_ORG), org_id) == 0; row++)
+            s->env_orgs[row] = s->out->org_count - 1;
+    }
+    s->out->patch = true;
+}
+
+/* Builds out->catalog, out->orgs and out->index, or a patch. */
 static int merge_catalog(struct source *s)
 {
     int rows = PQntuples(s->environments);
@@ -590,6 +658,10 @@ static int merge_catalog(struct source *s)
         rowindex_build(&s->keys_by_env, s->sdk_keys, 1) != 0) {
         fail(s, "environments", "out of memory");
         return -1;
+    }
+    if (s->patch && s->held != NULL && patchable(s)) {
+        make_patch(s);
+        return 0;
     }
     struct merge m = {0};
     for (;;) {
@@ -1501,8 +1573,10 @@ static int read_second_step(struct source *s)
         fail(s, "the configuration", "out of memory");
         return -1;
     }
-    bool batches = s->part_done != NULL && (every_org || s->chunking != NULL ||
-                                            s->changed_count > SNAPSHOT_SOURCE_BATCH_ORGS / 16);
+    bool many = every_org || s->changed_count > SNAPSHOT_SOURCE_BATCH_ORGS / 16;
+    /* chunking reads the flag counts of the batches' path even for a few */
+    bool batches = s->part_done != NULL && (many || s->chunking != NULL);
+    s->patch = s->patch && !(s->part_done != NULL && many);
     int rc = send_queries(s, Q_FIRST_OF_ORGS, batches ? Q_ATTRIBUTES : Q_COUNT, orgs);
     if (rc != 0 || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL ||
         (s->sdk_keys = next_result(s, Q_SDK_KEYS)) == NULL || merge_catalog(s) != 0)
@@ -1526,7 +1600,7 @@ static int read_second_step(struct source *s)
     return rc;
 }
 
-int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
+int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held, bool patch,
                          snapshot_source_part_fn part_done, void *part_ctx,
                          const struct snapshot_source_chunking *chunking,
                          struct snapshot_source_result *out, char *err, size_t errlen)
@@ -1541,6 +1615,7 @@ int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
         .part_ctx = part_ctx,
         .out = out,
         .held = held,
+        .patch = patch,
         .err = err,
         .errlen = errlen};
     int rc = read_first_step(&s) == 0 && read_second_step(&s) == 0 ? 0 : -1;

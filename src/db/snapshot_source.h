@@ -60,7 +60,8 @@ struct snapshot_source_chunking {
     void *ctx;
 };
 
-/* One organization that has environments, as the read found it. */
+/* One organization that has environments (in a patch: one whose
+ * generation moved, with environments or not), as the read found it. */
 struct snapshot_source_org {
     char id[64];                          /* uuid text */
     uint64_t generation;                  /* config_org_generation of it */
@@ -94,6 +95,11 @@ struct snapshot_source_result {
     size_t generation_rows;          /* organization generations read */
     struct snapshot_catalog catalog; /* every organization as read now (the
                                         caller's next held catalog) */
+    bool patch;                      /* the organizations that moved kept their environments
+                                        and SDK keys: orgs is only those (read again when they
+                                        have environments), catalog and index are not made;
+                                        the caller applies their generations to its catalog and
+                                        index (snapshot_kept_index.h) */
 };
 
 /*
@@ -122,8 +128,11 @@ struct snapshot_source_result {
  * snapshot_source_result_free. 0, or -1 with a message in err and out
  * empty (the transaction is rolled back; check PQstatus(conn) to tell a
  * lost connection).
+ * With patch (the caller keeps the index of held and can patch it), a
+ * read of a few organizations whose environments and SDK keys are as held
+ * records them is a patch (out->patch), made without copying the catalog.
  */
-int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held,
+int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held, bool patch,
                          snapshot_source_part_fn part_done, void *part_ctx,
                          const struct snapshot_source_chunking *chunking,
                          struct snapshot_source_result *out, char *err, size_t errlen);

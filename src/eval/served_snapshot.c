@@ -34,6 +34,8 @@
 
 struct served_part {
     struct snapshot snap;        /* zeroed when not mapped */
+    uint64_t generation;         /* snap's, read once: comparing it needs no visit
+                                    of the mapping (10,000 of them per remap) */
     struct served_chunks chunks; /* a chunked organization's: all of snap's, or none */
 };
 
@@ -155,7 +157,9 @@ struct mapped {
  * Fills parts (one per part of fresh) with the current mapping of each
  * organization when its generation is unchanged, else a new mapping (or
  * the current one, kept, when the new file is bad or gone). Moved mappings
- * are zeroed in the view. Only new parts touch the file system.
+ * are marked unmapped (base NULL) in the view. Only new parts touch the
+ * file system, and unchanged ones are not even read (their generation is
+ * kept beside the mapping).
  */
 static struct mapped map_parts(struct served_snapshot *view, const struct snapshot *fresh,
                                struct served_part *parts)
@@ -166,17 +170,20 @@ static struct mapped map_parts(struct served_snapshot *view, const struct snapsh
         const struct snapshot_part *p = &fresh->parts[i];
         struct served_part *old = current_part(view, snapshot_string(fresh, p->org), &cursor);
         enum part_status status;
-        if (old != NULL && snapshot_generation(&old->snap) == p->generation) {
+        if (old != NULL && old->generation == p->generation) {
             parts[i] = *old;
-            memset(old, 0, sizeof *old);
+            old->snap.base = NULL; /* moved: not the view's to close */
+            old->chunks = (struct served_chunks){0};
         } else if ((status = open_part_whole(view, fresh, p, old, &parts[i])) == PART_MAPPED) {
+            parts[i].generation = p->generation;
             continue;
         } else {
             result.complete = false;
             result.gone |= status == PART_GONE;
             if (old != NULL) { /* keep serving what it had */
                 parts[i] = *old;
-                memset(old, 0, sizeof *old);
+                old->snap.base = NULL;
+                old->chunks = (struct served_chunks){0};
             }
         }
     }

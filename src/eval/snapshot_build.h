@@ -164,6 +164,14 @@ int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char 
  * (syncfs): one wait instead of an fsync per file. 0, or -1 with err. */
 int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen);
 
+/* Writes count pieces (one writev, continued when partial) as the file
+ * path_final, atomically and durably like snapshot_builder_write (temp
+ * file, fsync, rename, fsync of the directory): for an index patched in
+ * memory (snapshot_kept_index.h). 0, or -1 with err. */
+struct iovec;
+int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, int count, char *err,
+                          size_t errlen);
+
 /* Counts of what was added (for logs and tests). */
 size_t snapshot_builder_flag_count(const struct snapshot_builder *b);
 

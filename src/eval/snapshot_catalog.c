@@ -78,6 +78,17 @@ const struct snapshot_catalog_org *snapshot_catalog_find(const struct snapshot_c
     return bsearch(org_id, c->orgs, c->org_count, sizeof *c->orgs, compare_org);
 }
 
+int snapshot_catalog_set_generation(struct snapshot_catalog *c, const char *org_id,
+                                    uint64_t generation)
+{
+    struct snapshot_catalog_org *org =
+        (struct snapshot_catalog_org *)snapshot_catalog_find(c, org_id);
+    if (org == NULL)
+        return -1;
+    org->generation = generation;
+    return 0;
+}
+
 int snapshot_catalog_add_org(struct snapshot_catalog *c, const char *org_id, uint64_t generation)
 {
     if (strlen(org_id) >= SNAPSHOT_PART_ORG_MAX ||

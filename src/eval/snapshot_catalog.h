@@ -85,6 +85,12 @@ static inline const char *snapshot_catalog_text(const struct snapshot_catalog *c
     return c->text + off;
 }
 
+/* Sets the generation of org_id's record in place (a change that moved
+ * only its generation: its environments and keys are as recorded). -1
+ * when c has no such organization. */
+int snapshot_catalog_set_generation(struct snapshot_catalog *c, const char *org_id,
+                                    uint64_t generation);
+
 /* Appends an organization (its id above every one before it). */
 int snapshot_catalog_add_org(struct snapshot_catalog *c, const char *org_id, uint64_t generation);
 

@@ -151,3 +151,26 @@ void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part
     parts->published = fresh;
     parts->count = count;
 }
+
+int snapshot_parts_replaced(struct snapshot_parts *parts, const struct snapshot_part_file *changed,
+                            size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (snapshot_parts_find(parts, changed[i].org) == NULL)
+            return -1;
+    char(*old)[SNAPSHOT_PART_NAME_MAX] = malloc((count ? count : 1) * sizeof *old);
+    if (old == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        struct snapshot_part_file *f =
+            (struct snapshot_part_file *)snapshot_parts_find(parts, changed[i].org);
+        snprintf(old[i], sizeof old[i], "%s", f->name);
+        *f = changed[i];
+    }
+    delete_doomed(parts, parts->published, parts->count);
+    for (size_t i = 0; i < count; i++)
+        if (!named_in(parts->published, parts->count, old[i]))
+            doom(parts, old[i]);
+    free(old);
+    return 0;
+}

@@ -74,4 +74,15 @@ void snapshot_parts_doom(struct snapshot_parts *parts, const char *name);
 void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part_file *fresh,
                               size_t count, bool sweep);
 
+/*
+ * After an index that names the published parts with count of them
+ * replaced (changed: their organizations' new files, each organization
+ * published already) was published: what snapshot_parts_published does
+ * with that whole list, without copying it (a change of a few parts among
+ * many). 0; -1 (nothing changed) when an organization of changed has no
+ * published part.
+ */
+int snapshot_parts_replaced(struct snapshot_parts *parts, const struct snapshot_part_file *changed,
+                            size_t count);
+
 #endif

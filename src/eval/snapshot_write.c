@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -338,5 +339,65 @@ int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen)
         return -1;
     }
     close(fd);
+    return 0;
+}
+
+/* Writes every byte of count pieces to fd, with as few writev calls as the
+ * kernel allows (one for an index on a local file system). */
+static int writev_all(int fd, const struct iovec *pieces, int count)
+{
+    struct iovec left[32];
+    if (count > (int)(sizeof left / sizeof left[0]))
+        return -1;
+    memcpy(left, pieces, (size_t)count * sizeof *left);
+    struct iovec *at = left;
+    for (;;) {
+        for (; count > 0 && at->iov_len == 0; at++)
+            count--;
+        if (count == 0)
+            return 0;
+        ssize_t n = writev(fd, at, count);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        for (; count > 0 && (size_t)n >= at->iov_len; at++, count--)
+            n -= (ssize_t)at->iov_len;
+        if (count > 0) { /* a partial write: the rest of this piece next */
+            at->iov_base = (char *)at->iov_base + n;
+            at->iov_len -= (size_t)n;
+        }
+    }
+}
+
+int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, int count, char *err,
+                          size_t errlen)
+{
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path_final) >= sizeof tmp) {
+        snprintf(err, errlen, "snapshot path too long");
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    if (writev_all(fd, pieces, count) != 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    close(fd);
+    if (rename(tmp, path_final) != 0) {
+        snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (fsync_directory_of(path_final) != 0) {
+        snprintf(err, errlen, "fsync directory of %s: %s", path_final, strerror(errno));
+        return -1;
+    }
     return 0;
 }

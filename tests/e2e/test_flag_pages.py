@@ -271,5 +271,67 @@ class FlagSearchPastTheWalkTest(FlagPagesTestCase):
         self.assertEqual(keys, sorted(f"w-{i:05d}" for i in range(12000) if str(i).startswith("1")))
 
 
+class FlagListEnabledInTest(FlagPagesTestCase):
+    """enabledIn comes from flags.enabled_in_json (sql/0022), kept by triggers
+    on flag_environments: the list shows every change of a flag's enabled
+    environments, and the column is what the environments say on every flag."""
+
+    def enabled_in(self, slug):
+        """The flag's enabledIn in the list (the key of acme's only flag or one of few)."""
+        body = self.assertStatus(self.call("GET", "/acme/flags", "viewer"), 200)
+        return {f["key"]: f["enabledIn"] for f in body["flags"]}[slug]
+
+    def assertColumnHolds(self):
+        broken = self.database.query(
+            "SELECT count(*) FROM flags WHERE enabled_in_json IS DISTINCT FROM"
+            " ensign_flag_enabled_in(id)")
+        self.assertEqual(broken, "0")
+
+    def test_the_list_follows_every_change_of_enabled(self):
+        self.flag("toggled")
+        self.flag("other")
+        self.assertEqual(self.enabled_in("toggled"), [])
+        self.assertStatus(self.configure("toggled", {"enabled": True}, env="production"), 200)
+        self.assertStatus(self.configure("toggled", {"enabled": True}, env="development"), 200)
+        self.assertEqual(self.enabled_in("toggled"), ["development", "production"])
+        self.assertEqual(self.enabled_in("other"), [])
+        # the same value again, and a change of the default serve only: unchanged
+        self.assertStatus(self.configure("toggled", {"enabled": True}, env="production"), 200)
+        self.assertStatus(self.configure("toggled", {"defaultServe": {"variant": "on"}},
+                                         env="development"), 200)
+        self.assertEqual(self.enabled_in("toggled"), ["development", "production"])
+        self.assertStatus(self.configure("toggled", {"enabled": False}, env="production"), 200)
+        self.assertEqual(self.enabled_in("toggled"), ["development"])
+        self.assertColumnHolds()
+
+    def test_environments_created_and_deleted(self):
+        self.flag("spread")
+        self.assertStatus(self.configure("spread", {"enabled": True}, env="preview"), 200)
+        self.database.query("INSERT INTO environments (org_id, key, name, sort_order)"
+                            " SELECT id, 'aaa-staging', 'Staging', 5 FROM orgs"
+                            " WHERE slug = 'acme'")
+        # a new environment configures every flag disabled: nothing changes
+        self.assertEqual(self.enabled_in("spread"), ["preview"])
+        self.assertStatus(self.configure("spread", {"enabled": True}, env="aaa-staging"), 200)
+        self.assertEqual(self.enabled_in("spread"), ["aaa-staging", "preview"])
+        self.database.query("DELETE FROM environments WHERE key = 'aaa-staging' AND org_id ="
+                            " (SELECT id FROM orgs WHERE slug = 'acme')")
+        self.assertEqual(self.enabled_in("spread"), ["preview"])
+        self.assertColumnHolds()
+
+    def test_rows_written_without_the_api(self):
+        self.flag("by-sql")
+        self.database.query("UPDATE flag_environments SET enabled = true WHERE flag_id ="
+                            " (SELECT id FROM flags WHERE key = 'by-sql')")
+        self.assertEqual(self.enabled_in("by-sql"), ["development", "preview", "production"])
+        self.database.query("DELETE FROM flag_environments WHERE flag_id ="
+                            " (SELECT id FROM flags WHERE key = 'by-sql')"
+                            " AND environment_id IN (SELECT id FROM environments"
+                            " WHERE key = 'preview')")
+        self.assertEqual(self.enabled_in("by-sql"), ["development", "production"])
+        self.assertAck(self.call("DELETE", "/acme/flags/by-sql", "member"))
+        self.assertColumnHolds()
+
+
 if __name__ == "__main__":
     unittest.main()

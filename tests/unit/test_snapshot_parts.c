@@ -602,6 +602,51 @@ START_TEST(superseded_parts_are_deleted_one_publication_later)
 }
 END_TEST
 
+/* A patched publication (snapshot_parts_replaced) deletes what a whole one
+ * would: the replaced file one publication later, never a published one. */
+START_TEST(replaced_parts_are_deleted_one_publication_later)
+{
+    make_dir();
+    const char *orgs[] = {ORG1, ORG2};
+    const uint64_t first[] = {5, 6}, second[] = {7, 6}, third[] = {8, 6};
+    struct snapshot_parts parts;
+    snapshot_parts_init(&parts, dir);
+    touch("org-" ORG1 "-5.bin");
+    touch("org-" ORG2 "-6.bin");
+    snapshot_parts_published(&parts, files(2, orgs, first), 2, false);
+    touch("org-" ORG1 "-7.bin");
+    struct snapshot_part_file *changed = files(1, orgs, second);
+    ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), 0);
+    free(changed);
+    ck_assert_uint_eq(parts.count, 2);
+    ck_assert_str_eq(snapshot_parts_find(&parts, ORG1)->name, "org-" ORG1 "-7.bin");
+    ck_assert_uint_eq(snapshot_parts_find(&parts, ORG2)->generation, 6);
+    ck_assert(exists("org-" ORG1 "-5.bin")); /* superseded just now: kept for one more */
+    touch("org-" ORG1 "-8.bin");
+    changed = files(1, orgs, third);
+    ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), 0);
+    free(changed);
+    ck_assert(!exists("org-" ORG1 "-5.bin"));
+    ck_assert(exists("org-" ORG1 "-7.bin"));
+    ck_assert(exists("org-" ORG1 "-8.bin"));
+    ck_assert(exists("org-" ORG2 "-6.bin"));
+    /* An organization without a published part: refused, nothing changes. */
+    const char *other[] = {"30000000-0000-0000-0000-000000000003"};
+    const uint64_t ninth[] = {9};
+    changed = files(1, other, ninth);
+    ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), -1);
+    free(changed);
+    ck_assert(exists("org-" ORG1 "-7.bin")); /* still doomed, not yet deleted */
+    ck_assert_str_eq(snapshot_parts_find(&parts, ORG1)->name, "org-" ORG1 "-8.bin");
+    /* A whole publication after patched ones goes on as usual. */
+    snapshot_parts_published(&parts, files(2, orgs, third), 2, false);
+    ck_assert(!exists("org-" ORG1 "-7.bin"));
+    ck_assert(exists("org-" ORG1 "-8.bin"));
+    snapshot_parts_free(&parts);
+    remove_dir();
+}
+END_TEST
+
 Suite *suite_snapshot_parts(void)
 {
     Suite *s = suite_create("snapshot_parts");
@@ -621,6 +666,7 @@ Suite *suite_snapshot_parts(void)
     tcase_add_test(tc, part_names_and_holds);
     tcase_add_test(tc, a_part_is_newer_only_than_an_older_generation);
     tcase_add_test(tc, superseded_parts_are_deleted_one_publication_later);
+    tcase_add_test(tc, replaced_parts_are_deleted_one_publication_later);
     suite_add_tcase(s, tc);
     return s;
 }
