@@ -26,12 +26,14 @@
  * next parts go over what it appended) and is retried. A pack no longer
  * named is deleted one publication later (snapshot_parts.h).
  *
- * A chunked organization (doc/choices.md "Chunks of a large organization")
- * is written as the chunk files read again (chunk-<org>-<generation>-<n>.bin)
- * and its part, a header naming all its chunks; the chunks its previous
- * header named and the new one does not are deleted one publication
- * later, like superseded parts. At start a header counts as valid only
- * with all its chunks.
+ * A chunked organization (doc/choices.md "Chunks of a large organization",
+ * "Chunks and packs together") is written as the chunk files read again
+ * (chunk-<org>-<generation>-<n>.bin, files of their own) and its part, a
+ * header naming all its chunks, appended to the open pack like any part;
+ * the published header is read back from its pack extent. The chunks its
+ * previous header named and the new one does not are deleted one
+ * publication later. At start a header counts as valid only with all its
+ * chunks.
  *
  * It also keeps the healthz checks in shared memory (health.h), the only
  * writer of them: snapshot_write fails with each failed write of the files

@@ -3,7 +3,9 @@ chunks (doc/choices.md "Chunks of a large organization"): node A chunks
 organizations of more than 6 flags in chunks of 3 (snapshot_chunk_flags =
 3), node B on the same database keeps them whole (0). Both answer every
 single and bulk evaluation alike, bodies byte for byte; a one-flag change
-rewrites one chunk file of A's (the others keep their inode); a flag
+rewrites one chunk file of A's (the others keep their inode), its header
+appended to a pack by a patch of the kept index, the superseded chunk file
+deleted one publication later; a flag
 inserted between boundaries goes into the chunk covering it; a chunk grown
 past twice the size is split; an emptied chunk is dropped; a segment change
 rewrites every chunk; a restart keeps the chunk files and goes on changing
@@ -78,16 +80,14 @@ class ChunksTest(OfrepTestCase):
 
     def chunk_files(self, server=None):
         """[(file name, inode)] of the chunks of acme on server (A by
-        default), in the order its newest header names them (the order of
-        their names in its string table)."""
+        default), in the order its published header (its part, an extent
+        of a pack file) names them (the order of their names in its string
+        table)."""
         state = (server or self.server).state_dir
-        org = self.org_id()
-        headers = sorted((f for f in os.listdir(state) if f.startswith(f"org-{org}-")),
-                         key=lambda f: int(f[len(f"org-{org}-"):-4]))
-        if not headers:
+        header = harness.snapshot_part_bytes(state, self.org_id())
+        if header is None:
             return []
-        with open(os.path.join(state, headers[-1]), "rb") as f:
-            named = re.findall(rb"chunk-[0-9a-f-]+-\d+-\d+\.bin", f.read())
+        named = re.findall(rb"chunk-[0-9a-f-]+-\d+-\d+\.bin", header)
         return [(n.decode(), os.stat(os.path.join(state, n.decode())).st_ino) for n in named]
 
     def request(self, server, key=None, body=None):
@@ -152,12 +152,19 @@ class ChunksTest(OfrepTestCase):
         self.assertEqual(after[0], before[0])
         self.assertEqual(after[2], before[2])
         self.assertNotEqual(after[1][0], before[1][0])
+        # the header was appended to a pack and named by a patch of the
+        # kept index (doc/choices.md "Chunks and packs together")
+        self.assertRegex(self.server.stderr(), r"published \(\d+ flag configurations in 1 of"
+                         r" \d+ organizations.*the index patched\)")
+        self.__class__.superseded = before[1][0]
         self.assertSameAnswers(self.keys())
 
     def test_3_insert_between_boundaries(self):
         before = self.chunk_files()
         self.ids["f035"] = self.fixture.flag("f035", "string", {"a": "A", "b": "B"}, default="b")
         self.wait_variant("f035", "b")
+        # the chunk test 2 superseded is deleted one publication later
+        self.assertFalse(os.path.exists(os.path.join(self.server.state_dir, self.superseded)))
         after = self.chunk_files()
         self.assertEqual(after[0], before[0])  # f035 sorts between f03 and f04: chunk 1
         self.assertEqual(after[2], before[2])
