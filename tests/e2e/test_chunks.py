@@ -22,7 +22,7 @@ import re
 import unittest
 
 import harness
-from test_evaluation import FLAG_PATH, OfrepTestCase
+from test_evaluation import FLAG_PATH, Fixture, OfrepTestCase
 
 SERVED_S = 10.0
 CONTEXT = {"targetingKey": "user-1", "country": "NL"}
@@ -238,6 +238,82 @@ class ChunksTest(OfrepTestCase):
         # each; a freed inode number may come back under another name)
         self.wait_chunks(lambda files: files and not set(files) & set(before))
         self.assertSameAnswers(self.keys())
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+
+class ChunkHeaderReclaimTest(OfrepTestCase):
+    """A chunked organization's header in a pack being reclaimed is moved
+    unchanged (doc/choices.md "Chunks and packs together"): it names its
+    chunk files by name, so they stay (same names, same inodes) and answer;
+    the next change of the organization reads the held chunks from the
+    moved header and rewrites one chunk. big-1 (6 flags: whole) has large
+    variant values (not flag-1's, the one toggled), so its changes fill
+    1 MiB packs fast."""
+
+    settings = {"snapshot_pack_mb": 1, "snapshot_chunk_flags": 3}
+
+    @classmethod
+    def create_flags(cls):
+        from test_packs import many_organizations
+        cls.ids = {}
+        for n in range(8):  # acme: 8 flags > 2 * 3, in chunks
+            cls.ids[f"f{n}"] = cls.fixture.flag(f"f{n}", "string", {"a": "A", "b": "B"},
+                                                default="a")
+        many_organizations(cls.database.conninfo, "big", 1, flags=6)
+        harness.psql(cls.database.conninfo, """
+            UPDATE variants v SET value = to_jsonb(repeat(md5(v.id::text), 1500))
+            FROM flags f JOIN orgs o ON o.id = f.org_id
+            WHERE f.id = v.flag_id AND o.slug = 'big-1' AND f.key <> 'flag-1'""")
+        cls.big = Fixture(cls.database.conninfo, org_slug="big-1")
+        cls.big_key, _ = cls.big.sdk_key()
+        cls.big_flag = cls.big.run("SELECT id FROM flags WHERE key = 'flag-1' AND org_id ="
+                                   " (SELECT id FROM orgs WHERE slug = 'big-1')")
+
+    def org_id(self, slug):
+        return self.database.query(f"SELECT id FROM orgs WHERE slug = '{slug}'")
+
+    def chunk_files(self):
+        state = self.server.state_dir
+        header = harness.snapshot_part_bytes(state, self.org_id("acme"))
+        named = re.findall(rb"chunk-[0-9a-f-]+-\d+-\d+\.bin", header or b"")
+        return [(n.decode(), os.stat(os.path.join(state, n.decode())).st_ino) for n in named]
+
+    def toggle_big(self):
+        on = self.evaluate("flag-1", sdk_key=self.big_key).json.get("variant") == "on"
+        self.big.set_enabled(self.big_flag, not on)
+        want = "off" if on else "on"
+        served = harness.wait_for(
+            lambda: self.evaluate("flag-1", sdk_key=self.big_key).json.get("variant") == want,
+            SERVED_S, 0.02)
+        self.assertIsNotNone(served, (self.evaluate("flag-1", sdk_key=self.big_key).body,
+                                      self.server.stderr()[-3000:]))
+
+    def test_a_moved_header_keeps_its_chunks(self):
+        acme = self.org_id("acme")
+        before = harness.snapshot_parts(self.server.state_dir)
+        self.assertGreater(before[self.org_id("big-1")][2], 100_000)
+        chunks = self.chunk_files()
+        self.assertEqual(len(chunks), 2, chunks)  # 8 flags: 3 and 5
+        for _ in range(40):
+            self.toggle_big()
+            if harness.snapshot_parts(self.server.state_dir)[acme][0] != before[acme][0]:
+                break
+        else:
+            self.fail(f"acme's header was not moved: {harness.snapshot_parts(self.server.state_dir)}")
+        now = harness.snapshot_parts(self.server.state_dir)
+        self.assertEqual(now[acme][3], before[acme][3])  # moved, not rebuilt
+        self.assertEqual(now[acme][2], before[acme][2])  # the same bytes
+        self.assertRegex(self.server.stderr(), r"parts \([0-9]+ bytes\) moved to the open pack")
+        self.assertEqual(self.chunk_files(), chunks)
+        for n in range(8):
+            self.assertEqual(self.evaluate(f"f{n}").json.get("variant"), "a")
+        # the next change reads the held chunks from the moved header
+        self.fixture.set_default(self.ids["f6"], "b")
+        self.wait_served(lambda: self.evaluate("f6").json.get("variant") == "b")
+        after = self.chunk_files()
+        self.assertEqual(after[0], chunks[0])
+        self.assertNotEqual(after[1][0], chunks[1][0])
+        self.assertEqual(self.evaluate("f1").json.get("variant"), "a")
         self.assertEqual(self.server.sanitizer_reports(), [])
 
 
