@@ -145,9 +145,13 @@ ALTER TABLE sdk_keys ENABLE TRIGGER USER;
 -- the transaction, stamped on every organization it wrote, and the NOTIFY.
 WITH g AS (UPDATE config_generation SET generation = generation + 1 WHERE id = 1
            RETURNING generation)
-INSERT INTO config_org_generation AS c (org_id, generation)
-SELECT o.id, g.generation FROM scale_orgs s JOIN orgs o ON o.slug = s.slug CROSS JOIN g
-    ON CONFLICT (org_id) DO UPDATE SET generation = EXCLUDED.generation;
+-- An organization's first record is whole (sql/0021: whole_generation), so
+-- no config_flag_generation rows are needed for what it holds.
+INSERT INTO config_org_generation AS c (org_id, generation, whole_generation)
+SELECT o.id, g.generation, g.generation
+  FROM scale_orgs s JOIN orgs o ON o.slug = s.slug CROSS JOIN g
+    ON CONFLICT (org_id) DO UPDATE
+       SET generation = EXCLUDED.generation, whole_generation = EXCLUDED.whole_generation;
 SELECT pg_notify('ensign_config', generation::text) FROM config_generation WHERE id = 1 \gset
 
 COMMIT;

@@ -74,6 +74,11 @@ SELECT 'a config_org_generation row per organization, not above config_generatio
          WHERE NOT EXISTS (SELECT 1 FROM config_org_generation g, config_generation c
                            WHERE g.org_id = so.id AND g.generation <= c.generation))
 UNION ALL
+SELECT 'each loaded organization recorded whole at its generation (no flag-level rows needed)',
+       (SELECT count(*) FROM so
+         WHERE NOT EXISTS (SELECT 1 FROM config_org_generation g
+                           WHERE g.org_id = so.id AND g.whole_generation = g.generation))
+UNION ALL
 -- scale.sql writes what these triggers would have; a trigger added to one
 -- of the loaded tables must be written there too, and named here.
 SELECT 'the loaded tables have the user triggers scale.sql stands in for',

@@ -310,7 +310,9 @@ static void explain(struct conversation *cv, const struct agent_outcome *o, FILE
         index ? snapshot_env_by_key(index, cv->org_id, o->explain_env) : NULL;
     const struct snapshot_env *env = NULL; /* the environment's record in its part */
     const struct snapshot *s =
-        index_env ? served_snapshot_part(w->snapshot, index_env, &env) : NULL;
+        index_env ? served_snapshot_flag_part(w->snapshot, index_env, o->explain_flag,
+                                              strlen(o->explain_flag), &env)
+                  : NULL;
     const struct snapshot_flag *flag =
         s != NULL && env != NULL
             ? snapshot_flag_by_key(s, env, o->explain_flag, strlen(o->explain_flag))

@@ -38,6 +38,7 @@ enum key_index {
     KEY_STATE_DIR,
     KEY_REFRESH_INTERVAL_MS,
     KEY_SNAPSHOT_PACK_MB,
+    KEY_SNAPSHOT_CHUNK_FLAGS,
     KEY_USAGE_FLUSH_INTERVAL_MS,
     KEY_RATELIMIT_EVALUATION,
     KEY_RATELIMIT_MANAGEMENT,
@@ -102,6 +103,10 @@ static const struct config_key keys[KEY_COUNT] = {
                               "Size in MiB at which a snapshot pack file in state_dir is "
                               "sealed and the next one started; every worker maps each "
                               "pack once, at 1 GiB of address space whatever this size."},
+    [KEY_SNAPSHOT_CHUNK_FLAGS] = {"snapshot_chunk_flags", CONFIG_INT, "1000", 0, 1000000, true,
+                                  "Flags per chunk of the snapshot of an organization of more "
+                                  "than twice as many, so that a change rewrites one chunk; 0 "
+                                  "keeps every organization whole."},
     [KEY_USAGE_FLUSH_INTERVAL_MS] = {"usage_flush_interval_ms", CONFIG_INT, "5000", 100, 3600000,
                                      true,
                                      "How often, in milliseconds, evaluation counters are "
@@ -238,6 +243,7 @@ static const struct key_slot slots[KEY_COUNT] = {
     [KEY_STATE_DIR] = SLOT(state_dir, SLOT_STRING),
     [KEY_REFRESH_INTERVAL_MS] = SLOT(refresh_interval_ms, SLOT_INT),
     [KEY_SNAPSHOT_PACK_MB] = SLOT(snapshot_pack_mb, SLOT_INT),
+    [KEY_SNAPSHOT_CHUNK_FLAGS] = SLOT(snapshot_chunk_flags, SLOT_INT),
     [KEY_USAGE_FLUSH_INTERVAL_MS] = SLOT(usage_flush_interval_ms, SLOT_INT),
     [KEY_RATELIMIT_EVALUATION] = SLOT(ratelimit_evaluation, SLOT_INT),
     [KEY_RATELIMIT_MANAGEMENT] = SLOT(ratelimit_management, SLOT_INT),

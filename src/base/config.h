@@ -71,7 +71,8 @@ struct config {
     int workers;            /* resolved: "auto" becomes the CPU count */
     char *state_dir;
     int refresh_interval_ms;
-    int snapshot_pack_mb; /* seal a snapshot pack at this many MiB */
+    int snapshot_pack_mb;     /* seal a snapshot pack at this many MiB */
+    int snapshot_chunk_flags; /* flags per chunk of a large organization; 0: none */
     int usage_flush_interval_ms;
     int ratelimit_evaluation;
     int ratelimit_management;

@@ -26,6 +26,15 @@
  * next parts go over what it appended) and is retried. A pack no longer
  * named is deleted one publication later (snapshot_parts.h).
  *
+ * A chunked organization (doc/choices.md "Chunks of a large organization",
+ * "Chunks and packs together") is written as the chunk files read again
+ * (chunk-<org>-<generation>-<n>.bin, files of their own) and its part, a
+ * header naming all its chunks, appended to the open pack like any part;
+ * the published header is read back from its pack extent. The chunks its
+ * previous header named and the new one does not are deleted one
+ * publication later. At start a header counts as valid only with all its
+ * chunks.
+ *
  * It also keeps the healthz checks in shared memory (health.h), the only
  * writer of them: snapshot_write fails with each failed write of the files
  * and clears with the next publication; snapshot_stale is set from the
@@ -77,6 +86,11 @@
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
 
+/* Chunk files of one build written with an fsync each; later ones are
+ * made durable together by one syncfs of the state directory's file
+ * system. */
+#define CHUNKS_SYNCED_EACH 16
+
 /* How often the generation of a replica is read (doc/choices.md "Read
  * replicas": a single-row SELECT, cheap on the replica). */
 #define REPLICA_POLL_MS 20
@@ -110,6 +124,11 @@ struct refresher {
     size_t moved; /* parts moved out of a pack being reclaimed, this build */
     uint64_t moved_bytes;
     uint32_t moved_from;
+    size_t chunks_synced;   /* chunk files written with their fsync in it */
+    size_t chunks_unsynced; /* chunk files written without (syncfs later) */
+    struct snapshot_source_chunking chunking;
+    char (*chunks_superseded)[SNAPSHOT_PART_NAME_MAX]; /* chunk files the build replaced */
+    size_t superseded_count;
 };
 
 static uint64_t monotonic_us(void)
@@ -249,7 +268,7 @@ static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t 
 {
     struct refresher *rf = ctx;
     struct snapshot part;
-    char err[256];
+    char err[256], path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
     int slot;
     if (rf->check == NULL || snapshot_packs_number(file) == 0)
         return false; /* not a name this refresher writes */
@@ -260,6 +279,20 @@ static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t 
         return false;
     }
     bool same = snapshot_generation(&part) == generation;
+    for (uint32_t i = 0; same && i < part.counts[SNAPSHOT_SEC_CHUNKS]; i++) {
+        const struct snapshot_chunk *c = &part.chunks[i];
+        struct snapshot chunk;
+        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, snapshot_string(&part, c->file));
+        if (snapshot_open(path, &chunk, err, sizeof err) != 0) {
+            log_warn("snapshot chunk %s on disk is not usable, its organization is built again:"
+                     " %s",
+                     snapshot_string(&part, c->file), err);
+            same = false;
+            break;
+        }
+        same = snapshot_generation(&chunk) == c->generation;
+        snapshot_close(&chunk);
+    }
     snapshot_close(&part);
     pack_maps_release(rf->check, slot);
     return same;
@@ -370,6 +403,151 @@ static int append_part(struct refresher *rf, const struct snapshot_source_org *o
     return snapshot_packs_append(&rf->packs, org->builder, f, err, errlen);
 }
 
+/* The published header of an organization, read from its pack extent. */
+struct published_header {
+    struct snapshot s;
+    unsigned char *bytes; /* the extent's bytes s points into */
+};
+
+/* Opens the published part of org into *header; false when org has no
+ * published part or it cannot be read. */
+static bool open_published(struct refresher *rf, const char *org, struct published_header *header)
+{
+    const struct snapshot_part_file *f = snapshot_parts_find(&rf->parts, org);
+    char err[512];
+    if (f == NULL)
+        return false;
+    if (snapshot_packs_open_part(&rf->packs, f, &header->s, &header->bytes, err, sizeof err) == 0)
+        return true;
+    log_warn("cannot read the published snapshot part: %s", err);
+    return false;
+}
+
+static void close_published(struct published_header *header)
+{
+    snapshot_close(&header->s);
+    free(header->bytes);
+    header->bytes = NULL;
+}
+
+/* The chunks the published header of org names (snapshot_source_held_chunks_fn). */
+static int held_chunks(void *ctx, const char *org, struct snapshot_source_chunks *out)
+{
+    struct refresher *rf = ctx;
+    struct published_header published;
+    memset(out, 0, sizeof *out);
+    if (!open_published(rf, org, &published))
+        return 0; /* nothing held: read whole */
+    const struct snapshot *header = &published.s;
+    uint32_t n = header->counts[SNAPSHOT_SEC_CHUNKS];
+    int rc = 0;
+    out->items = n > 0 ? calloc(n, sizeof *out->items) : NULL;
+    for (uint32_t i = 0; i < n && (rc = out->items != NULL ? 0 : -1) == 0; i++) {
+        const struct snapshot_chunk *c = &header->chunks[i];
+        struct snapshot_source_chunk *item = &out->items[out->count];
+        if (c->file.len >= sizeof item->file ||
+            (item->first_key = strdup(snapshot_string(header, c->first_key))) == NULL) {
+            rc = c->file.len >= sizeof item->file ? 0 : -1;
+            snapshot_source_chunks_free(out); /* an odd name: read whole */
+            break;
+        }
+        snprintf(item->file, sizeof item->file, "%s", snapshot_string(header, c->file));
+        item->generation = c->generation;
+        out->count++;
+    }
+    close_published(&published);
+    return rc;
+}
+
+/* Records file as superseded (deleted after the publication but one). */
+static void supersede_chunk(struct refresher *rf, const char *file)
+{
+    void *grown =
+        realloc(rf->chunks_superseded, (rf->superseded_count + 1) * sizeof *rf->chunks_superseded);
+    if (grown == NULL)
+        return; /* the file stays behind */
+    rf->chunks_superseded = grown;
+    snprintf(rf->chunks_superseded[rf->superseded_count++], SNAPSHOT_PART_NAME_MAX, "%s", file);
+}
+
+/* The file name of chunk c of org: kept, its file; read again,
+ * chunk-<org>-<generation>-<c>.bin. */
+static void chunk_name(const struct snapshot_source_org *org, size_t c, char *name, size_t len)
+{
+    const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
+    if (chunk->builder == NULL)
+        snprintf(name, len, "%s", chunk->file);
+    else
+        snprintf(name, len, "chunk-%s-%" PRIu64 "-%zu.bin", org->id, org->generation, c);
+}
+
+/* The chunk files of the published header of org that org's new chunks
+ * do not name are superseded (a chunk read again at the generation it was
+ * written at, after a failed write, keeps its name and is not). */
+static void supersede_chunks(struct refresher *rf, const struct snapshot_source_org *org)
+{
+    struct published_header published;
+    if (!open_published(rf, org->id, &published))
+        return;
+    for (uint32_t i = 0; i < published.s.counts[SNAPSHOT_SEC_CHUNKS]; i++) {
+        const char *file = snapshot_string(&published.s, published.s.chunks[i].file);
+        bool named = false;
+        for (size_t c = 0; !named && c < org->chunks.count; c++) {
+            char name[SNAPSHOT_PART_NAME_MAX];
+            chunk_name(org, c, name, sizeof name);
+            named = strcmp(name, file) == 0;
+        }
+        if (!named)
+            supersede_chunk(rf, file);
+    }
+    close_published(&published);
+}
+
+/* Writes a chunk builder to path: with an fsync for the first few of a
+ * build, without for the rest (one syncfs before the index). */
+static int write_chunk_file(struct refresher *rf, struct snapshot_builder *b, const char *path,
+                            char *err, size_t errlen)
+{
+    if (rf->chunks_synced < CHUNKS_SYNCED_EACH) { /* a change: a chunk or a few */
+        rf->chunks_synced++;
+        return snapshot_builder_write_part(b, path, err, errlen);
+    }
+    rf->chunks_unsynced++; /* many (a first build): one syncfs before the index */
+    return snapshot_builder_write_part_unsynced(b, path, err, errlen);
+}
+
+/* The chunk files written without an fsync are durable before an index
+ * names their headers: one syncfs. 0, or -1 with err. */
+static int sync_chunk_files(struct refresher *rf, char *err, size_t errlen)
+{
+    return rf->chunks_unsynced > 0 ? snapshot_sync_filesystem(rf->parts.dir, err, errlen) : 0;
+}
+
+/* Writes the chunks of org read again, as chunk-<org>-<generation>-<n>.bin,
+ * and names every chunk in its header (org->builder). */
+static int write_chunks(struct refresher *rf, const struct snapshot_source_org *org, char *err,
+                        size_t errlen)
+{
+    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
+    supersede_chunks(rf, org);
+    for (size_t c = 0; c < org->chunks.count; c++) {
+        const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
+        char name[SNAPSHOT_PART_NAME_MAX];
+        uint64_t generation = chunk->builder != NULL ? org->generation : chunk->generation;
+        chunk_name(org, c, name, sizeof name);
+        if (chunk->builder != NULL) {
+            snprintf(path, sizeof path, "%s/%s", rf->parts.dir, name);
+            if (write_chunk_file(rf, chunk->builder, path, err, errlen) != 0)
+                return -1;
+        }
+        if (snapshot_builder_add_chunk(org->builder, chunk->first_key, name, generation) != 0) {
+            snprintf(err, errlen, "%s", snapshot_builder_error(org->builder));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Writes the part of org as the read builds it (snapshot_source_part_fn). */
 static int part_built(void *ctx, const struct snapshot_source_org *org, char *err, size_t errlen)
 {
@@ -382,7 +560,9 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
         snprintf(err, errlen, "the replica is older for organization %s", org->id);
         return -1;
     }
-    int rc = append_part(rf, org, &f, err, errlen);
+    int rc = org->chunks.count > 0 ? write_chunks(rf, org, err, errlen) : 0;
+    if (rc == 0)
+        rc = append_part(rf, org, &f, err, errlen);
     if (rc == 0)
         rc = remember_appended(rf, &f, err, errlen);
     if (rc != 0)
@@ -462,7 +642,7 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     /* The parts appended are durable before the index names them: one
      * fdatasync of the open pack (a pack sealed meanwhile was synced then),
      * whatever their number. */
-    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0)
+    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0 || sync_chunk_files(rf, err, errlen) != 0)
         return -1;
     return snapshot_builder_write(res->index, rf->path, err, errlen);
 }
@@ -583,7 +763,7 @@ static int write_patch(struct refresher *rf, struct snapshot_source_result *res,
         return -1;
     rf->catalog.generation = res->generation;
     snapshot_kept_index_set_generation(&rf->kept, res->generation);
-    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0)
+    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0 || sync_chunk_files(rf, err, errlen) != 0)
         return -1;
     return snapshot_kept_index_write(&rf->kept, rf->path, err, errlen);
 }
@@ -606,7 +786,8 @@ static void write_failed(struct refresher *rf, const char *err)
     health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
     health_pending(rf, rf->pending, why);
     snapshot_packs_rollback(&rf->packs);
-    rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
+    rf->superseded_count = 0; /* those files stay named by what is published */
+    rf->built_once = false;   /* the files may be gone (state_dir removed): write all again */
     rf->have_catalog = false;
     rf->swept = false;
     snapshot_catalog_free(&rf->catalog);
@@ -623,10 +804,14 @@ static void build(struct refresher *rf)
     rf->part_write_failed = rf->read_older = rf->reread = false;
     rf->appended_count = rf->appended_cursor = rf->moved = 0;
     rf->moved_bytes = 0;
+    rf->chunks_synced = rf->chunks_unsynced = 0;
     snapshot_packs_begin(&rf->packs);
     bool patch = rf->have_catalog && rf->kept.loaded && !snapshot_kept_index_worn(&rf->kept);
+    rf->superseded_count = 0;
+    rf->chunking = (struct snapshot_source_chunking){
+        .size = (size_t)rf->cfg->snapshot_chunk_flags, .held = held_chunks, .ctx = rf};
     if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, patch,
-                             part_built, rf, &res, err, sizeof err) != 0) {
+                             part_built, rf, &rf->chunking, &res, err, sizeof err) != 0) {
         if (rf->part_write_failed) {
             write_failed(rf, err);
             return;
@@ -704,6 +889,9 @@ static void build(struct refresher *rf)
         snapshot_packs_published(&rf->packs, rf->parts.published, orgs);
         snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
     }
+    for (size_t i = 0; i < rf->superseded_count; i++)
+        snapshot_parts_doom(&rf->parts, rf->chunks_superseded[i]);
+    rf->superseded_count = 0;
     rf->swept = true;
     rf->built_once = true;
     if (rf->moved > 0)
@@ -801,6 +989,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     snapshot_packs_free(&rf.packs);
     free(rf.appended);
     snapshot_catalog_free(&rf.catalog);
+    free(rf.chunks_superseded);
     snapshot_kept_index_free(&rf.kept);
     return EXIT_SUCCESS;
 }

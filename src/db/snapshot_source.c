@@ -32,6 +32,16 @@
  * followed by its rules in evaluation order. A row a builder refuses is
  * skipped and counted; the build goes on.
  *
+ * An organization of more than twice snapshot_chunk_flags flags is read
+ * in chunks of its flags by key (doc/choices.md "Chunks of a large
+ * organization"), after the batches, in the same transaction: its chunks
+ * planned from its sorted keys (all of them, or, when the caller holds its
+ * chunks and whole_generation did not move past them, only those covering
+ * the keys config_flag_generation names since), then the rows of each run
+ * of chunks read again with range forms of the variants, rules and flags
+ * queries (`key COLLATE "C"` bounds, flags_org_key_bytes), each flag row
+ * routed to the builder of the chunk covering its key.
+ *
  * Variants and rules (a row or more per flag) come unsorted (and without a
  * join to flags in the unfiltered form, which only a caller without
  * part_done uses now): sorting a few hundred thousand rows costs
@@ -53,6 +63,7 @@
 #include "db/rowindex.h"
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
+#include "eval/snapshot_chunks.h"
 
 static const char generation_sql[] = "SELECT generation FROM config_generation WHERE id = 1";
 /* generation_sql prepared once per connection: a refresher reading a
@@ -102,8 +113,8 @@ static const struct {
     [Q_BEGIN] = {"BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL},
     [Q_GENERATION] = {"the configuration generation", generation_sql, NULL},
     [Q_ORG_GENERATIONS] = {"organization generations",
-                           "SELECT org_id, generation FROM config_org_generation",
-                           "SELECT org_id, generation FROM config_org_generation"
+                           "SELECT org_id, generation, whole_generation FROM config_org_generation",
+                           "SELECT org_id, generation, whole_generation FROM config_org_generation"
                            " WHERE generation > $1::bigint"},
     [Q_ENVIRONMENTS] = {"environments",
                         "SELECT id, org_id, key FROM environments ORDER BY org_id, sort_order, key",
@@ -149,9 +160,17 @@ static const struct {
                  " WHERE fe.flag_id = ANY (ARRAY(SELECT id FROM f))"},
 };
 
+/* The chunks of one organization a range read fills: each flag row goes to
+ * the builder of the chunk covering its key. */
+struct chunk_target {
+    const struct snapshot_source_chunks *chunks;
+};
+
 struct source {
     PGconn *conn;
-    snapshot_source_part_fn part_done; /* NULL: the caller writes the parts after */
+    const struct snapshot_source_chunking *chunking; /* NULL: nothing chunked */
+    const struct chunk_target *target;               /* a range read under way */
+    snapshot_source_part_fn part_done;               /* NULL: the caller writes the parts after */
     void *part_ctx;
     struct snapshot_source_result *out;
     const struct snapshot_catalog *held; /* NULL: read every organization */
@@ -813,11 +832,28 @@ static int add_rules_of(struct source *s, struct snapshot_builder *b, const char
 /* Adds one flag configuration row to its organization's builder (if that
  * organization is read again); -1 with *refused set to the builder that
  * refused it, or NULL when out of memory. */
+/* The builder of the chunk covering key in the range read under way. */
+static struct snapshot_builder *chunk_builder(const struct chunk_target *t, const char *key)
+{
+    const struct snapshot_source_chunks *c = t->chunks;
+    size_t lo = 0, hi = c->count; /* the last first key <= key is in [lo, hi) */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(c->items[mid].first_key, key) <= 0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return c->count > 0 ? c->items[lo].builder : NULL;
+}
+
 static int add_flag(struct source *s, const PGresult *res, int row, const char *key,
                     const char *type, struct snapshot_builder **refused)
 {
     const char *flag_id = value(res, row, F_ID), *env_id = value(res, row, F_ENV);
-    struct snapshot_builder *b = env_builder(s, env_id);
+    struct snapshot_builder *b = s->target != NULL
+                                     ? (key != NULL ? chunk_builder(s->target, key) : NULL)
+                                     : env_builder(s, env_id);
     *refused = NULL;
     if (b == NULL)
         return 0;
@@ -1014,6 +1050,329 @@ static PGresult *flag_counts(struct source *s, const char *orgs)
     return res;
 }
 
+/* ---- chunks of a large organization (doc/choices.md "Chunks of a large
+ * organization") ---- */
+
+/* The flag ids of one organization's key range: $1 the organization, $2
+ * the first key, $3 the key after the range (NULL: none), in byte order. */
+#define RANGE_FLAG_IDS                                                                             \
+    "SELECT id FROM flags WHERE org_id = $1::uuid AND key COLLATE \"C\" >= $2::text"               \
+    " AND ($3::text IS NULL OR key COLLATE \"C\" < $3::text)"
+
+static const char range_keys_sql[] =
+    "SELECT key FROM flags WHERE org_id = $1::uuid AND key COLLATE \"C\" >= $2::text"
+    " AND ($3::text IS NULL OR key COLLATE \"C\" < $3::text) ORDER BY key COLLATE \"C\"";
+static const char changed_keys_sql[] = "SELECT flag_key FROM config_flag_generation"
+                                       " WHERE org_id = $1::uuid AND generation > $2::bigint";
+/* Variants, rules and flag configurations of a range, as Q_VARIANTS,
+ * Q_RULES and Q_FLAGS answer them. */
+static const char *const range_rows_sql[] = {
+    "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
+    " WHERE v.flag_id = ANY (ARRAY(" RANGE_FLAG_IDS "))",
+    "SELECT r.flag_id, r.environment_id, r.id, r.conditions::text, r.serve::text,"
+    " r.priority, (extract(epoch FROM r.created_at) * 1000000)::bigint"
+    " FROM rules r WHERE r.flag_id = ANY (ARRAY(" RANGE_FLAG_IDS "))",
+    "WITH f AS MATERIALIZED (SELECT id, key, type FROM flags WHERE org_id = $1::uuid"
+    " AND key COLLATE \"C\" >= $2::text AND ($3::text IS NULL OR key COLLATE \"C\" < $3::text))"
+    " SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
+    " fe.off_variant_key, fe.default_serve::text"
+    " FROM flag_environments fe JOIN f ON f.id = fe.flag_id"
+    " WHERE fe.flag_id = ANY (ARRAY(SELECT id FROM f))",
+};
+
+void snapshot_source_chunks_free(struct snapshot_source_chunks *c)
+{
+    for (size_t i = 0; i < c->count; i++) {
+        free(c->items[i].first_key);
+        snapshot_builder_free(c->items[i].builder);
+    }
+    free(c->items);
+    c->items = NULL;
+    c->count = 0;
+}
+
+/* Appends a chunk from first_key (copied), kept (file and generation of
+ * held) or read again (held NULL; its builder made later). */
+static int append_chunk(struct snapshot_source_chunks *c, size_t *cap, const char *first_key,
+                        const struct snapshot_source_chunk *held)
+{
+    if (c->count == *cap) {
+        size_t grown = *cap ? *cap * 2 : 8;
+        void *items = realloc(c->items, grown * sizeof *c->items);
+        if (items == NULL)
+            return -1;
+        c->items = items;
+        *cap = grown;
+    }
+    struct snapshot_source_chunk *chunk = &c->items[c->count];
+    memset(chunk, 0, sizeof *chunk);
+    if ((chunk->first_key = strdup(first_key)) == NULL)
+        return -1;
+    if (held != NULL) {
+        memcpy(chunk->file, held->file, sizeof chunk->file);
+        chunk->generation = held->generation;
+    }
+    c->count++;
+    return 0;
+}
+
+static PGresult *run_query(struct source *s, const char *what, const char *sql, int n,
+                           const char *const *params)
+{
+    struct dbsync_error error;
+    PGresult *res = dbsync_exec(s->conn, sql, n, params, &error);
+    if (res == NULL)
+        fail(s, what, error.message);
+    return res;
+}
+
+/* Appends the chunks the flags of org in [from, to) make now: pieces of
+ * the chunk size (snapshot_chunks.h), none when it holds no flag. */
+static int plan_range(struct source *s, const char *org, const char *from, const char *to,
+                      struct snapshot_source_chunks *out, size_t *cap)
+{
+    const char *params[3] = {org, from, to};
+    PGresult *keys = run_query(s, "flag keys", range_keys_sql, 3, params);
+    if (keys == NULL)
+        return -1;
+    size_t count = (size_t)PQntuples(keys), size = s->chunking->size;
+    size_t pieces = count == 0 ? 0 : (size > 0 ? snapshot_chunks_pieces(count, size) : 1);
+    int rc = 0;
+    for (size_t p = 0; rc == 0 && p < pieces; p++)
+        rc = append_chunk(out, cap, p == 0 ? from : PQgetvalue(keys, (int)(p * size), 0), NULL);
+    PQclear(keys);
+    if (rc != 0)
+        fail(s, "flag keys", "out of memory");
+    return rc;
+}
+
+/* The chunk of held covering each changed key of org since generation. */
+static int touched_chunks(struct source *s, const char *org, uint64_t since,
+                          const struct snapshot_source_chunks *held, bool *touched)
+{
+    char since_text[24];
+    snprintf(since_text, sizeof since_text, "%llu", (unsigned long long)since);
+    const char *params[2] = {org, since_text};
+    PGresult *keys = run_query(s, "changed flags", changed_keys_sql, 2, params);
+    if (keys == NULL)
+        return -1;
+    for (int row = 0; row < PQntuples(keys); row++) {
+        const char *key = PQgetvalue(keys, row, 0);
+        size_t lo = 0, hi = held->count;
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(held->items[mid].first_key, key) <= 0)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        touched[lo] = true;
+    }
+    PQclear(keys);
+    return 0;
+}
+
+/* The chunks of org now: only the touched chunks of held planned again
+ * (incremental), or every one. The first starts at "". */
+static int plan_chunks(struct source *s, const char *org, const struct snapshot_source_chunks *held,
+                       bool incremental, uint64_t since, struct snapshot_source_chunks *out)
+{
+    size_t cap = 0;
+    if (!incremental) {
+        if (plan_range(s, org, "", NULL, out, &cap) != 0)
+            return -1;
+    } else {
+        bool *touched = calloc(held->count, sizeof *touched);
+        if (touched == NULL || touched_chunks(s, org, since, held, touched) != 0) {
+            free(touched);
+            return -1;
+        }
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < held->count; i++) {
+            const char *to = i + 1 < held->count ? held->items[i + 1].first_key : NULL;
+            rc = touched[i] ? plan_range(s, org, held->items[i].first_key, to, out, &cap)
+                            : append_chunk(out, &cap, held->items[i].first_key, &held->items[i]);
+        }
+        free(touched);
+        if (rc != 0)
+            return -1;
+    }
+    if (out->count == 0 && append_chunk(out, &cap, "", NULL) != 0)
+        return -1;                            /* no flag at all: one empty chunk */
+    if (out->items[0].first_key[0] != '\0') { /* the first chunk was dropped */
+        free(out->items[0].first_key);
+        out->items[0].first_key = strdup("");
+        if (out->items[0].first_key == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* A builder for org (index i of out->orgs) with its environments, and the
+ * attribute and segment rows (NULL: none) added. */
+static struct snapshot_builder *chunk_builder_new(struct source *s, size_t i, const PGresult *attrs,
+                                                  const PGresult *segments)
+{
+    struct snapshot_source_org *org = &s->out->orgs[i];
+    struct snapshot_builder *b = snapshot_builder_new(org->generation);
+    const PGresult *envs = s->environments;
+    if (b == NULL)
+        return NULL;
+    for (int row = s->org_env_rows[i]; row < PQntuples(envs) && s->env_orgs[row] == i; row++)
+        if (snapshot_builder_add_environment(b, value(envs, row, E_ID), org->id,
+                                             value(envs, row, E_KEY)) != 0)
+            note_skipped(s, b, "environments");
+    for (int row = 0; attrs != NULL && row < PQntuples(attrs); row++)
+        if (snapshot_builder_add_entity_attribute(b, org->id, value(attrs, row, 1),
+                                                  value(attrs, row, 2), value(attrs, row, 3)) != 0)
+            note_skipped(s, b, "entity attributes");
+    for (int row = 0; segments != NULL && row < PQntuples(segments); row++)
+        if (snapshot_builder_add_segment(b, org->id, value(segments, row, 1),
+                                         value(segments, row, 2)) != 0)
+            note_skipped(s, b, "segments");
+    return b;
+}
+
+/* Reads the flags of chunks [first, last) of org (all read again) with
+ * one range query of each kind, each row to the chunk covering its key. */
+static int read_range(struct source *s, struct snapshot_source_org *org, size_t first, size_t last)
+{
+    const struct snapshot_source_chunks *c = &org->chunks;
+    const char *params[3] = {org->id, c->items[first].first_key,
+                             last < c->count ? c->items[last].first_key : NULL};
+    if (PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF && PQenterPipelineMode(s->conn) != 1) {
+        fail(s, "a chunk", PQerrorMessage(s->conn));
+        return -1;
+    }
+    for (size_t q = 0; q < sizeof range_rows_sql / sizeof range_rows_sql[0]; q++)
+        if (PQsendQueryParams(s->conn, range_rows_sql[q], 3, NULL, params, NULL, NULL, 0) != 1) {
+            fail(s, "a chunk", PQerrorMessage(s->conn));
+            PQpipelineSync(s->conn);
+            finish_pipeline(s->conn);
+            return -1;
+        }
+    if (PQpipelineSync(s->conn) != 1) {
+        fail(s, "a chunk", PQerrorMessage(s->conn));
+        return -1;
+    }
+    struct chunk_target target = {c};
+    s->target = &target;
+    int rc = read_flags(s);
+    s->target = NULL;
+    finish_pipeline(s->conn);
+    return rc;
+}
+
+/* The attribute or segment rows of one organization (query q's `some`
+ * form), or NULL with s->err set. */
+static PGresult *org_rows(struct source *s, enum query q, const char *org_id)
+{
+    char array[sizeof((struct snapshot_source_org *)0)->id + 3];
+    snprintf(array, sizeof array, "{%s}", org_id);
+    const char *params[1] = {array};
+    return run_query(s, queries[q].what, queries[q].some, 1, params);
+}
+
+/* Builders for the header of org (environments only) and for each chunk
+ * read again (environments, attributes, segments). */
+static int open_chunk_builders(struct source *s, size_t i)
+{
+    struct snapshot_source_org *org = &s->out->orgs[i];
+    PGresult *attrs = org_rows(s, Q_ATTRIBUTES, org->id);
+    PGresult *segments = attrs != NULL ? org_rows(s, Q_SEGMENTS, org->id) : NULL;
+    int rc = segments != NULL ? 0 : -1;
+    if (rc == 0 && (org->builder = chunk_builder_new(s, i, NULL, NULL)) == NULL)
+        rc = -1;
+    for (size_t c = 0; rc == 0 && c < org->chunks.count; c++) {
+        struct snapshot_source_chunk *chunk = &org->chunks.items[c];
+        if (chunk->file[0] != '\0')
+            continue; /* kept */
+        if ((chunk->builder = chunk_builder_new(s, i, attrs, segments)) == NULL)
+            rc = -1;
+        org->chunks_read++;
+    }
+    if (rc != 0 && s->err[0] == '\0')
+        fail(s, "a chunk", "out of memory");
+    PQclear(attrs);
+    PQclear(segments);
+    return rc;
+}
+
+/*
+ * Reads chunked organization i of out->orgs: plans its chunks (only the
+ * touched ones again when the caller holds its chunks and nothing but
+ * flags changed since), and reads the flags of the chunks read again, one
+ * range query per run of them.
+ */
+static int read_chunked(struct source *s, size_t i)
+{
+    struct snapshot_source_org *org = &s->out->orgs[i];
+    struct snapshot_source_chunks held = {0};
+    if (s->chunking->held != NULL && s->chunking->held(s->chunking->ctx, org->id, &held) != 0) {
+        fail(s, "held chunks", "out of memory");
+        return -1;
+    }
+    const struct snapshot_catalog_org *cat =
+        s->held != NULL ? snapshot_catalog_find(s->held, org->id) : NULL;
+    uint64_t since = cat != NULL ? cat->generation : 0;
+    int row = rowindex_first(&s->gens_by_org, org->id);
+    uint64_t whole = row >= 0 ? strtoull(PQgetvalue(s->gens, row, 2), NULL, 10) : UINT64_MAX;
+    bool incremental = held.count > 0 && since > 0 && whole <= since;
+    int rc = plan_chunks(s, org->id, &held, incremental, since, &org->chunks);
+    snapshot_source_chunks_free(&held);
+    if (rc == 0)
+        rc = open_chunk_builders(s, i);
+    for (size_t a = 0; rc == 0 && a < org->chunks.count;) {
+        size_t b = a;
+        while (b < org->chunks.count && org->chunks.items[b].builder != NULL)
+            b++;
+        if (b > a)
+            rc = read_range(s, org, a, b);
+        a = b > a ? b : a + 1;
+    }
+    org->flag_count = 0;
+    for (size_t c = 0; rc == 0 && c < org->chunks.count; c++)
+        if (org->chunks.items[c].builder != NULL)
+            org->flag_count += snapshot_builder_flag_count(org->chunks.items[c].builder);
+    log_info("snapshot: organization %s in %zu chunks, %zu read again (%s, %zu flag"
+             " configurations)",
+             org->id, org->chunks.count, org->chunks_read, incremental ? "changed flags" : "whole",
+             org->flag_count);
+    return rc;
+}
+
+/* Whether the caller publishes org in chunks. */
+static bool held_in_chunks(struct source *s, const char *org)
+{
+    struct snapshot_source_chunks held = {0};
+    if (s->chunking == NULL || s->chunking->held == NULL ||
+        s->chunking->held(s->chunking->ctx, org, &held) != 0)
+        return false; /* out of memory: counted, and read in chunks if large */
+    bool chunked = held.count > 0;
+    snapshot_source_chunks_free(&held);
+    return chunked;
+}
+
+/* Reads and hands over each organization of chunked (count of them,
+ * indexes of out->orgs), freeing its builders. */
+static int read_chunked_orgs(struct source *s, const size_t *chunked, size_t count)
+{
+    for (size_t k = 0; k < count; k++) {
+        struct snapshot_source_org *org = &s->out->orgs[chunked[k]];
+        if (read_chunked(s, chunked[k]) != 0 ||
+            s->part_done(s->part_ctx, org, s->err, s->errlen) != 0)
+            return -1;
+        snapshot_builder_free(org->builder);
+        org->builder = NULL;
+        for (size_t c = 0; c < org->chunks.count; c++) {
+            snapshot_builder_free(org->chunks.items[c].builder);
+            org->chunks.items[c].builder = NULL;
+        }
+        org->written = true;
+    }
+    return 0;
+}
+
 /* One batch: organizations [first, last) of out->orgs, those read again
  * named in ids (an array literal). */
 struct batch_plan {
@@ -1036,7 +1395,8 @@ static void free_plan(struct batch_plan *plan, size_t count)
  * counted first. The batches in *plan (the caller frees it with
  * free_plan), their number in *count; 0 or -1.
  */
-static int plan_batches(struct source *s, const char **ids, struct batch_plan **plan, size_t *count)
+static int plan_batches(struct source *s, const char **ids, size_t *chunked, size_t *chunked_count,
+                        struct batch_plan **plan, size_t *count)
 {
     size_t n = s->out->org_count, reading = 0;
     for (size_t i = 0; i < n; i++)
@@ -1048,6 +1408,14 @@ static int plan_batches(struct source *s, const char **ids, struct batch_plan **
     *count = 0;
     *plan = calloc(reading + 1, sizeof **plan);
     int rc = counts != NULL && *plan != NULL && rowindex_build(&by_org, counts, 0) == 0 ? 0 : -1;
+    for (size_t i = 0; rc == 0 && s->chunking != NULL && i < n; i++) {
+        int row = s->out->orgs[i].read ? rowindex_first(&by_org, s->out->orgs[i].id) : -1;
+        size_t flags = row >= 0 ? (size_t)atoll(PQgetvalue(counts, row, 1)) : 0;
+        if (row >= 0 && snapshot_chunks_wanted(flags, s->chunking->size)) {
+            s->out->orgs[i].read = false; /* not in the batches: read in chunks */
+            chunked[(*chunked_count)++] = i;
+        }
+    }
     for (size_t first = 0; rc == 0 && first < n;) {
         struct batch_plan *b = &(*plan)[*count];
         size_t last = first;
@@ -1135,13 +1503,23 @@ static int build_batch(struct source *s, struct batch_read *r, const struct batc
  */
 static int read_in_batches(struct source *s)
 {
-    size_t n = s->out->org_count, count = 0;
+    size_t n = s->out->org_count, count = 0, chunked_count = 0;
     const char **ids = malloc((n ? n : 1) * sizeof *ids);
+    size_t *chunked = malloc((n ? n : 1) * sizeof *chunked);
     struct batch_plan *plan = NULL;
     struct batch_read reads[2];
-    int rc = ids != NULL && plan_batches(s, ids, &plan, &count) == 0 ? 0 : -1;
-    if (ids == NULL)
+    int rc = ids != NULL && chunked != NULL ? 0 : -1;
+    if (rc != 0)
         fail(s, "the configuration", "out of memory");
+    /* an organization held in chunks is read in chunks without counting
+     * its flags (a count grows with the organization, not the change) */
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (s->out->orgs[i].read && held_in_chunks(s, s->out->orgs[i].id)) {
+            s->out->orgs[i].read = false;
+            chunked[chunked_count++] = i;
+        }
+    if (rc == 0 && plan_batches(s, ids, chunked, &chunked_count, &plan, &count) != 0)
+        rc = -1;
     if (rc == 0 && count > 0)
         start_batch(s, &reads[0], &plan[0]);
     for (size_t i = 0; rc == 0 && i < count; i++) {
@@ -1166,6 +1544,9 @@ static int read_in_batches(struct source *s)
             batch_read_clear(next);
         }
     }
+    if (rc == 0 && chunked_count > 0) /* the batches' thread has ended */
+        rc = read_chunked_orgs(s, chunked, chunked_count);
+    free(chunked);
     free_plan(plan, count);
     free(ids);
     return rc;
@@ -1192,9 +1573,10 @@ static int read_second_step(struct source *s)
         fail(s, "the configuration", "out of memory");
         return -1;
     }
-    bool batches =
-        s->part_done != NULL && (every_org || s->changed_count > SNAPSHOT_SOURCE_BATCH_ORGS / 16);
-    s->patch = s->patch && !batches;
+    bool many = every_org || s->changed_count > SNAPSHOT_SOURCE_BATCH_ORGS / 16;
+    /* chunking reads the flag counts of the batches' path even for a few */
+    bool batches = s->part_done != NULL && (many || s->chunking != NULL);
+    s->patch = s->patch && !(s->part_done != NULL && many);
     int rc = send_queries(s, Q_FIRST_OF_ORGS, batches ? Q_ATTRIBUTES : Q_COUNT, orgs);
     if (rc != 0 || (s->environments = next_result(s, Q_ENVIRONMENTS)) == NULL ||
         (s->sdk_keys = next_result(s, Q_SDK_KEYS)) == NULL || merge_catalog(s) != 0)
@@ -1220,19 +1602,22 @@ static int read_second_step(struct source *s)
 
 int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held, bool patch,
                          snapshot_source_part_fn part_done, void *part_ctx,
+                         const struct snapshot_source_chunking *chunking,
                          struct snapshot_source_result *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     snapshot_catalog_init(&out->catalog);
     err[0] = '\0';
-    struct source s = {.conn = conn,
-                       .part_done = part_done,
-                       .part_ctx = part_ctx,
-                       .out = out,
-                       .held = held,
-                       .patch = patch,
-                       .err = err,
-                       .errlen = errlen};
+    struct source s = {
+        .conn = conn,
+        .chunking = part_done != NULL && chunking != NULL && chunking->size > 0 ? chunking : NULL,
+        .part_done = part_done,
+        .part_ctx = part_ctx,
+        .out = out,
+        .held = held,
+        .patch = patch,
+        .err = err,
+        .errlen = errlen};
     int rc = read_first_step(&s) == 0 && read_second_step(&s) == 0 ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < out->org_count; i++)
         if (out->orgs[i].builder != NULL)
@@ -1267,8 +1652,10 @@ int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held, bool
 void snapshot_source_result_free(struct snapshot_source_result *r)
 {
     snapshot_builder_free(r->index);
-    for (size_t i = 0; i < r->org_count; i++)
+    for (size_t i = 0; i < r->org_count; i++) {
         snapshot_builder_free(r->orgs[i].builder);
+        snapshot_source_chunks_free(&r->orgs[i].chunks);
+    }
     free(r->orgs);
     snapshot_catalog_free(&r->catalog);
     memset(r, 0, sizeof *r);

@@ -29,17 +29,51 @@ struct snapshot_builder;
  * it yet). 0 or -1 with err. */
 int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err, size_t errlen);
 
+/* One chunk of a chunked organization (doc/choices.md "Chunks of a large
+ * organization"), in key order: read again (builder) or kept (the file and
+ * generation the caller's published header names). */
+#define SNAPSHOT_SOURCE_CHUNK_FILE_MAX 128
+struct snapshot_source_chunk {
+    char *first_key;                  /* owned; "" for the first */
+    struct snapshot_builder *builder; /* read again: its flags; NULL: kept */
+    char file[SNAPSHOT_SOURCE_CHUNK_FILE_MAX];
+    uint64_t generation;
+};
+
+struct snapshot_source_chunks {
+    struct snapshot_source_chunk *items; /* owned */
+    size_t count;
+};
+
+void snapshot_source_chunks_free(struct snapshot_source_chunks *c);
+
+/* The chunks of org the caller publishes (its header's), into *out (empty
+ * when org is not chunked); 0, or -1 out of memory. */
+typedef int (*snapshot_source_held_chunks_fn)(void *ctx, const char *org,
+                                              struct snapshot_source_chunks *out);
+
+/* How organizations are chunked: size flags a chunk (0: none is chunked
+ * unless held says it is), held the caller's published chunks. */
+struct snapshot_source_chunking {
+    size_t size;
+    snapshot_source_held_chunks_fn held;
+    void *ctx;
+};
+
 /* One organization that has environments (in a patch: one whose
  * generation moved, with environments or not), as the read found it. */
 struct snapshot_source_org {
-    char id[64];                      /* uuid text */
-    uint64_t generation;              /* config_org_generation of it */
-    struct snapshot_builder *builder; /* its part, read again; NULL: the caller's
-                                         part of this generation stands, or
-                                         (written) part_done wrote it */
-    bool read;                        /* read again (its builder made per batch) */
-    bool written;                     /* handed to part_done (builder freed) */
-    size_t flag_count;                /* flag configurations read (when read again) */
+    char id[64];                          /* uuid text */
+    uint64_t generation;                  /* config_org_generation of it */
+    struct snapshot_builder *builder;     /* its part, read again; NULL: the caller's
+                                             part of this generation stands, or
+                                             (written) part_done wrote it */
+    bool read;                            /* read again (its builder made per batch) */
+    bool written;                         /* handed to part_done (builder freed) */
+    size_t flag_count;                    /* flag configurations read (when read again) */
+    struct snapshot_source_chunks chunks; /* chunked: builder is the header (no
+                                             flags), each chunk's flags here */
+    size_t chunks_read;                   /* of them, read again */
 };
 
 /* The most flags, and organizations, of one batch when a read goes in
@@ -82,6 +116,13 @@ struct snapshot_source_result {
  * on a thread while the current one is built, so memory holds the rows of
  * two batches (SNAPSHOT_SOURCE_BATCH_FLAGS) and the builders of one;
  * without, the builders stay in out.
+ * With chunking and part_done, an organization of more than twice
+ * chunking->size flags, or one the caller holds in chunks, is read in
+ * chunks by flag key: whole when nothing is held or its whole_generation
+ * moved past the held generation (sql/0021), else only the chunks covering
+ * the flag keys changed since (config_flag_generation), each split past
+ * twice the size or dropped when empty (snapshot_chunks.h); org->builder
+ * is then its header and org->chunks its chunks.
  * The caller adds its parts to out->index, writes the builders, may take
  * out->catalog (moving it out and re-initializing it) and frees out with
  * snapshot_source_result_free. 0, or -1 with a message in err and out
@@ -93,6 +134,7 @@ struct snapshot_source_result {
  */
 int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held, bool patch,
                          snapshot_source_part_fn part_done, void *part_ctx,
+                         const struct snapshot_source_chunking *chunking,
                          struct snapshot_source_result *out, char *err, size_t errlen);
 
 void snapshot_source_result_free(struct snapshot_source_result *r);

@@ -44,7 +44,11 @@
 
 struct env_call {
     struct http_request *r;
-    const struct snapshot *s;
+    struct served_snapshot *view;
+    const struct snapshot_env *index_env; /* the environment in the index */
+    const struct snapshot *part;          /* its part (a chunked organization's header) */
+    const struct snapshot_env *part_env;
+    const struct snapshot *s; /* the part or chunk of the flag being answered */
     const struct snapshot_env *env;
     struct eval_context ctx;
     struct http_answer t;
@@ -129,36 +133,52 @@ static bool asked_before(const char *const *keys, size_t i)
     return false;
 }
 
-static int by_position(const void *a, const void *b)
+/* A flag asked for, in the part or chunk that holds it. */
+struct found_flag {
+    const struct snapshot *s;
+    const struct snapshot_env *env;
+    const struct snapshot_flag *flag;
+    const char *key; /* as asked (equal to the flag's) */
+};
+
+static int by_key(const void *a, const void *b)
 {
-    const struct snapshot_flag *x = *(const struct snapshot_flag *const *)a;
-    const struct snapshot_flag *y = *(const struct snapshot_flag *const *)b;
-    return x < y ? -1 : x > y;
+    return strcmp(((const struct found_flag *)a)->key, ((const struct found_flag *)b)->key);
 }
 
-/* The flags asked for, each once, in key order (the environment's flags
- * are stored in key order), then the keys it does not have. */
+/* The flag of key, found in the part or chunk that holds it, or false. */
+static bool find_flag(const struct env_call *c, const char *key, struct found_flag *out)
+{
+    size_t len = strlen(key);
+    out->s = served_snapshot_flag_part(c->view, c->index_env, key, len, &out->env);
+    out->flag = out->s != NULL ? snapshot_flag_by_key(out->s, out->env, key, len) : NULL;
+    out->key = key;
+    return out->flag != NULL;
+}
+
+/* The flags asked for, each once, in key order (byte order, the order in
+ * which the environment's flags are stored), then the keys it does not
+ * have. */
 static bool put_asked(struct env_call *c, const char *const *keys, size_t nkeys)
 {
-    const struct snapshot_flag **found = calloc(nkeys + 1, sizeof *found);
+    struct found_flag *found = calloc(nkeys + 1, sizeof *found);
     if (found == NULL)
         return false;
     size_t n = 0;
-    for (size_t j = 0; j < nkeys; j++) {
-        const struct snapshot_flag *flag =
-            snapshot_flag_by_key(c->s, c->env, keys[j], strlen(keys[j]));
-        if (flag != NULL)
-            found[n++] = flag;
-    }
-    qsort(found, n, sizeof *found, by_position);
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || found[i] != found[i - 1])
-            put_result(c, found[i]);
-    free(found);
     for (size_t j = 0; j < nkeys; j++)
-        if (snapshot_flag_by_key(c->s, c->env, keys[j], strlen(keys[j])) == NULL &&
-            !asked_before(keys, j))
+        if (find_flag(c, keys[j], &found[n]))
+            n++;
+    qsort(found, n, sizeof *found, by_key);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || found[i].flag != found[i - 1].flag) {
+            c->s = found[i].s;
+            c->env = found[i].env;
+            put_result(c, found[i].flag);
+        }
+    for (size_t j = 0; j < nkeys; j++)
+        if (!find_flag(c, keys[j], &found[0]) && !asked_before(keys, j))
             put_not_found(c, keys[j]);
+    free(found);
     return true;
 }
 
@@ -166,10 +186,13 @@ static bool put_flags(struct env_call *c, const char *const *keys, size_t nkeys)
 {
     if (keys != NULL)
         return put_asked(c, keys, nkeys);
-    size_t count = 0;
-    const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
-    for (size_t i = 0; i < count; i++)
-        put_result(c, &flags[i]);
+    for (size_t i = 0; (c->s = served_snapshot_chunk(c->view, c->index_env, i, &c->env)) != NULL;
+         i++) {
+        size_t count = 0;
+        const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
+        for (size_t f = 0; f < count; f++)
+            put_result(c, &flags[f]);
+    }
     return true;
 }
 
@@ -181,7 +204,7 @@ static void send_evaluation(struct env_call *c, const char *const *keys, size_t 
     if (!put_flags(c, keys, nkeys))
         c->t.failed = true;
     http_answer_lit(&c->t, "],\"metadata\":{\"environment\":");
-    http_answer_string(&c->t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    http_answer_string(&c->t, snapshot_string(c->part, c->part_env->key), c->part_env->key.len);
     http_answer_lit(&c->t, "}}");
     if (c->t.failed) {
         http_answer_close(&c->t);
@@ -207,7 +230,10 @@ static bool find_environment(struct env_call *c, const char *org_id, const char 
         http_send_error(c->r, 404, "environment not found");
         return false;
     }
-    c->s = served_snapshot_part(view, env, &c->env);
+    c->view = view;
+    c->index_env = env;
+    c->s = c->part = served_snapshot_part(view, env, &c->env);
+    c->part_env = c->env;
     if (c->s == NULL) {
         http_add_header(c->r, "Retry-After", "1");
         http_send_error(c->r, 503, "the flags of this environment are not available yet");

@@ -985,11 +985,40 @@ static uint64_t clock_interval(const struct snapshot *s, const struct snapshot_e
     return 2 * (uint64_t)lo + on_boundary;
 }
 
+/* The one chunk of an organization without chunks (eval_chunk_fn; ctx is
+ * the snapshot and *env the environment in it). */
+struct single_part {
+    const struct snapshot *s;
+    const struct snapshot_env *env;
+};
+
+static const struct snapshot *single_chunk(void *ctx, size_t i, const struct snapshot_env **env)
+{
+    const struct single_part *one = ctx;
+    *env = one->env;
+    return i == 0 ? one->s : NULL;
+}
+
 void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
                     const struct json_flat *context, int64_t now_us, char out[EVAL_ETAG_SIZE])
 {
+    struct single_part one = {s, env};
+    eval_bulk_etag_chunks(snapshot_generation(s), snapshot_string(s, env->id), env->id.len,
+                          single_chunk, &one, context, now_us, out);
+}
+
+/*
+ * Over chunks, the clock's interval is the sum of each chunk's: a crossing
+ * of any chunk's boundary moves it up by one or two and nothing moves it
+ * down, so distinct intervals of the union of the boundaries give distinct
+ * sums, equal ones equal sums; with one chunk it is that chunk's interval.
+ */
+void eval_bulk_etag_chunks(uint64_t generation, const char *env_id, size_t env_id_len,
+                           eval_chunk_fn chunk, void *ctx, const struct json_flat *context,
+                           int64_t now_us, char out[EVAL_ETAG_SIZE])
+{
     struct etag_hash st = {ETAG_SEED};
-    hash_text(&st, 'e', snapshot_string(s, env->id), env->id.len);
+    hash_text(&st, 'e', env_id, env_id_len);
     if (context == NULL)
         hash_text(&st, 'n', "", 0);
     else
@@ -998,18 +1027,26 @@ void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
     h ^= h >> 33;
     h *= UINT64_C(0xff51afd7ed558ccd);
     h ^= h >> 33;
+    bool clock_opaque = false;
+    uint64_t interval = 0;
+    const struct snapshot_env *env;
+    const struct snapshot *s;
+    for (size_t i = 0; (s = chunk(ctx, i, &env)) != NULL; i++) {
+        clock_opaque |= env->clock_opaque != 0;
+        interval += clock_interval(s, env, now_us);
+    }
     /* "GENERATION-INTERVAL-HASH" or "GENERATION-sSECOND-HASH", in hex
      * (at most 2 + 3 * 16 + 3 bytes: EVAL_ETAG_SIZE holds it). */
     char *p = out;
     *p++ = '"';
-    p += hex_u64(snapshot_generation(s), 1, p);
+    p += hex_u64(generation, 1, p);
     *p++ = '-';
-    if (env->clock_opaque) {
+    if (clock_opaque) {
         int64_t second = now_us / 1000000 - (now_us % 1000000 < 0);
         *p++ = 's';
         p += hex_u64((uint64_t)second, 1, p);
     } else {
-        p += hex_u64(clock_interval(s, env, now_us), 1, p);
+        p += hex_u64(interval, 1, p);
     }
     *p++ = '-';
     p += hex_u64(h, 16, p);

@@ -118,6 +118,16 @@ const char *eval_error_code(enum eval_status status);
 void eval_bulk_etag(const struct snapshot *s, const struct snapshot_env *env,
                     const struct json_flat *context, int64_t now_us, char out[EVAL_ETAG_SIZE]);
 
+/* The same tag for an environment whose flags are in chunks (snapshot.h
+ * "Chunks"): generation the organization's, env_id (env_id_len bytes) the
+ * environment's, and chunk(ctx, i, &env) chunk i with the environment's
+ * record in it, NULL past the last. With one chunk, eval_bulk_etag's. */
+typedef const struct snapshot *(*eval_chunk_fn)(void *ctx, size_t i,
+                                                const struct snapshot_env **env);
+void eval_bulk_etag_chunks(uint64_t generation, const char *env_id, size_t env_id_len,
+                           eval_chunk_fn chunk, void *ctx, const struct json_flat *context,
+                           int64_t now_us, char out[EVAL_ETAG_SIZE]);
+
 /* Coercion helpers shared with the snapshot writer, so that condition
  * values and context values are coerced to an entity dataType alike. */
 #define EVAL_NUMBER_TEXT_SIZE 32

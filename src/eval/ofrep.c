@@ -179,9 +179,12 @@ struct call {
     struct http_request *r;
     struct http_server *w;
     struct ofrep_state *state;
-    const char *key; /* the path key on the single route, else NULL */
-    const struct snapshot *s;
-    const struct snapshot_env *env;
+    const char *key;                /* the path key on the single route, else NULL */
+    const struct snapshot *s;       /* the part (or, evaluating, the flag's chunk) */
+    const struct snapshot_env *env; /* the environment in it */
+    const struct snapshot *part;    /* the part (a chunked organization's header) */
+    const struct snapshot_env *part_env;
+    const struct snapshot_env *index_env; /* the environment in the index */
     struct json_object *body; /* owned: the body when json-c parsed it (ctx points into it) */
     struct eval_context ctx;
     int64_t now_us;
@@ -253,9 +256,34 @@ static bool enter_part(struct call *c)
         fail(c, 503, "GENERAL", "the flags of this environment are not available yet");
         return false;
     }
-    c->s = part;
-    c->env = part_env;
+    c->index_env = c->env;
+    c->s = c->part = part;
+    c->env = c->part_env = part_env;
     return true;
+}
+
+/* Moves c->s and c->env to the chunk holding the flags of key (the part
+ * itself without chunks); 503 when it is not mapped. */
+static bool enter_chunk(struct call *c, const char *key, size_t len)
+{
+    const struct snapshot_env *env;
+    const struct snapshot *s =
+        served_snapshot_flag_part(c->w->snapshot, c->index_env, key, len, &env);
+    if (s == NULL) {
+        http_add_header(c->r, "Retry-After", "1");
+        fail(c, 503, "GENERAL", "the flags of this environment are not available yet");
+        return false;
+    }
+    c->s = s;
+    c->env = env;
+    return true;
+}
+
+/* Chunk i of the call's environment (eval_chunk_fn; ctx is the call). */
+static const struct snapshot *call_chunk(void *ctx, size_t i, const struct snapshot_env **env)
+{
+    const struct call *c = ctx;
+    return served_snapshot_chunk(c->w->snapshot, c->index_env, i, env);
 }
 
 static bool within_rate_limit(struct call *c, const char *digest)
@@ -511,6 +539,8 @@ static void evaluate_one(struct call *c)
 {
     size_t len = strlen(c->key);
     bool could_be_key = key_pattern_ok(c->key, len);
+    if (!enter_chunk(c, c->key, len))
+        return;
     const struct snapshot_flag *flag =
         could_be_key ? snapshot_flag_by_key(c->s, c->env, c->key, len) : NULL;
     if (flag == NULL && could_be_key) {
@@ -595,7 +625,10 @@ static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
                       char out[BULK_ETAG_SIZE])
 {
     char etag[EVAL_ETAG_SIZE];
-    eval_bulk_etag(c->s, c->env, c->ctx.attributes, c->now_us, etag);
+    /* the organization's generation (the header's), over all its chunks */
+    eval_bulk_etag_chunks(snapshot_generation(c->part), snapshot_string(c->part, c->part_env->id),
+                          c->part_env->id.len, call_chunk, (void *)c, c->ctx.attributes, c->now_us,
+                          etag);
     size_t len = strlen(etag);
     if (entry_len == 0 || len < 2) {
         memcpy(out, etag, len + 1);
@@ -610,29 +643,38 @@ static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
     *p = '\0';
 }
 
-static void evaluate_all(struct call *c, const char *etag, const char *entry, size_t entry_len)
+/* Evaluates the flags of c->env in c->s into t; *written: answers so far. */
+static void evaluate_part(struct call *c, struct http_answer *t, size_t *written)
 {
     size_t count = 0;
     const struct snapshot_flag *flags = snapshot_env_flags(c->s, c->env, &count);
-    struct http_answer t;
-    http_answer_open(c->w, &t);
-    http_answer_lit(&t, "{\"flags\":[");
     if (c->w->metrics != NULL)
         metrics_add(&c->w->metrics->flag_evaluations, count);
     for (size_t i = 0; i < count; i++) {
         struct eval_result res;
         eval_flag(c->s, &flags[i], &c->ctx, c->w->eval_scratch, &res);
-        if (i > 0)
-            http_answer_lit(&t, ",");
+        if ((*written)++ > 0)
+            http_answer_lit(t, ",");
         if (res.status != EVAL_OK) {
-            write_failure(&t, c, &flags[i], &res);
+            write_failure(t, c, &flags[i], &res);
             continue;
         }
-        write_result(&t, c, &flags[i], &res);
+        write_result(t, c, &flags[i], &res);
         count_usage(c, &flags[i], &res);
     }
+}
+
+/* The flags of every chunk in key order: the body one part would give. */
+static void evaluate_all(struct call *c, const char *etag, const char *entry, size_t entry_len)
+{
+    struct http_answer t;
+    http_answer_open(c->w, &t);
+    http_answer_lit(&t, "{\"flags\":[");
+    size_t written = 0;
+    for (size_t i = 0; (c->s = call_chunk(c, i, &c->env)) != NULL; i++)
+        evaluate_part(c, &t, &written);
     http_answer_lit(&t, "],\"metadata\":{\"environment\":");
-    http_answer_string(&t, snapshot_string(c->s, c->env->key), c->env->key.len);
+    http_answer_string(&t, snapshot_string(c->part, c->part_env->key), c->part_env->key.len);
     http_answer_lit(&t, "}");
     if (entry_len > 0) {
         http_answer_lit(&t, ",\"eventStreams\":[");

@@ -6,7 +6,10 @@
  * belongs to the index's part i and is either empty (base NULL) or a
  * validated extent of a pack mapped in view->packs (the generation the
  * index names, or an older one kept because the new extent was bad), and
- * holds one count on its pack's slot until it is closed. Mappings are replaced
+ * holds one count on its pack's slot until it is closed; a chunked
+ * organization's part is its header (an extent like any part) with every
+ * chunk file it names mapped (served_chunks.h), or none of them. Mappings
+ * are replaced
  * only after the new ones opened, and the usage batch is flushed before any
  * mapping it may name is closed or moved.
  */
@@ -23,6 +26,7 @@
 
 #include "base/log.h"
 #include "eval/pack_maps.h"
+#include "eval/served_chunks.h"
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/usage_batch.h"
@@ -31,10 +35,11 @@
 #define INDEX_ATTEMPTS 3 /* reads of an index that names removed parts */
 
 struct served_part {
-    struct snapshot snap; /* zeroed when not mapped */
-    uint64_t generation;  /* snap's, read once: comparing it needs no visit
-                             of the mapping (10,000 of them per remap) */
-    int slot;             /* its pack's in view->packs */
+    struct snapshot snap;        /* zeroed when not mapped */
+    uint64_t generation;         /* snap's, read once: comparing it needs no visit
+                                    of the mapping (10,000 of them per remap) */
+    int slot;                    /* its pack's in view->packs */
+    struct served_chunks chunks; /* a chunked organization's: all of snap's, or none */
 };
 
 struct served_snapshot {
@@ -73,11 +78,13 @@ struct served_snapshot *served_snapshot_new(const char *state_dir, struct shm_re
 
 static void close_parts(struct served_snapshot *view, struct served_part *parts, size_t count)
 {
-    for (size_t i = 0; parts != NULL && i < count; i++)
+    for (size_t i = 0; parts != NULL && i < count; i++) {
         if (parts[i].snap.base != NULL) {
             snapshot_close(&parts[i].snap);
             pack_maps_release(view->packs, parts[i].slot);
         }
+        served_chunks_close(&parts[i].chunks);
+    }
     free(parts);
 }
 
@@ -139,6 +146,26 @@ static enum part_status open_part(const struct served_snapshot *view, const stru
     return PART_MAPPED;
 }
 
+/* Opens part p of fresh, with its chunks when it is a chunked
+ * organization's header (taking unchanged ones from old, may be NULL):
+ * all of them or nothing. */
+static enum part_status open_part_whole(const struct served_snapshot *view,
+                                        const struct snapshot *fresh, const struct snapshot_part *p,
+                                        struct served_part *old, struct served_part *out)
+{
+    enum part_status status = open_part(view, fresh, p, &out->snap, &out->slot);
+    if (status != PART_MAPPED || out->snap.counts[SNAPSHOT_SEC_CHUNKS] == 0)
+        return status;
+    struct served_chunks none = {0};
+    bool gone = false;
+    if (served_chunks_open(view->dir, &out->snap, old != NULL ? &old->chunks : &none, &out->chunks,
+                           &gone) == 0)
+        return PART_MAPPED;
+    snapshot_close(&out->snap);
+    pack_maps_release(view->packs, out->slot);
+    return gone ? PART_GONE : PART_BAD;
+}
+
 /* What map_parts found. */
 struct mapped {
     bool complete; /* every part is of the generation the index names */
@@ -165,8 +192,8 @@ static struct mapped map_parts(struct served_snapshot *view, const struct snapsh
         if (old != NULL && old->generation == p->generation) {
             parts[i] = *old;
             old->snap.base = NULL; /* moved: not the view's to close */
-        } else if ((status = open_part(view, fresh, p, &parts[i].snap, &parts[i].slot)) ==
-                   PART_MAPPED) {
+            old->chunks = (struct served_chunks){0};
+        } else if ((status = open_part_whole(view, fresh, p, old, &parts[i])) == PART_MAPPED) {
             parts[i].generation = p->generation;
             continue;
         } else {
@@ -175,6 +202,7 @@ static struct mapped map_parts(struct served_snapshot *view, const struct snapsh
             if (old != NULL) { /* keep serving what it had */
                 parts[i] = *old;
                 old->snap.base = NULL;
+                old->chunks = (struct served_chunks){0};
             }
         }
     }
@@ -307,6 +335,47 @@ const struct snapshot *served_snapshot_part(struct served_snapshot *view,
         return NULL;
     *part_env = snapshot_env_by_id(part, snapshot_string(view->index, env->id), env->id.len);
     return *part_env != NULL ? part : NULL;
+}
+
+/* The served part of env (an index environment), or NULL when env's flags
+ * are in the index itself. */
+static const struct served_part *part_of(const struct served_snapshot *view,
+                                         const struct snapshot_env *env)
+{
+    return env->part == SNAPSHOT_NONE ? NULL : &view->parts[env->part];
+}
+
+/* Chunk i of a served part and env's record in it, or NULL. */
+static const struct snapshot *chunk_env(const struct served_snapshot *view,
+                                        const struct served_part *part, size_t i,
+                                        const struct snapshot_env *env,
+                                        const struct snapshot_env **part_env)
+{
+    if (i >= part->chunks.count)
+        return NULL;
+    const struct snapshot *chunk = &part->chunks.maps[i].snap;
+    *part_env = snapshot_env_by_id(chunk, snapshot_string(view->index, env->id), env->id.len);
+    return *part_env != NULL ? chunk : NULL;
+}
+
+const struct snapshot *served_snapshot_flag_part(struct served_snapshot *view,
+                                                 const struct snapshot_env *env, const char *key,
+                                                 size_t len, const struct snapshot_env **part_env)
+{
+    const struct served_part *part = part_of(view, env);
+    if (part == NULL || part->chunks.count == 0)
+        return served_snapshot_part(view, env, part_env);
+    return chunk_env(view, part, snapshot_chunk_find(&part->snap, key, len), env, part_env);
+}
+
+const struct snapshot *served_snapshot_chunk(struct served_snapshot *view,
+                                             const struct snapshot_env *env, size_t i,
+                                             const struct snapshot_env **part_env)
+{
+    const struct served_part *part = part_of(view, env);
+    if (part == NULL || part->chunks.count == 0)
+        return i == 0 ? served_snapshot_part(view, env, part_env) : NULL;
+    return chunk_env(view, part, i, env, part_env);
 }
 
 void served_snapshot_free(struct served_snapshot *view)

@@ -17,6 +17,7 @@
 #ifndef ENSIGN_SERVED_SNAPSHOT_H
 #define ENSIGN_SERVED_SNAPSHOT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The index file's name inside state_dir (written by the refresher). */
@@ -51,6 +52,25 @@ const struct snapshot *served_snapshot_current(struct served_snapshot *view);
 const struct snapshot *served_snapshot_part(struct served_snapshot *view,
                                             const struct snapshot_env *env,
                                             const struct snapshot_env **part_env);
+
+/*
+ * Chunked organizations (snapshot.h "Chunks"): served_snapshot_part gives
+ * the header, where the environment holds no flags. The snapshot holding
+ * the flag of key (len bytes) of env, with *part_env env's record in it:
+ * the chunk covering key, or the part itself when it has no chunks. NULL
+ * as served_snapshot_part.
+ */
+const struct snapshot *served_snapshot_flag_part(struct served_snapshot *view,
+                                                 const struct snapshot_env *env, const char *key,
+                                                 size_t len, const struct snapshot_env **part_env);
+
+/* Chunk i (from 0) of env's part in key order, with *part_env; the part
+ * itself is chunk 0 of an organization without chunks. NULL past the last
+ * (or when the part is not mapped). Walking i = 0, 1, ... gives env's flags
+ * in key order, as one part would. */
+const struct snapshot *served_snapshot_chunk(struct served_snapshot *view,
+                                             const struct snapshot_env *env, size_t i,
+                                             const struct snapshot_env **part_env);
 
 void served_snapshot_free(struct served_snapshot *view);
 

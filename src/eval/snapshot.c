@@ -37,6 +37,7 @@ _Static_assert(sizeof(struct snapshot_cond) % 8 == 0, "cond size");
 _Static_assert(sizeof(struct snapshot_value) % 8 == 0, "value size");
 _Static_assert(sizeof(struct snapshot_segment) % 8 == 0, "segment size");
 _Static_assert(sizeof(struct snapshot_part) % 8 == 0, "part size");
+_Static_assert(sizeof(struct snapshot_chunk) % 8 == 0, "chunk size");
 
 struct snapshot_regexes {
     uint32_t count;
@@ -60,6 +61,7 @@ static const size_t section_record_size[SNAPSHOT_SEC_COUNT] = {
     [SNAPSHOT_SEC_PATTERNS] = sizeof(struct snapshot_pattern),
     [SNAPSHOT_SEC_TIMES] = sizeof(int64_t),
     [SNAPSHOT_SEC_PARTS] = sizeof(struct snapshot_part),
+    [SNAPSHOT_SEC_CHUNKS] = sizeof(struct snapshot_chunk),
 };
 
 /* ------------------------------------------------------------------ */
@@ -235,6 +237,7 @@ static int map_sections(struct snapshot *s, char *err, size_t errlen)
     s->patterns = at[SNAPSHOT_SEC_PATTERNS];
     s->times = at[SNAPSHOT_SEC_TIMES];
     s->parts = at[SNAPSHOT_SEC_PARTS];
+    s->chunks = at[SNAPSHOT_SEC_CHUNKS];
     return 0;
 }
 
@@ -457,6 +460,24 @@ static bool parts_ok(const struct snapshot *s)
     return true;
 }
 
+/* A header's chunks: plain file names, first keys strictly increasing in
+ * byte order from ""; a header holds no flags of its own. */
+static bool chunks_ok(const struct snapshot *s)
+{
+    uint32_t n = s->counts[SNAPSHOT_SEC_CHUNKS];
+    if (n > 0 && (s->counts[SNAPSHOT_SEC_FLAGS] > 0 || s->chunks[0].first_key.len != 0))
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct snapshot_chunk *c = &s->chunks[i];
+        if (!str_ok(s, c->first_key) || !str_ok(s, c->file) || !part_file_ok(s, c->file))
+            return false;
+        if (i > 0 && compare_str_bytes(s, c[-1].first_key, snapshot_string(s, c->first_key),
+                                       c->first_key.len) >= 0)
+            return false;
+    }
+    return true;
+}
+
 static int check_records(const struct snapshot *s, char *err, size_t errlen)
 {
     if (s->counts[SNAPSHOT_SEC_STRINGS] == 0 || s->strings[s->counts[SNAPSHOT_SEC_STRINGS] - 1])
@@ -470,7 +491,7 @@ static int check_records(const struct snapshot *s, char *err, size_t errlen)
         {variants_ok, "variants"}, {rules_ok, "rules"},       {serves_ok, "serves"},
         {conds_ok, "conditions"},  {values_ok, "values"},     {paths_ok, "paths"},
         {segments_ok, "segments"}, {patterns_ok, "patterns"}, {flag_variants_ok, "flag serves"},
-        {parts_ok, "parts"},
+        {parts_ok, "parts"},       {chunks_ok, "chunks"},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (!checks[i].check(s))
@@ -687,4 +708,17 @@ const char *snapshot_flag_type_name(uint32_t type)
 {
     static const char *const names[] = {"boolean", "string", "number", "json"};
     return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
+}
+
+uint32_t snapshot_chunk_find(const struct snapshot *s, const char *key, size_t len)
+{
+    uint32_t lo = 0, hi = s->counts[SNAPSHOT_SEC_CHUNKS]; /* the answer is in [lo, hi) */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (compare_str_bytes(s, s->chunks[mid].first_key, key, len) <= 0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }

@@ -28,6 +28,8 @@
  *                  conditions (for the bulk ETag fast form)
  *     parts        index files only: per organization its part (an extent
  *                  of a pack file)
+ *     chunks       a chunked organization's part only: its chunk files
+ *                  by first flag key (see below)
  *
  * Index and parts (doc/choices.md, "Incremental snapshots"): the file the
  * workers open first (snapshot.bin) is an index: the environments of every
@@ -40,6 +42,15 @@
  * without parts) it is SNAPSHOT_NONE. An environment's `generation` is its
  * organization's configuration generation (the file's own generation in a
  * file without parts).
+ *
+ * Chunks (doc/choices.md, "Chunks of a large organization"): the part of
+ * a large organization may instead be a header: its environments,
+ * attributes and segments, no flags, and a `chunks` section naming, in
+ * byte order of their first flag key (the first is ""), the chunk files
+ * that hold its flags. A chunk is a part file of that organization holding
+ * the flags whose keys fall in [its first key, the next chunk's first
+ * key), with the generation the header names; the flags of a key are in
+ * the last chunk whose first key is <= it (snapshot_chunk_find).
  *
  * Identical records and record sequences (variant lists, serves, rollout
  * items, conditions of a rule or segment, values, paths, patterns) are
@@ -97,6 +108,7 @@ enum snapshot_section_id {
     SNAPSHOT_SEC_PATTERNS,
     SNAPSHOT_SEC_TIMES,
     SNAPSHOT_SEC_PARTS,
+    SNAPSHOT_SEC_CHUNKS,
     SNAPSHOT_SEC_COUNT
 };
 
@@ -141,6 +153,13 @@ struct snapshot_part {
     uint64_t generation;      /* what the part's header must say */
     uint64_t offset;          /* of the part's first byte in the pack, 8-byte aligned */
     uint64_t length;          /* the part's bytes (its header's total_size) */
+};
+
+/* A chunked organization's header: one chunk of its flags. */
+struct snapshot_chunk {
+    struct snapshot_str first_key; /* "" for the first chunk */
+    struct snapshot_str file;      /* file name inside the header's directory */
+    uint64_t generation;           /* what the chunk's header must say */
 };
 
 struct snapshot_sdk_key {
@@ -318,6 +337,7 @@ struct snapshot {
     const struct snapshot_pattern *patterns;
     const int64_t *times;
     const struct snapshot_part *parts;
+    const struct snapshot_chunk *chunks;
     uint32_t counts[SNAPSHOT_SEC_COUNT];
     struct snapshot_regexes *regexes;
     bool borrowed; /* base is inside a mapping its caller owns (an extent) */
@@ -375,6 +395,11 @@ const struct snapshot_flag *snapshot_flag_by_key(const struct snapshot *s,
 /* The flags of env in key byte order: returns the first, sets *count. */
 const struct snapshot_flag *snapshot_env_flags(const struct snapshot *s,
                                                const struct snapshot_env *env, size_t *count);
+
+/* The chunk of a header (s->counts[SNAPSHOT_SEC_CHUNKS] > 0) holding the
+ * flags of key (len bytes): the last whose first key is <= key in byte
+ * order. Binary search. */
+uint32_t snapshot_chunk_find(const struct snapshot *s, const char *key, size_t len);
 
 /* "boolean", "string", "number", "json" (or "unknown"). */
 const char *snapshot_flag_type_name(uint32_t type);

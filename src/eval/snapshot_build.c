@@ -57,6 +57,7 @@ int out_of_memory(struct snapshot_builder *b)
     X(sdk_keys, sizeof(struct snapshot_sdk_key))                                                   \
     X(parts, sizeof(struct snapshot_part))                                                         \
     X(part_orgs, sizeof(uint32_t))                                                                 \
+    X(chunks, sizeof(struct snapshot_chunk))                                                       \
     X(flags, sizeof(struct builder_flag))                                                          \
     X(rules, sizeof(struct builder_rule))                                                          \
     X(segments, sizeof(struct snapshot_segment))                                                   \
@@ -365,6 +366,29 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
     return b->failed ? -1 : 0;
 }
 
+int snapshot_builder_add_chunk(struct snapshot_builder *b, const char *first_key,
+                               const char *file_name, uint64_t generation)
+{
+    if (b->failed)
+        return -1;
+    if (file_name[0] == '\0' || file_name[0] == '.' || strchr(file_name, '/') != NULL)
+        return builder_fail(b, "chunk file name %s is not a plain name", file_name);
+    const struct snapshot_chunk *last =
+        b->chunks.len > 0 ? vec_at(&b->chunks, b->chunks.len - 1) : NULL;
+    bool in_order =
+        last == NULL ? first_key[0] == '\0'
+                     : strcmp((const char *)b->strings.data + last->first_key.off, first_key) < 0;
+    if (!in_order)
+        return builder_fail(b, "chunk first key %s out of order", first_key);
+    struct snapshot_chunk *chunk = vec_push(&b->chunks);
+    if (chunk == NULL)
+        return out_of_memory(b);
+    chunk->first_key = append_string(b, first_key);
+    chunk->file = append_string(b, file_name);
+    chunk->generation = generation;
+    return b->failed ? -1 : 0;
+}
+
 /* Each environment's part (its organization's, if any) and generation. */
 bool link_env_parts(struct snapshot_builder *b)
 {
@@ -460,6 +484,8 @@ int snapshot_builder_add_flag(struct snapshot_builder *b, const struct snapshot_
     size_t len;
     if (b->failed)
         return -1;
+    if (b->chunks.len > 0)
+        return builder_fail(b, "flag %s added to a header of chunks", in->flag_key);
     if (!lookup_text(&b->env_map, in->env_id, &env))
         return builder_fail(b, "flag %s for unknown environment %s", in->flag_key, in->env_id);
     const char *key = flag_map_key(b, env, in->flag_key, &len);

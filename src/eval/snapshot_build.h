@@ -103,6 +103,13 @@ int snapshot_builder_append_sdk_key(struct snapshot_builder *b, const char *dige
 int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, const char *file_name,
                               uint64_t offset, uint64_t length, uint64_t generation);
 
+/* A chunked organization's header (snapshot.h, "Chunks"): its flags are in
+ * the chunk file file_name (a plain name) from first_key on, which must
+ * carry generation. Chunks in byte order of first_key, the first "". A
+ * builder given chunks takes no flags. */
+int snapshot_builder_add_chunk(struct snapshot_builder *b, const char *first_key,
+                               const char *file_name, uint64_t generation);
+
 /* data_type: "string", "number" or "boolean" (anything else: "string"). */
 int snapshot_builder_add_entity_attribute(struct snapshot_builder *b, const char *org_id,
                                           const char *entity_key, const char *attr_key,

@@ -86,6 +86,7 @@ struct snapshot_builder {
     struct vec sdk_keys;        /* struct snapshot_sdk_key */
     struct vec parts;           /* struct snapshot_part (index files) */
     struct vec part_orgs;       /* uint32_t: the part's organization index */
+    struct vec chunks;          /* struct snapshot_chunk (a chunked organization's header) */
     struct vec flags;           /* struct builder_flag */
     uint32_t last_flag;         /* the flag of the last rule (a hint) */
     struct map flag_map;        /* env index + flag key -> flag index */

@@ -305,6 +305,27 @@ int snapshot_packs_copy(struct snapshot_packs *packs, const struct snapshot_part
     return rc;
 }
 
+int snapshot_packs_open_part(const struct snapshot_packs *packs, const struct snapshot_part_file *f,
+                             struct snapshot *out, unsigned char **bytes, char *err, size_t errlen)
+{
+    char why[256];
+    *bytes = read_extent(packs, f, err, errlen);
+    if (*bytes == NULL)
+        return -1;
+    if (snapshot_open_extent(*bytes, (size_t)f->length, out, why, sizeof why) != 0) {
+        snprintf(err, errlen, "part of organization %s in %s: %s", f->org, f->name, why);
+    } else if (snapshot_generation(out) != f->generation) {
+        snprintf(err, errlen, "part of organization %s in %s: generation %" PRIu64 ", not %" PRIu64,
+                 f->org, f->name, snapshot_generation(out), f->generation);
+        snapshot_close(out);
+    } else {
+        return 0;
+    }
+    free(*bytes);
+    *bytes = NULL;
+    return -1;
+}
+
 int snapshot_packs_sync(struct snapshot_packs *packs, char *err, size_t errlen)
 {
     if (packs->fd < 0 || !packs->unsynced)

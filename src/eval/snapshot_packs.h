@@ -101,6 +101,13 @@ bool snapshot_packs_should_move(const struct snapshot_packs *packs,
 int snapshot_packs_copy(struct snapshot_packs *packs, const struct snapshot_part_file *from,
                         struct snapshot_part_file *to, char *err, size_t errlen);
 
+/* Opens the published part f (a chunked organization's header, say) from
+ * its pack: its bytes are read into *bytes (malloc'd; the caller frees
+ * them after snapshot_close(out)) and verified as snapshot_open does, of
+ * f's generation. 0, or -1 with err (nothing open, nothing to free). */
+int snapshot_packs_open_part(const struct snapshot_packs *packs, const struct snapshot_part_file *f,
+                             struct snapshot *out, unsigned char **bytes, char *err, size_t errlen);
+
 /* Makes every part appended since the last sync durable. 0, or -1 with err. */
 int snapshot_packs_sync(struct snapshot_packs *packs, char *err, size_t errlen);
 

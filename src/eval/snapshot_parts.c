@@ -129,6 +129,11 @@ static void doom(struct snapshot_parts *parts, const char *name)
     snprintf(parts->doomed[parts->doomed_count++], SNAPSHOT_PART_NAME_MAX, "%s", name);
 }
 
+void snapshot_parts_doom(struct snapshot_parts *parts, const char *name)
+{
+    doom(parts, name);
+}
+
 static void delete_doomed(struct snapshot_parts *parts, const struct names *fresh)
 {
     char path[4096 + SNAPSHOT_PART_NAME_MAX + 1];

@@ -63,6 +63,11 @@ bool snapshot_parts_holds(void *ctx, const char *org, uint64_t generation);
  * (a refresher reading a lagging replica, doc/choices.md "Read replicas"). */
 bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, uint64_t generation);
 
+/* Deletes file name (a plain name in the directory) at the next
+ * publication but one: a chunk file its organization's new header no
+ * longer names (doc/choices.md "Chunks of a large organization"). */
+void snapshot_parts_doom(struct snapshot_parts *parts, const char *name);
+
 /*
  * After an index naming fresh (count parts, sorted by org; taken over,
  * malloc'd) was published: deletes the files doomed by the previous

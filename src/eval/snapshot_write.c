@@ -177,6 +177,7 @@ static void plan_file(struct snapshot_builder *b, const struct final_tables *t,
         [SNAPSHOT_SEC_PATTERNS] = &b->patterns.recs,
         [SNAPSHOT_SEC_TIMES] = &t->times,
         [SNAPSHOT_SEC_PARTS] = &b->parts,
+        [SNAPSHOT_SEC_CHUNKS] = &b->chunks,
     };
     struct snapshot_header *h = &plan->header;
     memset(h, 0, sizeof *h);

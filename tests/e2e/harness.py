@@ -323,7 +323,7 @@ class LoadLoop:
 # --- processes ----------------------------------------------------------------
 
 
-SNAPSHOT_SECTIONS = 15  # src/eval/snapshot.h: enum snapshot_section_id
+SNAPSHOT_SECTIONS = 16  # src/eval/snapshot.h: enum snapshot_section_id
 SNAPSHOT_SEC_PARTS = 14
 
 
@@ -348,6 +348,19 @@ def snapshot_parts(state_dir):
             "<IIIIQQQ", data, offset + 40 * i)
         parts[text(org_off, org_len)] = (text(file_off, file_len), start, length, generation)
     return parts
+
+
+def snapshot_part_bytes(state_dir, org):
+    """The bytes of the part of organization org that the index in
+    state_dir names (its extent of a pack file), or None when it names
+    none."""
+    part = snapshot_parts(state_dir).get(org)
+    if part is None:
+        return None
+    name, start, length, _ = part
+    with open(os.path.join(state_dir, name), "rb") as f:
+        f.seek(start)
+        return f.read(length)
 
 
 def pack_files(state_dir):

@@ -67,6 +67,12 @@ static void use_snapshot(const struct snapshot *s)
     for (uint32_t i = 0; i < s->counts[SNAPSHOT_SEC_ENVS]; i++)
         (void)snapshot_env_by_key(s, snapshot_string(s, s->envs[i].org),
                                   snapshot_string(s, s->envs[i].key));
+    /* a header's chunks: each first key is found as its own chunk's */
+    for (uint32_t i = 0; i < s->counts[SNAPSHOT_SEC_CHUNKS]; i++) {
+        struct snapshot_str first = s->chunks[i].first_key;
+        if (snapshot_chunk_find(s, snapshot_string(s, first), first.len) != i)
+            abort();
+    }
     for (size_t i = 0; i < CONTEXT_COUNT; i++) {
         static struct json_flat_doc doc; /* reused: emptied by each conversion */
         const struct json_flat *flat = json_flat_from_json(&doc, contexts[i]);

@@ -15,6 +15,8 @@ int main(void)
     srunner_add_suite(runner, suite_murmur3());
     srunner_add_suite(runner, suite_snapshot());
     srunner_add_suite(runner, suite_snapshot_parts());
+    srunner_add_suite(runner, suite_snapshot_chunks());
+    srunner_add_suite(runner, suite_served_chunks());
     srunner_add_suite(runner, suite_snapshot_kept_index());
     srunner_add_suite(runner, suite_snapshot_packs());
     srunner_add_suite(runner, suite_env_evaluate());

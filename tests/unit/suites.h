@@ -13,6 +13,8 @@ Suite *suite_token(void);
 Suite *suite_murmur3(void);
 Suite *suite_snapshot(void);
 Suite *suite_snapshot_parts(void);
+Suite *suite_snapshot_chunks(void);
+Suite *suite_served_chunks(void);
 Suite *suite_snapshot_kept_index(void);
 Suite *suite_snapshot_packs(void);
 Suite *suite_env_evaluate(void);

@@ -4,7 +4,8 @@
  * failures, reclaim and restart (src/eval/snapshot_packs.c), and the
  * reader's one mapping per pack with its extent checks
  * (src/eval/pack_maps.c), and a worker's view serving every organization
- * from one mapping (src/eval/served_snapshot.c). Files live in a temporary
+ * from one mapping (src/eval/served_snapshot.c), and the refresher's read
+ * of a published part back from its pack. Files live in a temporary
  * directory, removed at the end.
  */
 #include <dirent.h>
@@ -612,6 +613,47 @@ START_TEST(a_part_written_again_at_the_same_generation_is_served)
 }
 END_TEST
 
+/* The refresher reads a published part (a chunked organization's header)
+ * back from its pack: the extent's bytes, checked, of its generation. */
+START_TEST(a_published_part_is_read_back_from_its_pack)
+{
+    make_dir();
+    struct snapshot_packs packs;
+    snapshot_packs_init(&packs, dir, 1 << 20);
+    struct snapshot_part_file f[2];
+    append(&packs, 1, 3, "a", 5, &f[0]);
+    append(&packs, 2, 4, "b", 6, &f[1]);
+    char err[256];
+    ck_assert_msg(snapshot_packs_sync(&packs, err, sizeof err) == 0, "%s", err);
+    struct snapshot s;
+    unsigned char *bytes = NULL;
+    ck_assert_msg(snapshot_packs_open_part(&packs, &f[1], &s, &bytes, err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_ptr_nonnull(bytes);
+    ck_assert_uint_eq(snapshot_generation(&s), 6);
+    ck_assert_uint_eq(s.counts[SNAPSHOT_SEC_FLAGS], 4);
+    snapshot_close(&s);
+    free(bytes);
+    /* another generation than the index names, or an extent cut short:
+     * refused, nothing to free */
+    struct snapshot_part_file wrong = f[0];
+    wrong.generation = 4;
+    ck_assert_int_eq(snapshot_packs_open_part(&packs, &wrong, &s, &bytes, err, sizeof err), -1);
+    ck_assert_ptr_null(bytes);
+    ck_assert_msg(strstr(err, "generation 5, not 4") != NULL, "%s", err);
+    struct snapshot_part_file cut = f[0];
+    cut.length -= 8;
+    ck_assert_int_eq(snapshot_packs_open_part(&packs, &cut, &s, &bytes, err, sizeof err), -1);
+    ck_assert_ptr_null(bytes);
+    struct snapshot_part_file gone = f[0];
+    snprintf(gone.name, sizeof gone.name, "pack-9.bin");
+    ck_assert_int_eq(snapshot_packs_open_part(&packs, &gone, &s, &bytes, err, sizeof err), -1);
+    ck_assert_ptr_null(bytes);
+    snapshot_packs_free(&packs);
+    remove_dir();
+}
+END_TEST
+
 Suite *suite_snapshot_packs(void)
 {
     Suite *s = suite_create("snapshot_packs");
@@ -626,6 +668,7 @@ Suite *suite_snapshot_packs(void)
     tcase_add_test(tc, a_restart_cuts_the_garbage_tail_and_appends_after_it);
     tcase_add_test(tc, a_view_maps_one_pack_for_many_organizations);
     tcase_add_test(tc, a_part_written_again_at_the_same_generation_is_served);
+    tcase_add_test(tc, a_published_part_is_read_back_from_its_pack);
     suite_add_tcase(s, tc);
     return s;
 }
