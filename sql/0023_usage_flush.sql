@@ -134,12 +134,15 @@ CREATE TRIGGER usage_counters_roll_up_delete
 -- Recomputes the flag_usage_series rows of the given flags (those that
 -- still exist) from flag_usage_hours, as ensign_usage_series_refresh does
 -- for one: the newest hour-aligned hour and the 24 counts up to it, or no
--- row when there is none.
+-- row when there is none. The flags are joined from unnest(), one index
+-- probe each: `id = ANY (array)` compares every row against the whole
+-- array when the plan scans flags (a parameter's array is not hashed).
 CREATE FUNCTION ensign_usage_series_refresh_many(flag_ids uuid[]) RETURNS void
     LANGUAGE sql
     AS $$
     WITH wanted AS (
-        SELECT f.id AS flag_id FROM flags f WHERE f.id = ANY (flag_ids)
+        SELECT DISTINCT u.flag_id FROM unnest(flag_ids) AS u(flag_id)
+          JOIN flags f ON f.id = u.flag_id
     ), newest AS (
         SELECT w.flag_id,
                (SELECT max(h.hour) FROM flag_usage_hours h
