@@ -110,26 +110,10 @@ class UsageFlushTest(FlagTestCase):
             f"  WHERE {BULK} GROUP BY 1, 2) c"
             " WHERE c.n = 3 AND c.variant_key = CASE WHEN substr(c.key, 6)::int % 3 = 0"
             "                                        THEN 'off' ELSE 'on' END"), FLAGS)
-        # The roll-ups: exactly what they would be recomputed from the counters.
-        self.assertEqual(self.count(
-            "SELECT count(*) FROM flags f"
-            " JOIN (SELECT flag_id, sum(count) AS total, max(last_seen_at) AS seen"
-            "         FROM usage_counters GROUP BY flag_id) c ON c.flag_id = f.id"
-            " JOIN flag_usage_totals t ON t.flag_id = f.id"
-            f" WHERE {BULK} AND t.total = c.total AND t.total = {ROUNDS}"
-            "   AND t.last_seen_at = c.seen"), FLAGS)
-        self.assertEqual(self.count(
-            "SELECT count(*) FROM (SELECT flag_id, hour, sum(count) AS n FROM usage_counters"
-            "   GROUP BY 1, 2) c FULL JOIN flag_usage_hours h USING (flag_id, hour)"
-            " WHERE c.n IS DISTINCT FROM h.count"), 0)
+        self.assertRollUpsExact()
         self.assertEqual(self.count(
             "SELECT count(*) FROM flags f JOIN flag_usage_series s ON s.flag_id = f.id"
-            f" WHERE {BULK}"
-            "   AND s.newest_hour = (SELECT max(hour) FROM flag_usage_hours h"
-            "                         WHERE h.flag_id = f.id)"
-            "   AND s.counts = ensign_usage_counts(f.id, s.newest_hour)"
-            "   AND s.counts_text = array_to_string(s.counts, ',')"
-            "   AND (SELECT sum(c) FROM unnest(s.counts) AS c) = 3"), FLAGS)
+            f" WHERE {BULK} AND (SELECT sum(c) FROM unnest(s.counts) AS c) = {ROUNDS}"), FLAGS)
 
         # The API's answers.
         usage = self.list_usage()
@@ -148,3 +132,40 @@ class UsageFlushTest(FlagTestCase):
         log = self.server.stderr()
         self.assertNotIn("usage flush failed", log)
         self.assertNotIn("usage table full", log)
+
+        # Statements of many rows that change and remove counters.
+        self.database.query("UPDATE usage_counters u SET count = u.count * 2 FROM flags f"
+                            " WHERE f.id = u.flag_id AND f.key BETWEEN 'bulk-00001' AND"
+                            " 'bulk-10000'")
+        self.database.query("DELETE FROM usage_counters u USING flags f"
+                            " WHERE f.id = u.flag_id AND f.key BETWEEN 'bulk-08001' AND"
+                            " 'bulk-15000'")
+        self.assertRollUpsExact()
+        totals = {key: u["total"] for key, u in self.list_usage().items()}
+        self.assertEqual(sum(totals.values()), 8000 * 2 * ROUNDS + 5000 * ROUNDS)
+        self.assertEqual((totals["bulk-08000"], totals["bulk-08001"], totals["bulk-15001"]),
+                         (2 * ROUNDS, 0, ROUNDS))
+
+    def assertRollUpsExact(self):
+        """The roll-ups of the bulk flags are what they would be recomputed
+        from usage_counters (a removed counter leaves zero rows behind)."""
+        self.assertEqual(self.count(
+            "SELECT count(*) FROM flags f"
+            " LEFT JOIN (SELECT flag_id, sum(count) AS total FROM usage_counters"
+            "             GROUP BY flag_id) c ON c.flag_id = f.id"
+            " JOIN flag_usage_totals t ON t.flag_id = f.id"
+            f" WHERE {BULK} AND t.total = COALESCE(c.total, 0)"
+            "   AND t.last_seen_at >= (SELECT max(last_seen_at) FROM usage_counters u"
+            "                           WHERE u.flag_id = f.id)"
+            "            IS NOT FALSE"), FLAGS)
+        self.assertEqual(self.count(
+            "SELECT count(*) FROM (SELECT flag_id, hour, sum(count) AS n FROM usage_counters"
+            "   GROUP BY 1, 2) c FULL JOIN flag_usage_hours h USING (flag_id, hour)"
+            " WHERE COALESCE(c.n, 0) IS DISTINCT FROM COALESCE(h.count, 0)"), 0)
+        self.assertEqual(self.count(
+            "SELECT count(*) FROM flags f JOIN flag_usage_series s ON s.flag_id = f.id"
+            f" WHERE {BULK}"
+            "   AND s.newest_hour = (SELECT max(hour) FROM flag_usage_hours h"
+            "                         WHERE h.flag_id = f.id)"
+            "   AND s.counts = ensign_usage_counts(f.id, s.newest_hour)"
+            "   AND s.counts_text = array_to_string(s.counts, ',')"), FLAGS)
