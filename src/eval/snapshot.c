@@ -629,6 +629,11 @@ void snapshot_close(struct snapshot *s)
     memset(s, 0, sizeof *s);
 }
 
+size_t snapshot_section_record_size(int section)
+{
+    return section_record_size[section];
+}
+
 uint64_t snapshot_generation(const struct snapshot *s)
 {
     return s->header->generation;

@@ -365,6 +365,9 @@ void snapshot_close(struct snapshot *s);
 
 uint64_t snapshot_generation(const struct snapshot *s);
 
+/* The size of one record of section (SNAPSHOT_SEC_*; 1 for the strings). */
+size_t snapshot_section_record_size(int section);
+
 /* The string a reference names (NUL-terminated, inside the mapping). */
 static inline const char *snapshot_string(const struct snapshot *s, struct snapshot_str ref)
 {

@@ -61,25 +61,6 @@ static const char *string_at(const struct snapshot_kept_index *k, uint32_t off)
     return k->extra + (off - k->strings_loaded);
 }
 
-/* Record sizes of the sections, as the reader knows them. */
-static const size_t record_size[SNAPSHOT_SEC_COUNT] = {
-    [SNAPSHOT_SEC_STRINGS] = 1,
-    [SNAPSHOT_SEC_ENVS] = sizeof(struct snapshot_env),
-    [SNAPSHOT_SEC_SDK_KEYS] = sizeof(struct snapshot_sdk_key),
-    [SNAPSHOT_SEC_FLAGS] = sizeof(struct snapshot_flag),
-    [SNAPSHOT_SEC_VARIANTS] = sizeof(struct snapshot_variant),
-    [SNAPSHOT_SEC_RULES] = sizeof(struct snapshot_rule),
-    [SNAPSHOT_SEC_SERVES] = sizeof(struct snapshot_serve),
-    [SNAPSHOT_SEC_ITEMS] = sizeof(struct snapshot_item),
-    [SNAPSHOT_SEC_CONDS] = sizeof(struct snapshot_cond),
-    [SNAPSHOT_SEC_VALUES] = sizeof(struct snapshot_value),
-    [SNAPSHOT_SEC_PATHS] = sizeof(struct snapshot_str),
-    [SNAPSHOT_SEC_SEGMENTS] = sizeof(struct snapshot_segment),
-    [SNAPSHOT_SEC_PATTERNS] = sizeof(struct snapshot_pattern),
-    [SNAPSHOT_SEC_TIMES] = sizeof(int64_t),
-    [SNAPSHOT_SEC_PARTS] = sizeof(struct snapshot_part),
-};
-
 /* Whether the sections of h follow each other in id order from the end of
  * the header, each padded to 8 bytes, up to the end of the file. */
 static bool builder_layout(const struct snapshot_header *h)
@@ -88,7 +69,7 @@ static bool builder_layout(const struct snapshot_header *h)
     for (int i = 0; i < SNAPSHOT_SEC_COUNT; i++) {
         if (h->sections[i].offset != at)
             return false;
-        at += align8((size_t)h->sections[i].count * record_size[i]);
+        at += align8((size_t)h->sections[i].count * snapshot_section_record_size(i));
     }
     return at == h->total_size;
 }
