@@ -91,6 +91,7 @@ DECLARE
     old_key text;      -- a renamed flag's former key
     whole boolean := false;
     flag_mark text;
+    stamped bigint;    -- the generation row_key is recorded at
 BEGIN
     IF TG_LEVEL = 'ROW' THEN
         IF TG_OP = 'DELETE' THEN
@@ -168,11 +169,13 @@ BEGIN
     IF row_key IS NOT NULL
        AND row_org::text IS DISTINCT FROM current_setting('ensign.config_whole_org', true) THEN
         -- a plain probe first: ON CONFLICT DO UPDATE locks the row it finds
-        -- even when its WHERE then declines the update
-        IF old_key IS NOT NULL OR NOT EXISTS (
-               SELECT 1 FROM config_flag_generation
-                WHERE org_id = row_org AND flag_key = row_key
-                  AND generation = new_generation) THEN
+        -- even when its WHERE then declines the update. The probe names the
+        -- primary key's columns only: with the generation in it too, a plan
+        -- made while the table was small can take the (org_id, generation)
+        -- index, which every row of a bulk write shares (quadratic).
+        SELECT f.generation INTO stamped FROM config_flag_generation f
+         WHERE f.org_id = row_org AND f.flag_key = row_key;
+        IF old_key IS NOT NULL OR stamped IS DISTINCT FROM new_generation THEN
             INSERT INTO config_flag_generation AS f (org_id, flag_key, generation)
             SELECT row_org, k, new_generation FROM unnest(ARRAY[row_key, old_key]) AS k
              WHERE k IS NOT NULL
