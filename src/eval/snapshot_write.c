@@ -204,20 +204,6 @@ static void plan_file(struct snapshot_builder *b, const struct final_tables *t,
     h->checksum = snapshot_checksum_final(&sum);
 }
 
-static int write_all(int fd, const unsigned char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static int fsync_directory_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -238,24 +224,56 @@ static int fsync_directory_of(const char *path)
     return rc;
 }
 
-static int write_plan(int fd, const struct file_plan *plan)
-{
-    if (write_all(fd, (const unsigned char *)&plan->header, sizeof plan->header) != 0)
-        return -1;
-    for (int i = 0; i < SNAPSHOT_SEC_COUNT; i++) {
-        size_t bytes = section_bytes(plan->sections[i]);
-        if (write_all(fd, plan->sections[i]->data, bytes) != 0 ||
-            write_all(fd, zero_pad, align8(bytes) - bytes) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 /* How much of a file's write is made durable. */
 enum durability { SYNC_FILE_AND_DIR, SYNC_FILE, SYNC_NONE };
 
-static int publish_file(const char *path, const struct file_plan *plan, enum durability sync,
-                        char *err, size_t errlen)
+/* Writes every byte of count pieces to fd, with as few writev calls as the
+ * kernel allows (one for an index on a local file system). */
+static int writev_all(int fd, const struct iovec *pieces, int count)
+{
+    struct iovec left[64];
+    if (count > (int)(sizeof left / sizeof left[0]))
+        return -1;
+    memcpy(left, pieces, (size_t)count * sizeof *left);
+    struct iovec *at = left;
+    for (;;) {
+        for (; count > 0 && at->iov_len == 0; at++)
+            count--;
+        if (count == 0)
+            return 0;
+        ssize_t n = writev(fd, at, count);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        for (; count > 0 && (size_t)n >= at->iov_len; at++, count--)
+            n -= (ssize_t)at->iov_len;
+        if (count > 0) { /* a partial write: the rest of this piece next */
+            at->iov_base = (char *)at->iov_base + n;
+            at->iov_len -= (size_t)n;
+        }
+    }
+}
+
+/* The bytes of plan as pieces (header, then each section and its
+ * padding) into pieces (PLAN_PIECES); their count. */
+#define PLAN_PIECES (1 + 2 * SNAPSHOT_SEC_COUNT)
+static int plan_pieces(const struct file_plan *plan, struct iovec *pieces)
+{
+    int n = 0;
+    pieces[n++] = (struct iovec){(void *)&plan->header, sizeof plan->header};
+    for (int i = 0; i < SNAPSHOT_SEC_COUNT; i++) {
+        size_t bytes = section_bytes(plan->sections[i]);
+        pieces[n++] = (struct iovec){(void *)plan->sections[i]->data, bytes};
+        pieces[n++] = (struct iovec){(void *)zero_pad, align8(bytes) - bytes};
+    }
+    return n;
+}
+
+/* Publishes pieces as path: written to path.tmp, synced as sync says,
+ * renamed over path (the one way every snapshot file is put in place). */
+static int publish_pieces(const char *path, const struct iovec *pieces, int count,
+                          enum durability sync, char *err, size_t errlen)
 {
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
@@ -267,7 +285,7 @@ static int publish_file(const char *path, const struct file_plan *plan, enum dur
         snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
         return -1;
     }
-    if (write_plan(fd, plan) != 0 || (sync != SYNC_NONE && fsync(fd) != 0)) {
+    if (writev_all(fd, pieces, count) != 0 || (sync != SYNC_NONE && fsync(fd) != 0)) {
         snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
         close(fd);
         unlink(tmp);
@@ -286,11 +304,20 @@ static int publish_file(const char *path, const struct file_plan *plan, enum dur
     return 0;
 }
 
+static int publish_file(const char *path, const struct file_plan *plan, enum durability sync,
+                        char *err, size_t errlen)
+{
+    struct iovec pieces[PLAN_PIECES];
+    return publish_pieces(path, pieces, plan_pieces(plan, pieces), sync, err, errlen);
+}
+
 /* Writes plan at offset of fd; *length the bytes written. */
 static int write_plan_at(int fd, uint64_t offset, const struct file_plan *plan, uint64_t *length,
                          char *err, size_t errlen)
 {
-    if (lseek(fd, (off_t)offset, SEEK_SET) < 0 || write_plan(fd, plan) != 0) {
+    struct iovec pieces[PLAN_PIECES];
+    if (lseek(fd, (off_t)offset, SEEK_SET) < 0 ||
+        writev_all(fd, pieces, plan_pieces(plan, pieces)) != 0) {
         snprintf(err, errlen, "write at %llu: %s", (unsigned long long)offset,
                  errno != 0 ? strerror(errno) : "short write");
         return -1;
@@ -366,62 +393,8 @@ int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
-/* Writes every byte of count pieces to fd, with as few writev calls as the
- * kernel allows (one for an index on a local file system). */
-static int writev_all(int fd, const struct iovec *pieces, int count)
-{
-    struct iovec left[32];
-    if (count > (int)(sizeof left / sizeof left[0]))
-        return -1;
-    memcpy(left, pieces, (size_t)count * sizeof *left);
-    struct iovec *at = left;
-    for (;;) {
-        for (; count > 0 && at->iov_len == 0; at++)
-            count--;
-        if (count == 0)
-            return 0;
-        ssize_t n = writev(fd, at, count);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        for (; count > 0 && (size_t)n >= at->iov_len; at++, count--)
-            n -= (ssize_t)at->iov_len;
-        if (count > 0) { /* a partial write: the rest of this piece next */
-            at->iov_base = (char *)at->iov_base + n;
-            at->iov_len -= (size_t)n;
-        }
-    }
-}
-
 int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, int count, char *err,
                           size_t errlen)
 {
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path_final) >= sizeof tmp) {
-        snprintf(err, errlen, "snapshot path too long");
-        return -1;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "open %s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    if (writev_all(fd, pieces, count) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        return -1;
-    }
-    close(fd);
-    if (rename(tmp, path_final) != 0) {
-        snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    if (fsync_directory_of(path_final) != 0) {
-        snprintf(err, errlen, "fsync directory of %s: %s", path_final, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return publish_pieces(path_final, pieces, count, SYNC_FILE_AND_DIR, err, errlen);
 }
