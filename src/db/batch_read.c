@@ -26,25 +26,6 @@ static void fail_at(struct batch_read *r, size_t q, const PGresult *res)
     snprintf(r->message, sizeof r->message, "%s", error.message);
 }
 
-/* Reads and drops what the pipeline holds up to its sync point, and leaves
- * pipeline mode. */
-static void finish_pipeline(PGconn *conn)
-{
-    for (int nulls = 0; nulls < 2 && PQstatus(conn) == CONNECTION_OK;) {
-        PGresult *res = PQgetResult(conn);
-        if (res == NULL) {
-            nulls++;
-            continue;
-        }
-        nulls = 0;
-        bool sync = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
-        PQclear(res);
-        if (sync)
-            break;
-    }
-    PQexitPipelineMode(conn);
-}
-
 /* The result of statement q, whole, in r->results[q]; false on failure. */
 static bool take_result(struct batch_read *r, size_t q)
 {
@@ -83,7 +64,7 @@ static void run(struct batch_read *r)
         fail_at(r, sent < r->count ? sent : 0, NULL);
     for (size_t q = 0; q < sent && r->failed < 0; q++)
         take_result(r, q);
-    finish_pipeline(r->conn);
+    dbsync_finish_pipeline(r->conn);
 }
 
 static void *thread_main(void *arg)

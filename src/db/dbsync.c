@@ -124,3 +124,22 @@ bool dbsync_error_is(const struct dbsync_error *error, const char *sqlstate)
 {
     return strcmp(error->sqlstate, sqlstate) == 0;
 }
+
+void dbsync_finish_pipeline(PGconn *conn)
+{
+    if (PQpipelineStatus(conn) == PQ_PIPELINE_OFF)
+        return;
+    for (int nulls = 0; nulls < 2 && PQstatus(conn) == CONNECTION_OK;) {
+        PGresult *res = PQgetResult(conn);
+        if (res == NULL) {
+            nulls++;
+            continue;
+        }
+        nulls = 0;
+        bool sync = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+        PQclear(res);
+        if (sync)
+            break;
+    }
+    PQexitPipelineMode(conn);
+}

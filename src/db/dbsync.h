@@ -54,6 +54,10 @@ int dbsync_commit(PGconn *conn, struct dbsync_error *error);
 /* Best effort: a failed rollback leaves the connection to be closed. */
 void dbsync_rollback(PGconn *conn);
 
+/* Reads and drops whatever a pipeline still holds up to its sync point,
+ * and leaves pipeline mode (nothing when conn is not in one). */
+void dbsync_finish_pipeline(PGconn *conn);
+
 /* Fills error from a failed result (NULL: from the connection's message). */
 void dbsync_error_from_result(struct dbsync_error *error, const PGresult *res, PGconn *conn);
 

@@ -326,27 +326,6 @@ static PGresult *next_result(struct source *s, enum query q)
     return NULL;
 }
 
-/* Reads and drops whatever the pipeline still holds up to its sync point,
- * and leaves pipeline mode. */
-static void finish_pipeline(PGconn *conn)
-{
-    if (PQpipelineStatus(conn) == PQ_PIPELINE_OFF)
-        return;
-    for (int nulls = 0; nulls < 2 && PQstatus(conn) == CONNECTION_OK;) {
-        PGresult *res = PQgetResult(conn);
-        if (res == NULL) {
-            nulls++;
-            continue;
-        }
-        nulls = 0;
-        bool sync = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
-        PQclear(res);
-        if (sync)
-            break;
-    }
-    PQexitPipelineMode(conn);
-}
-
 /* ---- the first step: generations, environments, SDK keys ---- */
 
 static int parse_generation(const PGresult *res, uint64_t *out, char *err, size_t errlen)
@@ -424,7 +403,7 @@ static int read_org_generations(struct source *s, uint64_t since)
 {
     if ((s->gens = next_result(s, Q_ORG_GENERATIONS)) == NULL)
         return -1;
-    finish_pipeline(s->conn); /* its sync point */
+    dbsync_finish_pipeline(s->conn); /* its sync point */
     if (!s->moved_only || s->out->generation >= since)
         return 0;
     log_info("snapshot: the database's generation %llu is below the index's %llu:"
@@ -436,7 +415,7 @@ static int read_org_generations(struct source *s, uint64_t since)
     if (send_queries(s, Q_ORG_GENERATIONS, Q_ORG_GENERATIONS + 1, NULL) != 0 ||
         (s->gens = next_result(s, Q_ORG_GENERATIONS)) == NULL)
         return -1;
-    finish_pipeline(s->conn);
+    dbsync_finish_pipeline(s->conn);
     return 0;
 }
 
@@ -1248,7 +1227,7 @@ static int read_range(struct source *s, struct snapshot_source_org *org, size_t 
         if (PQsendQueryParams(s->conn, range_rows_sql[q], 3, NULL, params, NULL, NULL, 0) != 1) {
             fail(s, "a chunk", PQerrorMessage(s->conn));
             PQpipelineSync(s->conn);
-            finish_pipeline(s->conn);
+            dbsync_finish_pipeline(s->conn);
             return -1;
         }
     if (PQpipelineSync(s->conn) != 1) {
@@ -1259,7 +1238,7 @@ static int read_range(struct source *s, struct snapshot_source_org *org, size_t 
     s->target = &target;
     int rc = read_flags(s);
     s->target = NULL;
-    finish_pipeline(s->conn);
+    dbsync_finish_pipeline(s->conn);
     return rc;
 }
 
@@ -1582,7 +1561,7 @@ static int read_second_step(struct source *s)
         (s->sdk_keys = next_result(s, Q_SDK_KEYS)) == NULL || merge_catalog(s) != 0)
         rc = -1;
     else if (batches) {
-        finish_pipeline(s->conn);
+        dbsync_finish_pipeline(s->conn);
         rc = read_in_batches(s);
     } else if (open_builders(s, 0, s->out->org_count) != 0) {
         rc = -1;
@@ -1592,7 +1571,7 @@ static int read_second_step(struct source *s)
                  ? 0
                  : -1;
         if (rc == 0 && s->part_done != NULL) {
-            finish_pipeline(s->conn);
+            dbsync_finish_pipeline(s->conn);
             rc = hand_over(s, 0, s->out->org_count);
         }
     }
@@ -1628,7 +1607,7 @@ int snapshot_source_read(PGconn *conn, const struct snapshot_catalog *held, bool
     }
     if (rc == 0)
         out->catalog.generation = out->generation;
-    finish_pipeline(conn);
+    dbsync_finish_pipeline(conn);
     rowindex_free(&s.gens_by_org);
     rowindex_free(&s.env_ids);
     rowindex_free(&s.keys_by_env);
