@@ -22,6 +22,7 @@
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
+#include "scratch_dir.h"
 #include "suites.h"
 
 #define ORG1 "10000000-0000-0000-0000-000000000001" /* one part */
@@ -35,23 +36,12 @@ static char dir[64];
 
 static void make_dir(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/ensign-chunks-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_dir_make(dir, sizeof dir, "chunks");
 }
 
 static void remove_dir(void)
 {
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char path[512];
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
+    scratch_dir_remove(dir);
 }
 
 /* The nine flag keys, in byte order, and the variant each serves. */

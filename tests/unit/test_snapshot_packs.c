@@ -26,29 +26,19 @@
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
+#include "scratch_dir.h"
 #include "suites.h"
 
 static char dir[64];
 
 static void make_dir(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/ensign-packs-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_dir_make(dir, sizeof dir, "packs");
 }
 
 static void remove_dir(void)
 {
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char path[512];
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
+    scratch_dir_remove(dir);
 }
 
 static uint64_t size_of(const char *name)

@@ -23,6 +23,7 @@
 #include "eval/snapshot_catalog.h"
 #include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
+#include "scratch_dir.h"
 #include "suites.h"
 
 #define ORG1 "10000000-0000-0000-0000-000000000001"
@@ -57,23 +58,12 @@ static void remember_length(const char *name, uint64_t length)
 static void make_dir(void)
 {
     written_count = 0;
-    snprintf(dir, sizeof dir, "/tmp/ensign-parts-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_dir_make(dir, sizeof dir, "parts");
 }
 
 static void remove_dir(void)
 {
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char path[512];
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
+    scratch_dir_remove(dir);
 }
 
 static bool exists(const char *name)
