@@ -11,61 +11,27 @@ nothing; the invariants of 0018 (one bump, one NOTIFY) still hold.
 Statements are fixed test SQL run with psql. Run by tests/e2e/run.
 """
 
-import re
 import subprocess
 import unittest
 
 import harness
+from test_generation_trigger import TriggerTestCase
 
 
-class FlagChangesTest(unittest.TestCase):
-    database = None
-    server = None
-
+class FlagChangesTest(TriggerTestCase):
     @classmethod
-    def setUpClass(cls):
-        harness.require_env("ENSIGN_TEST_DATABASE")
-        cls.database = harness.Database(cls.__name__)
-        try:
-            cls.server = harness.Server(cls.database.conninfo, 1)
-            harness.ensignctl(cls.server.config_path, "migrate")
-            cls.query("INSERT INTO orgs (name, slug)"
-                      " SELECT 'Org ' || i, 'org-' || i FROM generate_series(1, 3) i")
-            cls.query("INSERT INTO flags (org_id, key, name, type)"
-                      " SELECT o.id, 'f-' || i, 'F', 'boolean'"
-                      " FROM orgs o, generate_series(1, 4) i")
-            cls.query("INSERT INTO variants (flag_id, key, value)"
-                      " SELECT f.id, v.key, v.value FROM flags f,"
-                      " (VALUES ('on', 'true'::jsonb), ('off', 'false'::jsonb)) AS v (key, value)")
-            cls.query("INSERT INTO flag_environments (flag_id, environment_id, default_serve)"
-                      " SELECT f.id, e.id, '{\"variant\": \"off\"}' FROM flags f"
-                      " JOIN environments e ON e.org_id = f.org_id")
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.server is not None:
-            cls.server.remove()
-            cls.server = None
-        if cls.database is not None:
-            cls.database.drop()
-            cls.database = None
-
-    @classmethod
-    def query(cls, sql):
-        return cls.database.query(sql)
-
-    def run_script(self, script):
-        """Runs script in one psql session listening on ensign_config;
-        returns the payloads of the notifications it received."""
-        result = subprocess.run(
-            ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", "-d", self.database.conninfo],
-            input="LISTEN ensign_config;\n" + script + "\nSELECT 1;\n",
-            capture_output=True, text=True, timeout=120)
-        self.assertEqual(result.returncode, 0, result.stderr)
-        return re.findall(r'notification "ensign_config" with payload "(\d+)"', result.stdout)
+    def create_rows(cls):
+        cls.query("INSERT INTO orgs (name, slug)"
+                  " SELECT 'Org ' || i, 'org-' || i FROM generate_series(1, 3) i")
+        cls.query("INSERT INTO flags (org_id, key, name, type)"
+                  " SELECT o.id, 'f-' || i, 'F', 'boolean'"
+                  " FROM orgs o, generate_series(1, 4) i")
+        cls.query("INSERT INTO variants (flag_id, key, value)"
+                  " SELECT f.id, v.key, v.value FROM flags f,"
+                  " (VALUES ('on', 'true'::jsonb), ('off', 'false'::jsonb)) AS v (key, value)")
+        cls.query("INSERT INTO flag_environments (flag_id, environment_id, default_serve)"
+                  " SELECT f.id, e.id, '{\"variant\": \"off\"}' FROM flags f"
+                  " JOIN environments e ON e.org_id = f.org_id")
 
     def run_sql(self, script):
         """Runs script in one psql session; its output."""
@@ -74,9 +40,6 @@ class FlagChangesTest(unittest.TestCase):
             input=script, capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, 0, result.stderr)
         return result.stdout
-
-    def generation(self):
-        return int(self.query("SELECT generation FROM config_generation"))
 
     def org(self, slug):
         """(generation, whole_generation) of an organization."""

@@ -18,7 +18,10 @@ import harness
 NIL = "00000000-0000-0000-0000-000000000000"
 
 
-class GenerationTriggerTest(unittest.TestCase):
+class TriggerTestCase(unittest.TestCase):
+    """A migrated database with the rows create_rows() inserts, and psql
+    sessions on it; the generation trigger's tests (and the flag-level
+    records' in test_flag_changes.py) build on it."""
     database = None
     server = None
 
@@ -29,13 +32,14 @@ class GenerationTriggerTest(unittest.TestCase):
         try:
             cls.server = harness.Server(cls.database.conninfo, 1)
             harness.ensignctl(cls.server.config_path, "migrate")
-            cls.query("INSERT INTO orgs (name, slug)"
-                      " SELECT 'Org ' || i, 'org-' || i FROM generate_series(1, 5) i")
-            cls.query("INSERT INTO flags (org_id, key, name, type)"
-                      " SELECT o.id, 'f-' || i, 'F', 'boolean' FROM orgs o, generate_series(1, 3) i")
+            cls.create_rows()
         except BaseException:
             cls.tearDownClass()
             raise
+
+    @classmethod
+    def create_rows(cls):
+        pass
 
     @classmethod
     def tearDownClass(cls):
@@ -62,6 +66,15 @@ class GenerationTriggerTest(unittest.TestCase):
 
     def generation(self):
         return int(self.query("SELECT generation FROM config_generation"))
+
+
+class GenerationTriggerTest(TriggerTestCase):
+    @classmethod
+    def create_rows(cls):
+        cls.query("INSERT INTO orgs (name, slug)"
+                  " SELECT 'Org ' || i, 'org-' || i FROM generate_series(1, 5) i")
+        cls.query("INSERT INTO flags (org_id, key, name, type)"
+                  " SELECT o.id, 'f-' || i, 'F', 'boolean' FROM orgs o, generate_series(1, 3) i")
 
     def stamped(self, generation):
         """Slugs of the organizations stamped with generation."""
