@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 struct snapshot_builder;
+struct snapshot_chunk;
 
 /* One variant of a flag: its key and its value as JSON text (jsonb output
  * is fine; it is validated and stored compact). */
@@ -104,11 +105,12 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
                               uint64_t offset, uint64_t length, uint64_t generation);
 
 /* A chunked organization's header (snapshot.h, "Chunks"): its flags are in
- * the chunk file file_name (a plain name) from first_key on, which must
- * carry generation. Chunks in byte order of first_key, the first "". A
- * builder given chunks takes no flags. */
+ * the chunk at extent (pack, offset, length; its first_key is ignored)
+ * from first_key on, which must carry extent->generation. Chunks in byte
+ * order of first_key, the first "". A builder given chunks takes no
+ * flags. */
 int snapshot_builder_add_chunk(struct snapshot_builder *b, const char *first_key,
-                               const char *file_name, uint64_t generation);
+                               const struct snapshot_chunk *extent);
 
 /* data_type: "string", "number" or "boolean" (anything else: "string"). */
 int snapshot_builder_add_entity_attribute(struct snapshot_builder *b, const char *org_id,

@@ -39,7 +39,11 @@ struct snapshot_parts {
     size_t count;
     char (*doomed)[SNAPSHOT_PART_NAME_MAX]; /* deleted at the next publication */
     size_t doomed_count;
-    char keep[SNAPSHOT_PART_NAME_MAX]; /* the open pack: never doomed ("" none) */
+    char keep[SNAPSHOT_PART_NAME_MAX];           /* the open pack: never doomed ("" none) */
+    char (*chunk_packs)[SNAPSHOT_PART_NAME_MAX]; /* packs published chunks are in */
+    size_t chunk_pack_count;
+    char (*chunk_packs_before)[SNAPSHOT_PART_NAME_MAX]; /* the previous publication's */
+    size_t chunk_packs_before_count;
 };
 
 /* An empty record for the part files of directory dir. */
@@ -63,18 +67,24 @@ bool snapshot_parts_holds(void *ctx, const char *org, uint64_t generation);
  * (a refresher reading a lagging replica, doc/choices.md "Read replicas"). */
 bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, uint64_t generation);
 
-/* Deletes file name (a plain name in the directory) at the next
- * publication but one: a chunk file its organization's new header no
- * longer names (doc/choices.md "Chunks of a large organization"). */
-void snapshot_parts_doom(struct snapshot_parts *parts, const char *name);
+/* The packs the chunks of the publication about to be recorded are in
+ * (chunks: their extents, count of them; doc/choices.md "Chunks stored in
+ * packs"): such a pack is named like one a part is in, never deleted, and
+ * doomed once no publication names it. Called before each
+ * snapshot_parts_published or _replaced (not calling it keeps the last
+ * set), and may be called again after it (a smaller set: what the first
+ * call named is doomed at the next publication unless named then). */
+void snapshot_parts_set_chunks(struct snapshot_parts *parts,
+                               const struct snapshot_part_file *chunks, size_t count);
 
 /*
  * After an index naming fresh (count parts, sorted by org; taken over,
  * malloc'd) was published: deletes the files doomed by the previous
  * publication, dooms the pack files previously published that fresh no
  * longer names, and records fresh. With sweep, also dooms every other
- * pack, per-organization part or temporary file in the directory
- * (leftovers of an earlier run or of an older ensignd).
+ * pack, per-organization part, chunk file (chunk-*.bin, an older
+ * ensignd's chunks) or temporary file in the directory (leftovers of an
+ * earlier run or of an older ensignd).
  */
 void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part_file *fresh,
                               size_t count, bool sweep);
