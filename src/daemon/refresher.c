@@ -269,7 +269,7 @@ static bool chunks_on_disk(struct refresher *rf, const char *org, const struct s
         snapshot_packs_name(c->pack, pack);
         if (pack_maps_open(rf->check, pack, c->offset, c->length, &chunk, &slot, err, sizeof err) !=
             PACK_EXTENT_OK) {
-            log_warn("snapshot chunk %" PRIu32 " of organization %s on disk is not usable, the"
+            log_warn("snapshot chunk %" PRIu32 " of organization %s on disk is not usable, its"
                      " organization is built again: %s",
                      i, org, err);
             return false;

@@ -190,6 +190,16 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* A chunk file of an older ensignd: no index this one writes or reads
+ * names it, nor does any worker of it map one, so it goes at once. */
+static void delete_now(struct snapshot_parts *parts, const char *name)
+{
+    char path[4096 + SNAPSHOT_PART_NAME_MAX + 1];
+    snprintf(path, sizeof path, "%s/%s", parts->dir, name);
+    if (unlink(path) == 0)
+        log_info("removed the chunk file %s of an older ensignd", name);
+}
+
 /* Pack files, per-organization part and chunk files (an older ensignd's), and
  * temporary files of any snapshot file, that fresh does not name. */
 static void doom_leftovers(struct snapshot_parts *parts, const struct names *fresh)
@@ -206,7 +216,7 @@ static void doom_leftovers(struct snapshot_parts *parts, const struct names *fre
                      starts_with(n, "snapshot")) &&
                     ends_with(n, TEMP_SUFFIX);
         if ((ours || temp) && deletable(parts, fresh, n) && strlen(n) < SNAPSHOT_PART_NAME_MAX)
-            doom(parts, n);
+            starts_with(n, CHUNK_PREFIX) ? delete_now(parts, n) : doom(parts, n);
     }
     closedir(dir);
 }

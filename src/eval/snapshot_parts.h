@@ -82,9 +82,10 @@ void snapshot_parts_set_chunks(struct snapshot_parts *parts,
  * malloc'd) was published: deletes the files doomed by the previous
  * publication, dooms the pack files previously published that fresh no
  * longer names, and records fresh. With sweep, also dooms every other
- * pack, per-organization part, chunk file (chunk-*.bin, an older
- * ensignd's chunks) or temporary file in the directory (leftovers of an
- * earlier run or of an older ensignd).
+ * pack, per-organization part or temporary file in the directory
+ * (leftovers of an earlier run or of an older ensignd), and deletes at
+ * once the chunk files (chunk-*.bin and their temporaries) of an older
+ * ensignd, which nothing of this one names or maps.
  */
 void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part_file *fresh,
                               size_t count, bool sweep);
