@@ -149,9 +149,9 @@ void snapshot_chunk_table_commit(struct snapshot_chunk_table *t)
     make_extents(t);
 }
 
-/* The flat list of every entry's extents (left empty when out of memory:
- * then no chunk counts as live, and packs holding only chunks may be
- * reclaimed early, never deleted while named: see snapshot_parts). */
+/* The flat list of every entry's extents; out of memory, extents is NULL
+ * with extent_count the number it should hold (snapshot_parts then
+ * deletes no pack, not knowing which hold chunks). */
 static void make_extents(struct snapshot_chunk_table *t)
 {
     size_t n = 0;
@@ -161,7 +161,8 @@ static void make_extents(struct snapshot_chunk_table *t)
     t->extent_count = 0;
     t->extents = malloc((n ? n : 1) * sizeof *t->extents);
     if (t->extents == NULL) {
-        log_warn("out of memory: the chunks' extents are not counted");
+        log_warn("out of memory: the chunks' extents are not counted, no pack is removed");
+        t->extent_count = n;
         return;
     }
     for (size_t i = 0; i < t->count; i++)

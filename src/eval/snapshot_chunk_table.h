@@ -47,7 +47,8 @@ struct snapshot_chunk_table {
     size_t count;
     struct snapshot_chunked_org *pending; /* staged by the build under way */
     size_t pending_count;
-    struct snapshot_part_file *extents; /* every published chunk, by org */
+    struct snapshot_part_file *extents; /* every published chunk, by org (NULL with a
+                                           count: out of memory, unknown) */
     size_t extent_count;
 };
 

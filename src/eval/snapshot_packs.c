@@ -408,7 +408,7 @@ void snapshot_packs_set_chunks(struct snapshot_packs *packs,
                                const struct snapshot_part_file *chunks, size_t count)
 {
     packs->chunks = chunks;
-    packs->chunk_count = count;
+    packs->chunk_count = chunks != NULL ? count : 0; /* unknown: none counted live */
 }
 
 /* The stats of the packs the parts and the published chunks are in. */

@@ -144,7 +144,8 @@ static void names_add_all(struct names *n, const char (*list)[SNAPSHOT_PART_NAME
 void snapshot_parts_set_chunks(struct snapshot_parts *parts,
                                const struct snapshot_part_file *chunks, size_t count)
 {
-    struct names n = packs_of(chunks, count);
+    parts->chunks_unknown = chunks == NULL && count > 0;
+    struct names n = packs_of(chunks, chunks != NULL ? count : 0);
     if (parts->chunk_packs_before == NULL) {
         parts->chunk_packs_before = parts->chunk_packs;
         parts->chunk_packs_before_count = parts->chunk_pack_count;
@@ -158,12 +159,7 @@ void snapshot_parts_set_chunks(struct snapshot_parts *parts,
     }
     parts->chunk_packs = n.names;
     parts->chunk_pack_count = n.count;
-    if (n.partial) { /* a pack of chunks might be taken for unnamed: keep the old ones too */
-        struct names all = {.names = n.names, .count = n.count};
-        names_add_all(&all, parts->chunk_packs_before, parts->chunk_packs_before_count);
-        parts->chunk_packs = all.names;
-        parts->chunk_pack_count = all.count;
-    }
+    parts->chunks_unknown |= n.partial; /* a pack of chunks might be taken for unnamed */
 }
 
 static void delete_doomed(struct snapshot_parts *parts, const struct names *fresh)
@@ -227,6 +223,7 @@ static void retire(struct snapshot_parts *parts, struct names *before, bool swee
 {
     struct names named = packs_of(parts->published, parts->count);
     names_add_all(&named, parts->chunk_packs, parts->chunk_pack_count);
+    named.partial |= parts->chunks_unknown;
     names_add_all(before, parts->chunk_packs_before, parts->chunk_packs_before_count);
     free(parts->chunk_packs_before);
     parts->chunk_packs_before = NULL;

@@ -44,6 +44,7 @@ struct snapshot_parts {
     size_t chunk_pack_count;
     char (*chunk_packs_before)[SNAPSHOT_PART_NAME_MAX]; /* the previous publication's */
     size_t chunk_packs_before_count;
+    bool chunks_unknown; /* the last set was not known: nothing is deleted */
 };
 
 /* An empty record for the part files of directory dir. */
@@ -73,7 +74,9 @@ bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, u
  * doomed once no publication names it. Called before each
  * snapshot_parts_published or _replaced (not calling it keeps the last
  * set), and may be called again after it (a smaller set: what the first
- * call named is doomed at the next publication unless named then). */
+ * call named is doomed at the next publication unless named then).
+ * chunks NULL with count > 0: not known (out of memory), so no pack is
+ * deleted or doomed until a later call knows them. */
 void snapshot_parts_set_chunks(struct snapshot_parts *parts,
                                const struct snapshot_part_file *chunks, size_t count);
 
