@@ -150,29 +150,12 @@ int snapshot_builder_add_rule(struct snapshot_builder *b, const char *env_id, co
 int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
                            size_t errlen);
 
-/* snapshot_builder_write without the fsync of the directory: for the
- * parts of an index, which the write of the index into the same directory
- * then syncs once for all (so the renames are durable before the new
- * generation is published). */
-int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
-                                size_t errlen);
-
-/* snapshot_builder_write_part without any fsync (temp file, rename): for
- * many parts written at once (a first build), which the caller makes
- * durable with one snapshot_sync_filesystem before it writes the index. */
-int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
-                                         char *err, size_t errlen);
-
 /* Writes the snapshot's bytes at offset of the open file fd (a pack file,
  * snapshot_packs.h), nothing else: no sync, no rename. *length is what was
  * written (the snapshot's total_size). 0, or -1 with err (bytes at and
  * after offset are then undefined). */
 int snapshot_builder_write_at(struct snapshot_builder *b, int fd, uint64_t offset, uint64_t *length,
                               char *err, size_t errlen);
-
-/* Writes back everything of the file system holding directory dir
- * (syncfs): one wait instead of an fsync per file. 0, or -1 with err. */
-int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen);
 
 /* Writes count pieces (one writev, continued when partial) as the file
  * path_final, atomically and durably like snapshot_builder_write (temp

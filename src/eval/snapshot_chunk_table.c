@@ -126,9 +126,12 @@ static void put(struct snapshot_chunk_table *t, struct snapshot_chunked_org *e)
         return;
     }
     void *grown = realloc(t->orgs, (t->count + 1) * sizeof *t->orgs);
-    if (grown == NULL) { /* its chunks are not known: read whole at its next change */
-        log_warn("out of memory: the chunks of organization %s are forgotten", e->org);
+    if (grown == NULL) { /* read whole at its next change; its packs' bytes not known */
+        log_warn("out of memory: the chunks of organization %s are forgotten; no pack is"
+                 " removed until the next start",
+                 e->org);
         free_entry(e);
+        t->lost = true;
         return;
     }
     t->orgs = grown;
@@ -159,10 +162,10 @@ static void make_extents(struct snapshot_chunk_table *t)
         n += t->orgs[i].count;
     free(t->extents);
     t->extent_count = 0;
-    t->extents = malloc((n ? n : 1) * sizeof *t->extents);
+    t->extents = t->lost ? NULL : malloc((n ? n : 1) * sizeof *t->extents);
     if (t->extents == NULL) {
         log_warn("out of memory: the chunks' extents are not counted, no pack is removed");
-        t->extent_count = n;
+        t->extent_count = n + 1; /* not known: never 0 */
         return;
     }
     for (size_t i = 0; i < t->count; i++)

@@ -50,6 +50,7 @@ struct snapshot_chunk_table {
     struct snapshot_part_file *extents; /* every published chunk, by org (NULL with a
                                            count: out of memory, unknown) */
     size_t extent_count;
+    bool lost; /* an entry was forgotten (out of memory): extents stay unknown */
 };
 
 void snapshot_chunk_table_init(struct snapshot_chunk_table *t);
