@@ -12,7 +12,9 @@
  *
  * Owns the open pack (its descriptor, where the next part goes, what the
  * last publication made durable), the size and live bytes of every pack
- * the last publication names, and the pack being reclaimed.
+ * the last publication names (its parts' and its chunked organizations'
+ * chunks', which are extents appended the same way: doc/choices.md
+ * "Chunks stored in packs"), and the pack being reclaimed.
  *
  * Invariants: bytes are only appended past `committed`, the end of what
  * any published index may name, so an extent once named is never
@@ -143,8 +145,10 @@ void snapshot_packs_published(struct snapshot_packs *packs, const struct snapsho
 /*
  * At start: the index on disk (published already: workers may read any
  * extent it names) and of its parts those verified, parts (count), taken
- * as published. The highest-numbered pack the index names is opened to
- * append again past the last extent the index names in it, and with
+ * as published, with the chunks set by snapshot_packs_set_chunks (the
+ * headers' extents count as named). The highest-numbered pack the index
+ * or a chunk names is opened to append again past the last extent named
+ * in it, and with
  * truncate the garbage beyond (bytes appended by a build that crashed
  * before its index) is cut off; without (workers of a running node may
  * still read extents of an older index there), the next part goes after
