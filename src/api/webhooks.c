@@ -416,22 +416,18 @@ void webhooks_list(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void webhooks_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "webhook not found");
+    const char *id = mgmt_uuid_param(r, "id", "webhook not found");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {ctx->org_id, id};
     mgmt_query(r, GET_SQL, 2, params, answer_hook, r);
 }
 
 void webhooks_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "webhook not found");
+    const char *id = mgmt_uuid_param(r, "id", "webhook not found");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {ctx->org_id, id, ctx->audit_actor};
     mgmt_query(r, DELETE_SQL, 3, params, answer_hook, r);
 }
