@@ -44,11 +44,13 @@
 #include "eval/usage.h"
 
 /* The drained entries summed per key (a race can leave a key in two
- * slots), then each kept only when its flag and environment are still
- * there: one primary-key probe each per counter, so the statement touches
- * the flags of its batch only. The LIMIT 1 keeps each probe a subquery of
- * its own (PostgreSQL does not pull it up into a join), so a large batch
- * is never hash-joined against every flag of the database. */
+ * slots) and taken in key order (the index probes below walk the primary
+ * keys in order, and two nodes' flushes lock the counters they share in
+ * the same order), each kept only when its flag and its environment are
+ * still there: a primary-key probe each per counter, so the statement
+ * touches the flags of its batch only. The LIMIT 1 keeps each probe a
+ * subquery of its own (PostgreSQL does not pull it up into a join), so a
+ * large batch is never hash-joined against every flag of the database. */
 static const char upsert_sql[] =
     "INSERT INTO usage_counters (flag_id, environment_id, variant_key, hour, count, last_seen_at)"
     " SELECT u.flag_id, u.environment_id, u.variant_key, to_timestamp(u.hour * 3600), u.count,"
@@ -57,7 +59,8 @@ static const char upsert_sql[] =
     " max(seen) AS seen"
     " FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])"
     " AS b(flag_id, environment_id, variant_key, hour, count, seen)"
-    " GROUP BY flag_id, environment_id, variant_key, hour) u"
+    " GROUP BY flag_id, environment_id, variant_key, hour"
+    " ORDER BY flag_id, environment_id, variant_key, hour) u"
     " CROSS JOIN LATERAL (SELECT FROM flags f WHERE f.id = u.flag_id LIMIT 1) f"
     " CROSS JOIN LATERAL (SELECT FROM environments e WHERE e.id = u.environment_id LIMIT 1) e"
     " ON CONFLICT (flag_id, environment_id, variant_key, hour) DO UPDATE"
