@@ -26,12 +26,13 @@
 #include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
 #include "scratch_dir.h"
+#include "snapshot_fixture.h"
 #include "suites.h"
 
 #define BIG "00000001-0000-0000-0000-000000000000"    /* chunked */
 #define FILLER "00000002-0000-0000-0000-000000000000" /* one part, large then small */
 #define ENV "00000001-eeee-0000-0000-000000000000"
-#define ENV2 "00000002-eeee-0000-0000-000000000000"
+#define ENV_FILLER "00000002-eeee-0000-0000-000000000000"
 
 static char dir[64];
 
@@ -58,16 +59,11 @@ static void touch(const char *name)
 static struct snapshot_builder *flags_of(const char *org, const char *env, int first, int last,
                                          const char *serve, uint64_t generation)
 {
-    static const struct snapshot_variant_input variants[] = {{"a", "\"A\""}, {"b", "\"B\""}};
-    char key[16], serve_json[64];
-    snprintf(serve_json, sizeof serve_json, "{\"variant\": \"%s\"}", serve);
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, env, org, "production"), 0);
+    char key[16];
+    struct snapshot_builder *b = snapshot_fixture_builder(generation, org, env);
     for (int i = first; i < last; i++) {
         snprintf(key, sizeof key, "k%02d", i);
-        struct snapshot_flag_input flag = {env, key,        key,      "string", true,
-                                           "b", serve_json, variants, 2};
-        ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), 0);
+        snapshot_fixture_add_flag_serving(b, env, key, serve);
     }
     return b;
 }
@@ -100,8 +96,7 @@ static void append_header(struct snapshot_packs *packs, struct snapshot_chunk_ta
                           const struct snapshot_chunk chunks[3], uint64_t generation,
                           struct snapshot_part_file *f)
 {
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV, BIG, "production"), 0);
+    struct snapshot_builder *b = snapshot_fixture_builder(generation, BIG, ENV);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(snapshot_builder_add_chunk(b, firsts[i], &chunks[i]), 0);
     append(packs, b, BIG, generation, f);
@@ -190,7 +185,7 @@ START_TEST(a_chunked_organization_published_patched_and_reclaimed)
         ext[i] = extent_of(&c[i]);
     }
     append_header(&packs, &t, ext, 1, &pub[0]);
-    append(&packs, flags_of(FILLER, ENV2, 0, 99, "a", 1), FILLER, 1, &pub[1]);
+    append(&packs, flags_of(FILLER, ENV_FILLER, 0, 99, "a", 1), FILLER, 1, &pub[1]);
     ck_assert_ptr_null(snapshot_chunk_table_find(&t, BIG)); /* staged, not published */
     publish(&packs, &parts, &t, pub);
     char answers[13];
@@ -211,7 +206,7 @@ START_TEST(a_chunked_organization_published_patched_and_reclaimed)
     append(&packs, b, BIG, 2, &c1);
     ext[1] = extent_of(&c1);
     append_header(&packs, &t, ext, 2, &pub[0]);
-    append(&packs, flags_of(FILLER, ENV2, 0, 1, "b", 2), FILLER, 2, &pub[1]);
+    append(&packs, flags_of(FILLER, ENV_FILLER, 0, 1, "b", 2), FILLER, 2, &pub[1]);
     publish(&packs, &parts, &t, pub);
     ck_assert_uint_eq(read_big(&pub[0], answers), 2);
     big = snapshot_chunk_table_find(&t, BIG);
