@@ -95,13 +95,13 @@ enum { V_FLAG, V_KEY, V_VALUE, V_ORDER };
 enum { R_FLAG, R_ENV, R_ID, R_CONDITIONS, R_SERVE, R_PRIORITY, R_CREATED };
 enum { F_ENV, F_ID, F_KEY, F_TYPE, F_ENABLED, F_OFF, F_DEFAULT };
 
-/* The flags of the organizations in $1, for the `some` statements below. */
-#define SOME_FLAG_IDS "SELECT id FROM flags WHERE org_id = ANY($1::uuid[])"
-
 /* Each query whole (`all`) and for the organizations in $1 (`some`; the
- * first step's have none). A `some` statement reads
- * variants, rules and flag configurations by flag id through their
- * indexes, from an array the planner cannot see into (ARRAY(subquery)
+ * first step's have none). A `some` statement reads variants and rules by
+ * the organization they carry (one range of variants_org_flag or
+ * rules_org_flag per organization, sql/0024: a descent per flag cost a
+ * batch two to three times more, doc/choices.md "Variants and rules by
+ * organization"), and flag configurations by flag id through their
+ * index, from an array the planner cannot see into (ARRAY(subquery)
  * counts as a few elements): a join on flags.org_id would let a missing or
  * skewed estimate of an organization's flags (fresh statistics lag a bulk
  * load; one organization holds a tenth of all flags) choose a hash join
@@ -140,14 +140,14 @@ static const struct {
                     " WHERE org_id = ANY($1::uuid[]) ORDER BY org_id, key"},
     [Q_VARIANTS] = {"variants", "SELECT flag_id, key, value::text, sort_order FROM variants",
                     "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
-                    " WHERE v.flag_id = ANY (ARRAY(" SOME_FLAG_IDS "))"},
+                    " WHERE v.org_id = ANY($1::uuid[])"},
     [Q_RULES] = {"rules",
                  "SELECT flag_id, environment_id, id, conditions::text, serve::text,"
                  " priority, (extract(epoch FROM created_at) * 1000000)::bigint"
                  " FROM rules",
                  "SELECT r.flag_id, r.environment_id, r.id, r.conditions::text, r.serve::text,"
                  " r.priority, (extract(epoch FROM r.created_at) * 1000000)::bigint"
-                 " FROM rules r WHERE r.flag_id = ANY (ARRAY(" SOME_FLAG_IDS "))"},
+                 " FROM rules r WHERE r.org_id = ANY($1::uuid[])"},
     [Q_FLAGS] = {"flags",
                  "SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
                  " fe.off_variant_key, fe.default_serve::text"
