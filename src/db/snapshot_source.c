@@ -1044,7 +1044,10 @@ static const char range_keys_sql[] =
 static const char changed_keys_sql[] = "SELECT flag_key FROM config_flag_generation"
                                        " WHERE org_id = $1::uuid AND generation > $2::bigint";
 /* Variants, rules and flag configurations of a range, as Q_VARIANTS,
- * Q_RULES and Q_FLAGS answer them. */
+ * Q_RULES and Q_FLAGS answer them. Variants and rules by flag id: a range
+ * is a part of one organization, so org_id narrows nothing, and a join of
+ * the range's flags to variants_org_flag was slower (doc/choices.md
+ * "Variants and rules by organization"). */
 static const char *const range_rows_sql[] = {
     "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
     " WHERE v.flag_id = ANY (ARRAY(" RANGE_FLAG_IDS "))",
