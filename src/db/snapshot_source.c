@@ -1044,10 +1044,9 @@ static const char range_keys_sql[] =
 static const char changed_keys_sql[] = "SELECT flag_key FROM config_flag_generation"
                                        " WHERE org_id = $1::uuid AND generation > $2::bigint";
 /* Variants, rules and flag configurations of a range, as Q_VARIANTS,
- * Q_RULES and Q_FLAGS answer them. Variants and rules by flag id: a range
- * is a part of one organization, so org_id narrows nothing, and a join of
- * the range's flags to variants_org_flag was slower (doc/choices.md
- * "Variants and rules by organization"). */
+ * Q_RULES and Q_FLAGS answer them. Variants and rules by flag id: a join
+ * of a part of an organization's flags to variants_org_flag was slower
+ * (doc/choices.md "Variants and rules by organization"). */
 static const char *const range_rows_sql[] = {
     "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
     " WHERE v.flag_id = ANY (ARRAY(" RANGE_FLAG_IDS "))",
@@ -1060,6 +1059,20 @@ static const char *const range_rows_sql[] = {
     " fe.off_variant_key, fe.default_serve::text"
     " FROM flag_environments fe JOIN f ON f.id = fe.flag_id"
     " WHERE fe.flag_id = ANY (ARRAY(SELECT id FROM f))",
+};
+
+/* The variants and rules of a range that is the whole organization (every
+ * chunk read, the first from "" and the last without end: a first build)
+ * by its org_id, $1 alone: one range of variants_org_flag and
+ * rules_org_flag instead of a descent per flag; the same rows. NULL: the
+ * range form. */
+static const char *const whole_rows_sql[] = {
+    "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
+    " WHERE v.org_id = $1::uuid",
+    "SELECT r.flag_id, r.environment_id, r.id, r.conditions::text, r.serve::text,"
+    " r.priority, (extract(epoch FROM r.created_at) * 1000000)::bigint"
+    " FROM rules r WHERE r.org_id = $1::uuid",
+    NULL,
 };
 
 void snapshot_source_chunks_free(struct snapshot_source_chunks *c)
@@ -1216,7 +1229,8 @@ static struct snapshot_builder *chunk_builder_new(struct source *s, size_t i, co
 }
 
 /* Reads the flags of chunks [first, last) of org (all read again) with
- * one range query of each kind, each row to the chunk covering its key. */
+ * one range query of each kind (whole_rows_sql's for every chunk), each
+ * row to the chunk covering its key. */
 static int read_range(struct source *s, struct snapshot_source_org *org, size_t first, size_t last)
 {
     const struct snapshot_source_chunks *c = &org->chunks;
@@ -1226,13 +1240,18 @@ static int read_range(struct source *s, struct snapshot_source_org *org, size_t 
         fail(s, "a chunk", PQerrorMessage(s->conn));
         return -1;
     }
-    for (size_t q = 0; q < sizeof range_rows_sql / sizeof range_rows_sql[0]; q++)
-        if (PQsendQueryParams(s->conn, range_rows_sql[q], 3, NULL, params, NULL, NULL, 0) != 1) {
+    bool whole = first == 0 && last == c->count;
+    for (size_t q = 0; q < sizeof range_rows_sql / sizeof range_rows_sql[0]; q++) {
+        const char *sql =
+            whole && whole_rows_sql[q] != NULL ? whole_rows_sql[q] : range_rows_sql[q];
+        if (PQsendQueryParams(s->conn, sql, sql == range_rows_sql[q] ? 3 : 1, NULL, params, NULL,
+                              NULL, 0) != 1) {
             fail(s, "a chunk", PQerrorMessage(s->conn));
             PQpipelineSync(s->conn);
             dbsync_finish_pipeline(s->conn);
             return -1;
         }
+    }
     if (PQpipelineSync(s->conn) != 1) {
         fail(s, "a chunk", PQerrorMessage(s->conn));
         return -1;
