@@ -39,8 +39,9 @@
  * chunks and whole_generation did not move past them, only those covering
  * the keys config_flag_generation names since), then the rows of each run
  * of chunks read again with range forms of the variants, rules and flags
- * queries (`key COLLATE "C"` bounds, flags_org_key_bytes), each flag row
- * routed to the builder of the chunk covering its key.
+ * queries (`key COLLATE "C"` bounds, flags_org_key_bytes; variants and
+ * rules by org_id when the run is every chunk), each flag row routed to
+ * the builder of the chunk covering its key.
  *
  * Variants and rules (a row or more per flag) come unsorted (and without a
  * join to flags in the unfiltered form, which only a caller without
