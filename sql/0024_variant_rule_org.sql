@@ -17,6 +17,13 @@
 --   read (`org_id = ANY($1)`) and its chunk reads (one organization, a
 --   range of its flags).
 
+-- The back-fill changes nothing evaluation reads: the user triggers of the
+-- two tables (the generation bump, deferred, and the flags' roll-ups) stay
+-- off for it, so that no trigger event is pending when the tables are
+-- altered after it (PostgreSQL refuses ALTER TABLE then).
+ALTER TABLE variants DISABLE TRIGGER USER;
+ALTER TABLE rules DISABLE TRIGGER USER;
+
 ALTER TABLE flags ADD CONSTRAINT flags_id_org_key UNIQUE (id, org_id);
 
 ALTER TABLE variants ADD COLUMN org_id uuid;
@@ -33,6 +40,9 @@ ALTER TABLE rules ALTER COLUMN org_id SET NOT NULL;
 ALTER TABLE rules ADD CONSTRAINT rules_flag_org_fkey FOREIGN KEY (flag_id, org_id)
     REFERENCES flags (id, org_id) ON DELETE CASCADE;
 CREATE INDEX rules_org_flag ON rules (org_id, flag_id);
+
+ALTER TABLE variants ENABLE TRIGGER USER;
+ALTER TABLE rules ENABLE TRIGGER USER;
 
 -- As in 0013, with the rules' organization taken from their flag.
 CREATE OR REPLACE FUNCTION ensign_rules_put(flag uuid, env uuid, wanted jsonb, keep_ids boolean)

@@ -12,10 +12,17 @@ snapshot source reads a batch of organizations by (doc/choices.md,
   INSERT or UPDATE of a variant or a rule naming another organization, a
   NULL org_id), and a flag's org_id that would leave its rows behind;
 - what evaluation serves comes from those rows (an OFREP answer after the
-  writes).
+  writes);
+- the migration applied to tables that have rows (undone first, in a
+  transaction rolled back after): back-filled, its user triggers enabled
+  again (PostgreSQL refuses to alter a table with trigger events pending,
+  which the back-fill queues unless they are off).
 
 Run by tests/e2e/run (each class has its own database and ensignd).
 """
+
+import os
+import subprocess
 
 import harness
 from flagfixture import COUNTRY_NL, FlagTestCase
@@ -151,6 +158,36 @@ class VariantRuleOrgTest(FlagTestCase):
         self.assertFilled("variants", "mismatch", 3)
         self.assertFilled("rules", "mismatch", 1)
         self.assertNoMismatch()
+
+    def test_the_migration_back_fills_existing_rows(self):
+        self.string_flag("before", "a", "b")
+        self.assertStatus(self.add_rule("before", {"serve": {"variant": "b"}}), 201)
+        migration = os.path.join(harness.SRC_DIR, "sql", "0024_variant_rule_org.sql")
+        script = (
+            "BEGIN;\n"
+            "ALTER TABLE variants DROP CONSTRAINT variants_flag_org_fkey;\n"
+            "ALTER TABLE rules DROP CONSTRAINT rules_flag_org_fkey;\n"
+            "ALTER TABLE flags DROP CONSTRAINT flags_id_org_key;\n"
+            "ALTER TABLE variants ADD CONSTRAINT variants_flag_id_fkey FOREIGN KEY (flag_id)"
+            " REFERENCES flags (id) ON DELETE CASCADE;\n"
+            "ALTER TABLE variants DROP COLUMN org_id;\n"
+            "ALTER TABLE rules DROP COLUMN org_id;\n"
+            f"\\i {migration}\n"
+            "SELECT (SELECT count(*) FROM variants v JOIN flags f ON f.id = v.flag_id"
+            "         WHERE v.org_id = f.org_id),"
+            "       (SELECT count(*) FROM rules r JOIN flags f ON f.id = r.flag_id"
+            "         WHERE r.org_id = f.org_id),"
+            "       (SELECT count(*) FROM pg_trigger WHERE tgenabled = 'D'"
+            "         AND tgrelid IN ('variants'::regclass, 'rules'::regclass));\n"
+            "ROLLBACK;\n")
+        result = subprocess.run(
+            ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", "-d", self.database.conninfo],
+            input=script, capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        variants = self.count_rows("SELECT count(*) FROM variants")
+        rules = self.count_rows("SELECT count(*) FROM rules")
+        self.assertGreaterEqual(rules, 1)
+        self.assertEqual(result.stdout.strip(), f"{variants}|{rules}|0")
 
     def test_deleting_a_flag_deletes_its_rows(self):
         self.string_flag("gone", "a", "b")
