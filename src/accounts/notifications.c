@@ -17,7 +17,6 @@
 #include "http/http.h"
 #include "mgmt/mgmt.h"
 #include "mgmt/pagination.h"
-#include "mgmt/validate.h"
 
 static const char LIST_SQL[] = PAGE_WITH_CURSOR(
     "'infinity', 'ffffffff-ffff-ffff-ffff-ffffffffffff'") ", p AS (SELECT n.created_at, n.id, "
@@ -79,11 +78,9 @@ void notifications_unread_count(struct http_request *r, const struct mgmt_ctx *c
 void notifications_read_one(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     const struct identity *who = &ctx->who;
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "no such notification");
+    const char *id = mgmt_uuid_param(r, "id", "no such notification");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {who->user_id, id};
     mgmt_query(r, READ_ONE_SQL, 2, params, mgmt_answer_cb, r);
 }

@@ -13,8 +13,6 @@
  *  - PATCH /orgs/{slug} {name}: owners only (orgs:write).
  *  - POST /orgs/{slug}/leave: any member; the last owner gets 409; the
  *    caller's project collaborations in the organization go too.
- *  - GET /orgs/{slug}/deleted-projects: soft-deleted projects, paginated,
- *    q on name and slug; any member (projects:read).
  * Bodies are checked by the dispatcher against the rows' schemas
  * (name 1 to 200 characters, slug the key pattern or null).
  */
@@ -62,21 +60,6 @@ static const char LEAVE_SQL[] = AUDIT_ANSWER(
     "SELECT * FROM ensign_acc_org_leave($1, $2)", "'org.left'",
     "ensign_audit_user_name($2::uuid) || ' left the organization'", "'members/' || $2", "$3");
 /* clang-format on */
-
-static const char DELETED_SQL[] = PAGE_WITH_CURSOR(
-    "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT x.created_at, x.id, ensign_project_form(x) AS "
-                                    "item FROM projects x"
-                                    "  WHERE x.org_id = $2::uuid AND x.deleted_at IS NOT NULL"
-                                    "    AND ($3 = '' OR ensign_project_text(x.name, x.slug) LIKE "
-                                    "ensign_search_pattern($3))"
-                                    "    AND (x.created_at, x.id) > (" PAGE_KEY(
-                                        1) "::timestamptz, " PAGE_KEY(2) "::uuid)"
-                                                                         "  ORDER BY x.created_at, "
-                                                                         "x.id LIMIT "
-                                                                         "$5::int)" PAGE_SELECT(
-                                                                             "created_at, id",
-                                                                             "created_at::text, "
-                                                                             "id::text");
 
 /* ---- GET /orgs ---- */
 
@@ -127,13 +110,4 @@ void orgs_leave(struct http_request *r, const struct mgmt_ctx *ctx)
     }
     const char *params[] = {ctx->org_id, ctx->who.user_id, ctx->audit_actor};
     mgmt_query(r, LEAVE_SQL, 3, params, mgmt_answer_cb, r);
-}
-
-/* ---- GET /orgs/{slug}/deleted-projects ---- */
-
-void orgs_deleted_projects(struct http_request *r, const struct mgmt_ctx *ctx)
-{
-    struct page_request page;
-    if (page_read(r, &page))
-        page_run(r, DELETED_SQL, ctx->org_id, &page, 0, NULL, "projects");
 }

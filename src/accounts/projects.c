@@ -15,7 +15,8 @@
  *  - update: any of the create fields; a new slug renames the project and
  *    the old slug answers 404 from then on.
  *  - delete: soft (deleted_at set); the project then reads as 404 and is
- *    listed by GET /orgs/{slug}/deleted-projects.
+ *    listed by GET /orgs/{slug}/deleted-projects (list_deleted: oldest
+ *    first, paginated, q on name and slug, as the list).
  *  - restore: clears deleted_at; restoring an active project is a no-op.
  * Any member reads (projects:read); admins write (projects:write).
  */
@@ -30,20 +31,22 @@
 #include "mgmt/pagination.h"
 #include "mgmt/validate.h"
 
-static const char LIST_SQL[] = PAGE_WITH_CURSOR(
-    "'-infinity', " PAGE_ZERO_UUID) ", p AS (SELECT x.created_at, x.id, ensign_project_form(x) AS "
-                                    "item FROM projects x"
-                                    "  WHERE x.org_id = $2::uuid AND x.deleted_at IS NULL"
-                                    "    AND ($3 = '' OR ensign_project_text(x.name, x.slug) LIKE "
-                                    "ensign_search_pattern($3))"
-                                    "    AND (x.created_at, x.id) > (" PAGE_KEY(
-                                        1) "::timestamptz, " PAGE_KEY(2) "::uuid)"
-                                                                         "  ORDER BY x.created_at, "
-                                                                         "x.id LIMIT "
-                                                                         "$5::int)" PAGE_SELECT(
-                                                                             "created_at, id",
-                                                                             "created_at::text, "
-                                                                             "id::text");
+/* A page of the organization's projects ($2) whose deleted_at IS `deleted`
+ * (NULL: the active ones; NOT NULL: the soft-deleted ones), oldest first,
+ * q ($3) on name and slug. */
+/* clang-format off */
+#define PROJECT_PAGE_SQL(deleted)                                                             \
+    PAGE_WITH_CURSOR("'-infinity', " PAGE_ZERO_UUID)                                          \
+    ", p AS (SELECT x.created_at, x.id, ensign_project_form(x) AS item FROM projects x"       \
+    "  WHERE x.org_id = $2::uuid AND x.deleted_at IS " deleted                                \
+    "    AND ($3 = '' OR ensign_project_text(x.name, x.slug) LIKE ensign_search_pattern($3))" \
+    "    AND (x.created_at, x.id) > (" PAGE_KEY(1) "::timestamptz, " PAGE_KEY(2) "::uuid)"    \
+    "  ORDER BY x.created_at, x.id LIMIT $5::int)"                                            \
+    PAGE_SELECT("created_at, id", "created_at::text, id::text")
+/* clang-format on */
+
+static const char LIST_SQL[] = PROJECT_PAGE_SQL("NULL");
+static const char DELETED_SQL[] = PROJECT_PAGE_SQL("NOT NULL");
 
 /* clang-format off */
 /* The project of a successful answer. */
@@ -112,6 +115,13 @@ void projects_list(struct http_request *r, const struct mgmt_ctx *ctx)
     struct page_request page;
     if (page_read(r, &page))
         page_run(r, LIST_SQL, ctx->org_id, &page, 0, NULL, "projects");
+}
+
+void projects_list_deleted(struct http_request *r, const struct mgmt_ctx *ctx)
+{
+    struct page_request page;
+    if (page_read(r, &page))
+        page_run(r, DELETED_SQL, ctx->org_id, &page, 0, NULL, "projects");
 }
 
 /* ---- create and update ---- */

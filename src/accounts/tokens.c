@@ -203,11 +203,9 @@ void tokens_list(struct http_request *r, const struct mgmt_ctx *ctx)
 void tokens_revoke(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     const struct identity *who = &ctx->who;
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "no such token");
+    const char *id = mgmt_uuid_param(r, "id", "no such token");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {who->user_id, id};
     mgmt_query(r, REVOKE_SQL, 2, params, mgmt_answer_cb, r);
 }

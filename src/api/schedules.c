@@ -274,11 +274,9 @@ void schedules_list_org(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void schedules_cancel(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "schedule not found");
+    const char *id = mgmt_uuid_param(r, "id", "schedule not found");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {ctx->org_id, mgmt_param(r, "key"), id, ctx->audit_actor};
     mgmt_query(r, CANCEL_SQL, 4, params, mgmt_answer_cb, r);
 }

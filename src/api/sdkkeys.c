@@ -34,7 +34,6 @@
 #include "mgmt/audit_record.h"
 #include "mgmt/mgmt.h"
 #include "base/token.h"
-#include "mgmt/validate.h"
 
 #define KEY_LAST_USED_AT MGMT_SQL_ISO("k.last_used_at")
 #define KEY_REVOKED_AT MGMT_SQL_ISO("k.revoked_at")
@@ -166,11 +165,9 @@ void sdkkeys_list(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void sdkkeys_revoke(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "SDK key not found");
+    const char *id = mgmt_uuid_param(r, "id", "SDK key not found");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {ctx->org_id, id, ctx->audit_actor};
     mgmt_query(r, REVOKE_SQL, 3, params, answer_key, r);
 }

@@ -80,11 +80,9 @@ static bool read_limit(struct http_request *r, int *limit)
 
 void webhook_deliveries_list(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "webhook not found");
+    const char *id = mgmt_uuid_param(r, "id", "webhook not found");
+    if (id == NULL)
         return;
-    }
     int limit;
     if (!read_limit(r, &limit))
         return;

@@ -350,6 +350,19 @@ static void read_fields(struct validate *v, struct json_object *body, bool creat
     w->description = dup_or_null(d == VALIDATE_SET ? description : NULL);
 }
 
+/* Answers 422 with v's errors (and frees w), or checks w's target and
+ * writes it; frees v. */
+static void write_if_valid(struct http_request *r, struct hook_write *w, struct validate *v)
+{
+    if (validate_ok(v)) {
+        check_target_then_write(w);
+    } else {
+        mgmt_send_invalid(r, v);
+        write_free(w);
+    }
+    validate_free(v);
+}
+
 void webhooks_create(struct http_request *r, const struct mgmt_ctx *ctx)
 {
     static const char *const fields[] = {"url", "events", "description", NULL};
@@ -365,13 +378,7 @@ void webhooks_create(struct http_request *r, const struct mgmt_ctx *ctx)
     validate_only_fields(&v, body, fields);
     read_fields(&v, body, true, w);
     json_object_put(body);
-    if (validate_ok(&v)) {
-        check_target_then_write(w);
-    } else {
-        mgmt_send_invalid(r, &v);
-        write_free(w);
-    }
-    validate_free(&v);
+    write_if_valid(r, w, &v);
 }
 
 void webhooks_update(struct http_request *r, const struct mgmt_ctx *ctx)
@@ -394,13 +401,7 @@ void webhooks_update(struct http_request *r, const struct mgmt_ctx *ctx)
     if (validate_bool(&v, body, "active", 0, &active) == VALIDATE_SET)
         w->active = active ? 1 : 0;
     json_object_put(body);
-    if (validate_ok(&v)) {
-        check_target_then_write(w);
-    } else {
-        mgmt_send_invalid(r, &v);
-        write_free(w);
-    }
-    validate_free(&v);
+    write_if_valid(r, w, &v);
 }
 
 static void answer_hook(PGresult *res, const char *error, void *arg)
@@ -416,22 +417,18 @@ void webhooks_list(struct http_request *r, const struct mgmt_ctx *ctx)
 
 void webhooks_get(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "webhook not found");
+    const char *id = mgmt_uuid_param(r, "id", "webhook not found");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {ctx->org_id, id};
     mgmt_query(r, GET_SQL, 2, params, answer_hook, r);
 }
 
 void webhooks_delete(struct http_request *r, const struct mgmt_ctx *ctx)
 {
-    const char *id = mgmt_param(r, "id");
-    if (!validate_uuid_ok(id)) {
-        http_send_error(r, 404, "webhook not found");
+    const char *id = mgmt_uuid_param(r, "id", "webhook not found");
+    if (id == NULL)
         return;
-    }
     const char *params[] = {ctx->org_id, id, ctx->audit_actor};
     mgmt_query(r, DELETE_SQL, 3, params, answer_hook, r);
 }

@@ -7,10 +7,11 @@
  * everything in one additive upsert: the drained entries go as six
  * parallel arrays, unnested, summed per key (a race can leave a key in two
  * slots) and added to usage_counters. Entries of flags or environments
- * deleted since they were counted are left out. When the write fails
- * (database down) every drained entry is put back into the table, so the
- * next flush carries it: nothing is lost unless the table overflows (then
- * the drop is counted) or the process dies.
+ * deleted since they were counted are left out (an index probe each, see
+ * upsert_sql). When the write fails (database down) every drained entry
+ * is put back into the table, so the next flush carries it: nothing is
+ * lost unless the table overflows (then the drop is counted) or the
+ * process dies.
  *
  * When the master dies without stopping it in order (SIGKILL: every child
  * gets SIGTERM at once from PR_SET_PDEATHSIG, and the workers hand in their
@@ -42,14 +43,26 @@
 #include "eval/unknown_flags.h"
 #include "eval/usage.h"
 
+/* The drained entries summed per key (a race can leave a key in two
+ * slots) and taken in key order (the index probes below walk the primary
+ * keys in order, and two nodes' flushes lock the counters they share in
+ * the same order), each kept only when its flag and its environment are
+ * still there: a primary-key probe each per counter, so the statement
+ * touches the flags of its batch only. The LIMIT 1 keeps each probe a
+ * subquery of its own (PostgreSQL does not pull it up into a join), so a
+ * large batch is never hash-joined against every flag of the database. */
 static const char upsert_sql[] =
     "INSERT INTO usage_counters (flag_id, environment_id, variant_key, hour, count, last_seen_at)"
-    " SELECT u.flag_id, u.environment_id, u.variant_key, to_timestamp(u.hour * 3600),"
-    " sum(u.count), to_timestamp(max(u.seen))"
+    " SELECT u.flag_id, u.environment_id, u.variant_key, to_timestamp(u.hour * 3600), u.count,"
+    " to_timestamp(u.seen)"
+    " FROM (SELECT flag_id, environment_id, variant_key, hour, sum(count) AS count,"
+    " max(seen) AS seen"
     " FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])"
-    " AS u(flag_id, environment_id, variant_key, hour, count, seen)"
-    " JOIN flags f ON f.id = u.flag_id JOIN environments e ON e.id = u.environment_id"
-    " GROUP BY u.flag_id, u.environment_id, u.variant_key, u.hour"
+    " AS b(flag_id, environment_id, variant_key, hour, count, seen)"
+    " GROUP BY flag_id, environment_id, variant_key, hour"
+    " ORDER BY flag_id, environment_id, variant_key, hour) u"
+    " CROSS JOIN LATERAL (SELECT FROM flags f WHERE f.id = u.flag_id LIMIT 1) f"
+    " CROSS JOIN LATERAL (SELECT FROM environments e WHERE e.id = u.environment_id LIMIT 1) e"
     " ON CONFLICT (flag_id, environment_id, variant_key, hour) DO UPDATE"
     " SET count = usage_counters.count + EXCLUDED.count,"
     " last_seen_at = greatest(usage_counters.last_seen_at, EXCLUDED.last_seen_at)";

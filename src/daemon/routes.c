@@ -386,7 +386,7 @@ static const struct route route_table[] = {
            "Rename an organization (owners)", schema_acc_org_rename, schema_acc_organization),
     ACC_OP(POST, "/orgs/{slug}/leave", orgs_leave, NEED(VIEWER, ORGS, true),
            "Leave an organization (not its last owner)", NULL, schema_acc_ack),
-    ACC_OP_LIST("/orgs/{slug}/deleted-projects", orgs_deleted_projects,
+    ACC_OP_LIST("/orgs/{slug}/deleted-projects", projects_list_deleted,
                 NEED(VIEWER, PROJECTS, false), "List the soft-deleted projects",
                 schema_acc_project_list),
     INTERNAL(POST, "/internal/sso/provision-member", internal_provision_member,

@@ -608,6 +608,19 @@ static void tune_connection(struct evhttp_connection *evcon, struct stream *st)
     bufferevent_setwatermark(bev, EV_READ, 0, READ_BACKLOG_MAX);
 }
 
+/* Starts st's reply to r as an event stream: the request's headers dropped
+ * (not needed any more: an idle stream stays small), Connection: close,
+ * the connection tuned. */
+static void start_reply(struct http_request *r, struct stream *st)
+{
+    st->req = http_start_stream(r, "text/event-stream");
+    evhttp_clear_headers(evhttp_request_get_input_headers(st->req));
+    struct evkeyvalq *out = evhttp_request_get_output_headers(st->req);
+    evhttp_clear_headers(out);
+    evhttp_add_header(out, "Connection", "close");
+    tune_connection(evhttp_request_get_connection(st->req), st);
+}
+
 /* Sends the first lines: the retry hint, then a refetchEvaluation event
  * when last_id missed a change, else a "connected" event (a type OFREP
  * providers ignore) whose id is the current generation: EventSource
@@ -652,13 +665,7 @@ static void attach_stream(struct http_request *r, struct stream_hub *hub, const 
     ch->streams = st;
     ch->count++;
     hub->open++;
-    st->req = http_start_stream(r, "text/event-stream");
-    /* the request's headers are not needed any more: keep an idle stream small */
-    evhttp_clear_headers(evhttp_request_get_input_headers(st->req));
-    struct evkeyvalq *out = evhttp_request_get_output_headers(st->req);
-    evhttp_clear_headers(out);
-    evhttp_add_header(out, "Connection", "close");
-    tune_connection(evhttp_request_get_connection(st->req), st);
+    start_reply(r, st);
     greet(hub, st, s, env, missed);
     if (hub->seen_published == 0)
         hub->seen_published = published_generation(hub);
@@ -735,12 +742,7 @@ struct stream_tap *streams_tap_open(struct http_request *r,
         hub->taps->prev = st;
     hub->taps = st;
     hub->open++;
-    st->req = http_start_stream(r, "text/event-stream");
-    evhttp_clear_headers(evhttp_request_get_input_headers(st->req));
-    struct evkeyvalq *out = evhttp_request_get_output_headers(st->req);
-    evhttp_clear_headers(out);
-    evhttp_add_header(out, "Connection", "close");
-    tune_connection(evhttp_request_get_connection(st->req), st);
+    start_reply(r, st);
     if (hub->seen_published == 0)
         hub->seen_published = published_generation(hub);
     start_timers(hub);

@@ -94,6 +94,15 @@ const char *mgmt_param(const struct http_request *r, const char *name)
     return value ? value : "";
 }
 
+const char *mgmt_uuid_param(struct http_request *r, const char *name, const char *not_found)
+{
+    const char *value = mgmt_param(r, name);
+    if (validate_uuid_ok(value))
+        return value;
+    http_send_error(r, 404, not_found);
+    return NULL;
+}
+
 static void send_org_not_found(struct http_request *r)
 {
     http_send_error(r, 404, "organization not found");

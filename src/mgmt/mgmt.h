@@ -278,6 +278,10 @@ void mgmt_send_invalid(struct http_request *r, struct validate *v);
 /* The route parameter name, or "" when absent (never NULL). */
 const char *mgmt_param(const struct http_request *r, const char *name);
 
+/* The route parameter name when it is a uuid; else NULL after answering
+ * 404 with not_found (an id that is not a uuid names nothing). */
+const char *mgmt_uuid_param(struct http_request *r, const char *name, const char *not_found);
+
 /* The /v1 timestamp text (ISO 8601, UTC, milliseconds) of a
  * SQL column, through the one SQL function that writes it (sql/0002). */
 #define MGMT_SQL_ISO(column) "ensign_iso(" column ")"

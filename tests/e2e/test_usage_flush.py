@@ -4,7 +4,9 @@ usage flush at scale"): 20,000 flags of one environment evaluated in bulk
 three times, so the flusher writes tens of thousands of counters at once;
 then usage_counters, the roll-ups the statement triggers keep
 (flag_usage_totals, flag_usage_hours, flag_usage_series) and the flag
-list's and the usage endpoint's answers are checked exactly.
+list's and the usage endpoint's answers are checked exactly. And the
+counts of a flag or an environment deleted between the evaluation and the
+flush are left out while the flush writes the others.
 
 Test data is written with SQL (test_evaluation.Fixture's way). Run by
 tests/e2e/run.
@@ -14,6 +16,7 @@ import time
 import urllib.parse
 
 import harness
+import test_evaluation
 from flagfixture import FlagTestCase
 from test_evaluation import FLAG_PATH, Fixture, sql
 
@@ -169,3 +172,41 @@ class UsageFlushTest(FlagTestCase):
             "                         WHERE h.flag_id = f.id)"
             "   AND s.counts = ensign_usage_counts(f.id, s.newest_hour)"
             "   AND s.counts_text = array_to_string(s.counts, ',')"), FLAGS)
+
+
+class DeletedBeforeTheFlushTest(test_evaluation.OfrepTestCase):
+    """Counts of a flag or an environment deleted after the evaluation and
+    before the flush are left out; the rest of the flush is written (the
+    statement looks up each counter's flag and environment, so no foreign
+    key refuses it and nothing is put back for ever)."""
+
+    settings = {"usage_flush_interval_ms": 3600000}  # only the last flush, at stop
+
+    @classmethod
+    def create_flags(cls):
+        f = cls.fixture
+        cls.kept = f.flag("kept", env_key="preview")
+        cls.gone = f.flag("gone", env_key="preview")
+        cls.elsewhere = f.flag("elsewhere", env_key="development")
+        cls.preview_key, _ = f.sdk_key("preview")
+        cls.development_key, _ = f.sdk_key("development")
+
+    def test_the_flush_leaves_out_what_was_deleted(self):
+        for key, sdk_key in (("kept", self.preview_key), ("gone", self.preview_key),
+                             ("elsewhere", self.development_key)):
+            self.wait_served(lambda k=key, s=sdk_key: self.evaluate(k, sdk_key=s).status == 200)
+            for _ in range(2):  # three counted in all
+                self.assertEqual(self.evaluate(key, sdk_key=sdk_key).status, 200)
+        self.assertEqual(self.fixture.usage(self.kept), {})  # not flushed yet
+        self.fixture.delete_flag(self.gone)
+        self.fixture.run("DELETE FROM environments WHERE key = 'development' AND org_id ="
+                         " (SELECT id FROM orgs WHERE slug = :'org')")
+        self.server.stop_cleanly()
+        try:
+            self.assertEqual(self.fixture.usage(self.kept), {"on": 3})
+            self.assertEqual(self.fixture.run(
+                "SELECT count(*) FROM usage_counters WHERE flag_id IN (:'gone', :'elsewhere')",
+                gone=self.gone, elsewhere=self.elsewhere), "0")
+            self.assertNotIn("usage flush failed", self.server.stderr())
+        finally:
+            self.server.start()

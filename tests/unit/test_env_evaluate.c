@@ -9,13 +9,11 @@
  * the order asked), the invalid context 422 and the parse 400 of the /v1
  * envelope, the unknown environment 404 and the 503 without a snapshot.
  */
-#include <dirent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "eval/env_evaluate.h"
@@ -26,6 +24,8 @@
 #include "http/answer.h"
 #include "http/http.h"
 #include "http/server.h"
+#include "scratch_dir.h"
+#include "snapshot_fixture.h"
 #include "suites.h"
 
 #define ORG "10000000-0000-0000-0000-000000000001"
@@ -35,67 +35,34 @@
 
 static char dir[64];
 
-static void write_file(struct snapshot_builder *b, const char *name)
-{
-    char path[512], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
-}
-
-static void add_flag(struct snapshot_builder *b, const char *key, bool enabled, const char *serve)
-{
-    static const struct snapshot_variant_input variants[] = {{"a", "\"A\""}, {"b", "\"B\""}};
-    struct snapshot_flag_input flag = {ENV, key, key, "string", enabled, "b", serve, variants, 2};
-    ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), 0);
-}
-
 /* The organization's part (flags z-rule, a-static, m-off, s-split) and
  * the index naming it, at generation 3. */
 static void write_snapshot(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/ensign-enveval-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    struct snapshot_builder *b = snapshot_builder_new(3);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV, ORG, "production"), 0);
-    add_flag(b, "a-static", true, "{\"variant\": \"a\"}");
-    add_flag(b, "m-off", false, "{\"variant\": \"a\"}");
-    add_flag(b, "s-split", true,
-             "{\"rollout\": [{\"variant\": \"a\", \"weight\": 1}, "
-             "{\"variant\": \"b\", \"weight\": 1}]}");
-    add_flag(b, "z-rule", true, "{\"variant\": \"a\"}");
+    scratch_dir_make(dir, sizeof dir, "enveval");
+    struct snapshot_builder *b = snapshot_fixture_builder(3, ORG, ENV);
+    snapshot_fixture_add_flag(b, ENV, "a-static", true, "{\"variant\": \"a\"}");
+    snapshot_fixture_add_flag(b, ENV, "m-off", false, "{\"variant\": \"a\"}");
+    snapshot_fixture_add_flag(b, ENV, "s-split", true,
+                              "{\"rollout\": [{\"variant\": \"a\", \"weight\": 1}, "
+                              "{\"variant\": \"b\", \"weight\": 1}]}");
+    snapshot_fixture_add_flag(b, ENV, "z-rule", true, "{\"variant\": \"a\"}");
     ck_assert_int_eq(
         snapshot_builder_add_rule(
             b, ENV, "z-rule", RULE,
             "[{\"attribute\": \"country\", \"operator\": \"in\", \"values\": [\"NL\"]}]",
             "{\"variant\": \"b\"}"),
         0);
-    write_file(b, "org-1-3.bin");
-    b = snapshot_builder_new(3);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV, ORG, "production"), 0);
+    snapshot_fixture_write(b, dir, "org-1-3.bin");
+    b = snapshot_fixture_builder(3, ORG, ENV);
     ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY, ENV), 0);
-    char part[512];
-    struct stat st;
-    snprintf(part, sizeof part, "%s/org-1-3.bin", dir);
-    ck_assert_int_eq(stat(part, &st), 0); /* a file holding one part: a pack */
-    ck_assert_int_eq(snapshot_builder_add_part(b, ORG, "org-1-3.bin", 0, (uint64_t)st.st_size, 3),
-                     0);
-    write_file(b, SNAPSHOT_FILE_NAME);
+    snapshot_fixture_add_file_part(b, dir, ORG, "org-1-3.bin", 3);
+    snapshot_fixture_write(b, dir, SNAPSHOT_FILE_NAME);
 }
 
 static void remove_snapshot(void)
 {
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char path[512];
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
+    scratch_dir_remove(dir);
 }
 
 /* ---- the routes: every flag, or the asked ones ---- */

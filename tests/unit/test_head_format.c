@@ -30,7 +30,8 @@ typedef int (*date_fn)(char *, size_t, const struct tm *);
 
 /* evhttp's header line through ours (evbuffer_add_printf) and through
  * libevent's evbuffer_add_vprintf: the same bytes and return. */
-static int their_printf(struct evbuffer *buf, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int their_printf(struct evbuffer *buf, const char *fmt,
+                                                              ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -23,14 +23,10 @@
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
 #include "scratch_dir.h"
+#include "snapshot_fixture.h"
 #include "suites.h"
 
-#define ORG1 "10000000-0000-0000-0000-000000000001" /* one part */
-#define ORG2 "20000000-0000-0000-0000-000000000002" /* chunked */
-#define ENV1 "e1000000-0000-0000-0000-000000000001"
-#define ENV2 "e2000000-0000-0000-0000-000000000002"
-#define KEY1 "aa00000000000000000000000000000000000000000000000000000000000001"
-#define KEY2 "bb00000000000000000000000000000000000000000000000000000000000002"
+/* ORG1 (snapshot_fixture.h) is served from one part, ORG2 in chunks. */
 
 static char dir[64];
 
@@ -56,19 +52,10 @@ static const char *serve_of(size_t i, const char *tweak)
 static void write_flags(const char *org, const char *env, size_t first, size_t last,
                         const char *tweak, uint64_t generation, const char *name)
 {
-    static const struct snapshot_variant_input variants[] = {{"a", "\"A\""}, {"b", "\"B\""}};
-    char path[512], err[256], serve_json[64];
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, env, org, "production"), 0);
-    for (size_t i = first; i < last; i++) {
-        snprintf(serve_json, sizeof serve_json, "{\"variant\": \"%s\"}", serve_of(i, tweak));
-        struct snapshot_flag_input flag = {env, keys[i],    keys[i],  "string", true,
-                                           "b", serve_json, variants, 2};
-        ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), 0);
-    }
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
+    struct snapshot_builder *b = snapshot_fixture_builder(generation, org, env);
+    for (size_t i = first; i < last; i++)
+        snapshot_fixture_add_flag_serving(b, env, keys[i], serve_of(i, tweak));
+    snapshot_fixture_write(b, dir, name);
 }
 
 /* Writes org2's header at generation naming three chunks: files[i] of
@@ -77,42 +64,18 @@ static void write_header(uint64_t generation, const char *const files[3], const 
                          const char *name)
 {
     static const char *const firsts[] = {"", "k4", "k7"};
-    char path[512], err[256];
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV2, ORG2, "production"), 0);
+    struct snapshot_builder *b = snapshot_fixture_builder(generation, ORG2, ENV2);
     for (size_t i = 0; i < 3; i++)
         ck_assert_int_eq(snapshot_builder_add_chunk(b, firsts[i], files[i], gens[i]), 0);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
-}
-
-/* Names file `name` (one part, the whole file: a pack of one extent) as
- * the part of org in b. */
-static void add_file_part(struct snapshot_builder *b, const char *org, const char *name,
-                          uint64_t generation)
-{
-    char path[512];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    ck_assert_int_eq(stat(path, &st), 0);
-    ck_assert_int_eq(snapshot_builder_add_part(b, org, name, 0, (uint64_t)st.st_size, generation),
-                     0);
+    snapshot_fixture_write(b, dir, name);
 }
 
 static void write_index(uint64_t generation, const char *header, uint64_t header_gen)
 {
-    char path[512], err[256];
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV1, ORG1, "production"), 0);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV2, ORG2, "production"), 0);
-    ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY1, ENV1), 0);
-    ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY2, ENV2), 0);
-    add_file_part(b, ORG1, "org-1-1.bin", 1);
-    add_file_part(b, ORG2, header, header_gen);
-    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
+    struct snapshot_builder *b = snapshot_fixture_two_orgs(generation);
+    snapshot_fixture_add_file_part(b, dir, ORG1, "org-1-1.bin", 1);
+    snapshot_fixture_add_file_part(b, dir, ORG2, header, header_gen);
+    snapshot_fixture_write(b, dir, SNAPSHOT_FILE_NAME);
 }
 
 struct fixture {

@@ -8,14 +8,12 @@
  * of a published part back from its pack. Files live in a temporary
  * directory, removed at the end.
  */
-#include <dirent.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +25,7 @@
 #include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
 #include "scratch_dir.h"
+#include "snapshot_fixture.h"
 #include "suites.h"
 
 static char dir[64];
@@ -43,10 +42,7 @@ static void remove_dir(void)
 
 static uint64_t size_of(const char *name)
 {
-    char path[512];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : UINT64_MAX;
+    return snapshot_fixture_size(dir, name);
 }
 
 static bool exists(const char *name)
@@ -64,18 +60,13 @@ static void org_of(int i, char *org, size_t len)
  * variant serve, at generation. */
 static struct snapshot_builder *part_of(int i, int flags, const char *serve, uint64_t generation)
 {
-    static const struct snapshot_variant_input variants[] = {{"a", "\"A\""}, {"b", "\"B\""}};
-    char org[64], env[64], key[32], serve_json[64];
+    char org[64], env[64], key[32];
     org_of(i, org, sizeof org);
     snprintf(env, sizeof env, "%08d-eeee-0000-0000-000000000000", i);
-    snprintf(serve_json, sizeof serve_json, "{\"variant\": \"%s\"}", serve);
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, env, org, "production"), 0);
+    struct snapshot_builder *b = snapshot_fixture_builder(generation, org, env);
     for (int f = 0; f < flags; f++) {
         snprintf(key, sizeof key, "flag-%05d", f);
-        struct snapshot_flag_input flag = {env, key,        key,      "string", true,
-                                           "b", serve_json, variants, 2};
-        ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), 0);
+        snapshot_fixture_add_flag_serving(b, env, key, serve);
     }
     return b;
 }
@@ -175,15 +166,7 @@ START_TEST(an_extent_outside_the_file_or_damaged_is_refused)
     ck_assert_int_eq(pack_maps_open(maps, "pack-9.bin", 0, f.length, &s, &slot, err, sizeof err),
                      PACK_EXTENT_GONE);
     /* a byte flipped inside it: the checksum fails */
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, f.name);
-    FILE *fp = fopen(path, "r+b");
-    ck_assert_ptr_nonnull(fp);
-    fseek(fp, (long)(f.offset + f.length / 2), SEEK_SET);
-    int c = fgetc(fp);
-    fseek(fp, (long)(f.offset + f.length / 2), SEEK_SET);
-    fputc(c ^ 0xFF, fp);
-    fclose(fp);
+    snapshot_fixture_flip_byte(dir, f.name, f.offset + f.length / 2);
     ck_assert_int_eq(pack_maps_open(maps, f.name, f.offset, f.length, &s, &slot, err, sizeof err),
                      PACK_EXTENT_BAD);
     ck_assert_ptr_nonnull(strstr(err, "checksum"));
@@ -409,9 +392,8 @@ static void index_naming(const struct snapshot_part_file *f, size_t n, struct sn
         ck_assert_int_eq(snapshot_builder_add_part(b, f[i].org, f[i].name, f[i].offset, f[i].length,
                                                    f[i].generation),
                          0);
+    snapshot_fixture_write(b, dir, SNAPSHOT_FILE_NAME);
     snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
     ck_assert_msg(snapshot_open(path, out, err, sizeof err) == 0, "%s", err);
 }
 
@@ -496,10 +478,7 @@ START_TEST(a_view_maps_one_pack_for_many_organizations)
                          0);
     }
     ck_assert_msg(snapshot_packs_sync(&packs, err, sizeof err) == 0, "%s", err);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
-    ck_assert_msg(snapshot_builder_write(index, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(index);
+    snapshot_fixture_write(index, dir, SNAPSHOT_FILE_NAME);
     struct shm_header header;
     memset(&header, 0, sizeof header);
     struct shm_region shm = {.header = &header};
@@ -535,17 +514,14 @@ END_TEST
  * environment and SDK key ("%064d" of i). */
 static void write_index_of(int i, const struct snapshot_part_file *f, uint64_t generation)
 {
-    char env[64], key[65], path[512], err[256];
+    char env[64], key[65];
     snprintf(env, sizeof env, "%08d-eeee-0000-0000-000000000000", i);
     snprintf(key, sizeof key, "%064d", i);
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, env, f->org, "production"), 0);
+    struct snapshot_builder *b = snapshot_fixture_builder(generation, f->org, env);
     ck_assert_int_eq(snapshot_builder_add_sdk_key(b, key, env), 0);
     ck_assert_int_eq(
         snapshot_builder_add_part(b, f->org, f->name, f->offset, f->length, f->generation), 0);
-    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
+    snapshot_fixture_write(b, dir, SNAPSHOT_FILE_NAME);
 }
 
 /* The part a view serves for organization i's key, or NULL. */
@@ -570,15 +546,7 @@ START_TEST(a_part_written_again_at_the_same_generation_is_served)
     snapshot_packs_init(&packs, dir, 1 << 20);
     struct snapshot_part_file bad, good;
     append(&packs, 1, 3, "a", 5, &bad);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, bad.name);
-    FILE *fp = fopen(path, "r+b");
-    ck_assert_ptr_nonnull(fp);
-    fseek(fp, (long)(bad.offset + bad.length / 2), SEEK_SET);
-    int c = fgetc(fp);
-    fseek(fp, (long)(bad.offset + bad.length / 2), SEEK_SET);
-    fputc(c ^ 0xFF, fp);
-    fclose(fp);
+    snapshot_fixture_flip_byte(dir, bad.name, bad.offset + bad.length / 2);
     write_index_of(1, &bad, 9);
     struct shm_header header;
     memset(&header, 0, sizeof header);

@@ -8,12 +8,10 @@
  * later (src/eval/snapshot_parts.c). Files live in a temporary directory,
  * removed at the end.
  */
-#include <dirent.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "eval/served_snapshot.h"
@@ -24,14 +22,8 @@
 #include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
 #include "scratch_dir.h"
+#include "snapshot_fixture.h"
 #include "suites.h"
-
-#define ORG1 "10000000-0000-0000-0000-000000000001"
-#define ORG2 "20000000-0000-0000-0000-000000000002"
-#define ENV1 "e1000000-0000-0000-0000-000000000001"
-#define ENV2 "e2000000-0000-0000-0000-000000000002"
-#define KEY1 "aa00000000000000000000000000000000000000000000000000000000000001"
-#define KEY2 "bb00000000000000000000000000000000000000000000000000000000000002"
 
 static char dir[64];
 
@@ -68,10 +60,7 @@ static void remove_dir(void)
 
 static bool exists(const char *name)
 {
-    char path[512];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return stat(path, &st) == 0;
+    return snapshot_fixture_size(dir, name) != UINT64_MAX;
 }
 
 /* The length the part file name had when written (4096 if never). */
@@ -88,19 +77,9 @@ static uint64_t length_of(const char *name)
 static void write_part(const char *org, const char *env, const char *key, const char *serve,
                        uint64_t generation, const char *name)
 {
-    static const struct snapshot_variant_input variants[] = {{"a", "\"A\""}, {"b", "\"B\""}};
-    char serve_json[64], path[512], err[256];
-    snprintf(serve_json, sizeof serve_json, "{\"variant\": \"%s\"}", serve);
-    struct snapshot_flag_input flag = {env, key, key, "string", true, "b", serve_json, variants, 2};
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, env, org, "production"), 0);
-    ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), 0);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
-    struct stat st;
-    ck_assert_int_eq(stat(path, &st), 0);
-    remember_length(name, (uint64_t)st.st_size);
+    struct snapshot_builder *b = snapshot_fixture_builder(generation, org, env);
+    snapshot_fixture_add_flag_serving(b, env, key, serve);
+    remember_length(name, snapshot_fixture_write(b, dir, name));
 }
 
 /* Writes the index naming the two organizations' parts (each the whole
@@ -108,17 +87,10 @@ static void write_part(const char *org, const char *env, const char *key, const 
 static void write_index(uint64_t generation, const char *part1, uint64_t gen1, const char *part2,
                         uint64_t gen2)
 {
-    char path[512], err[256];
-    struct snapshot_builder *b = snapshot_builder_new(generation);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV1, ORG1, "production"), 0);
-    ck_assert_int_eq(snapshot_builder_add_environment(b, ENV2, ORG2, "production"), 0);
-    ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY1, ENV1), 0);
-    ck_assert_int_eq(snapshot_builder_add_sdk_key(b, KEY2, ENV2), 0);
+    struct snapshot_builder *b = snapshot_fixture_two_orgs(generation);
     ck_assert_int_eq(snapshot_builder_add_part(b, ORG1, part1, 0, length_of(part1), gen1), 0);
     ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, part2, 0, length_of(part2), gen2), 0);
-    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
+    snapshot_fixture_write(b, dir, SNAPSHOT_FILE_NAME);
 }
 
 START_TEST(index_names_parts_and_finds_keys_across_organizations)
@@ -485,10 +457,7 @@ START_TEST(catalog_loads_an_index_and_fills_the_next)
     ck_assert_int_eq(snapshot_builder_add_part(b, ORG2, "org-2-3.bin", 64, 4096, 3), 0);
     ck_assert_int_eq(snapshot_builder_append_sdk_key(b, KEY1, 1), -1); /* no such environment */
     ck_assert_int_eq(snapshot_builder_append_sdk_key(b, "not hex", 0), -1);
-    char path[512], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, SNAPSHOT_FILE_NAME);
-    ck_assert_msg(snapshot_builder_write(b, path, err, sizeof err) == 0, "%s", err);
-    snapshot_builder_free(b);
+    snapshot_fixture_write(b, dir, SNAPSHOT_FILE_NAME);
     open_index_file(&index);
     ck_assert_uint_eq(index.counts[SNAPSHOT_SEC_ENVS], 1);
     const struct snapshot_env *e2 = snapshot_env_by_sdk_digest(&index, KEY2);
