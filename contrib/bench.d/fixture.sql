@@ -17,8 +17,8 @@ WHERE o.slug = :'org';
 INSERT INTO flags (org_id, key, name, type)
 SELECT id, 'moving', 'Moving', 'string' FROM orgs WHERE slug = :'org';
 
-INSERT INTO variants (flag_id, key, value, sort_order)
-SELECT f.id, v.key, to_jsonb('value-' || v.key), v.n
+INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+SELECT f.id, f.org_id, v.key, to_jsonb('value-' || v.key), v.n
 FROM flags f JOIN orgs o ON o.id = f.org_id,
      (VALUES ('a', 0), ('b', 1), ('c', 2)) AS v(key, n)
 WHERE o.slug = :'org' AND (f.key LIKE 'flag-%' OR v.key <> 'c');
@@ -29,8 +29,8 @@ SELECT f.id, e.id, true,
 FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id
 WHERE o.slug = :'org' AND f.key LIKE 'flag-%' AND e.key = 'production';
 
-INSERT INTO rules (flag_id, environment_id, priority, conditions, serve)
-SELECT fe.flag_id, fe.environment_id, r.priority, r.conditions::jsonb, r.serve::jsonb
+INSERT INTO rules (flag_id, org_id, environment_id, priority, conditions, serve)
+SELECT fe.flag_id, f.org_id, fe.environment_id, r.priority, r.conditions::jsonb, r.serve::jsonb
 FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id JOIN orgs o ON o.id = f.org_id,
      (VALUES
         (1, '[{"attribute": "country", "operator": "in", "values": ["NL", "BE", "LU"]}]',
@@ -48,8 +48,8 @@ SELECT f.id, e.id, true, '{"variant": "a"}', 'b'
 FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id
 WHERE o.slug = :'org' AND f.key = 'moving' AND e.key = 'development';
 
-INSERT INTO rules (flag_id, environment_id, priority, conditions, serve)
-SELECT fe.flag_id, fe.environment_id, 0,
+INSERT INTO rules (flag_id, org_id, environment_id, priority, conditions, serve)
+SELECT fe.flag_id, f.org_id, fe.environment_id, 0,
        '[{"attribute": "country", "operator": "eq", "values": ["XX"]}]', '{"variant": "b"}'
 FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id JOIN orgs o ON o.id = f.org_id
 WHERE o.slug = :'org' AND f.key = 'moving';

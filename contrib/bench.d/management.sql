@@ -17,8 +17,8 @@ INSERT INTO flags (org_id, key, name, type)
 SELECT id, k, 'Twenty rules', 'boolean'
 FROM orgs, unnest(ARRAY['twenty', 'detail-5', 'detail-500']) AS k WHERE slug = :'org';
 
-INSERT INTO variants (flag_id, key, value, sort_order)
-SELECT f.id, v.key, v.value, v.n
+INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+SELECT f.id, f.org_id, v.key, v.value, v.n
 FROM flags f JOIN orgs o ON o.id = f.org_id,
      (VALUES ('on', 'true'::jsonb, 0), ('off', 'false'::jsonb, 1)) AS v(key, value, n)
 WHERE o.slug = :'org';
@@ -28,8 +28,8 @@ SELECT f.id, e.id, e.key = 'production', '{"variant": "on"}', 'off'
 FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id
 WHERE o.slug = :'org';
 
-INSERT INTO rules (flag_id, environment_id, priority, description, conditions, serve)
-SELECT f.id, e.id, i, 'rule ' || i,
+INSERT INTO rules (flag_id, org_id, environment_id, priority, description, conditions, serve)
+SELECT f.id, f.org_id, e.id, i, 'rule ' || i,
        jsonb_build_array(jsonb_build_object('attribute', 'country', 'operator', 'in',
                                             'values', jsonb_build_array('C' || i, 'D' || i))),
        '{"variant": "off"}'

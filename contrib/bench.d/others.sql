@@ -20,14 +20,14 @@ WHERE o.slug LIKE 'other-_';
 INSERT INTO flags (org_id, key, name, type)
 SELECT id, 'moving', 'Moving', 'string' FROM orgs WHERE slug = 'other-1';
 
-INSERT INTO variants (flag_id, key, value, sort_order)
-SELECT f.id, v.key, v.value::jsonb, v.n
+INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+SELECT f.id, f.org_id, v.key, v.value::jsonb, v.n
 FROM flags f JOIN orgs o ON o.id = f.org_id,
      (VALUES ('on', 'true', 0), ('off', 'false', 1)) AS v(key, value, n)
 WHERE o.slug LIKE 'other-_' AND f.key <> 'moving';
 
-INSERT INTO variants (flag_id, key, value, sort_order)
-SELECT f.id, v.key, to_jsonb('value-' || v.key), v.n
+INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+SELECT f.id, f.org_id, v.key, to_jsonb('value-' || v.key), v.n
 FROM flags f JOIN orgs o ON o.id = f.org_id, (VALUES ('a', 0), ('b', 1)) AS v(key, n)
 WHERE o.slug = 'other-1' AND f.key = 'moving';
 
@@ -40,15 +40,15 @@ SELECT f.id, e.id, e.key = 'production' OR f.key = 'moving',
 FROM flags f JOIN orgs o ON o.id = f.org_id JOIN environments e ON e.org_id = o.id
 WHERE o.slug LIKE 'other-_';
 
-INSERT INTO rules (flag_id, environment_id, priority, conditions, serve)
-SELECT fe.flag_id, fe.environment_id, 0,
+INSERT INTO rules (flag_id, org_id, environment_id, priority, conditions, serve)
+SELECT fe.flag_id, f.org_id, fe.environment_id, 0,
        '[{"attribute": "country", "operator": "in", "values": ["NL", "BE"]}]', '{"variant": "off"}'
 FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id
      JOIN environments e ON e.id = fe.environment_id JOIN orgs o ON o.id = f.org_id
 WHERE o.slug LIKE 'other-_' AND e.key = 'production' AND f.key <> 'moving';
 
-INSERT INTO rules (flag_id, environment_id, priority, conditions, serve)
-SELECT fe.flag_id, fe.environment_id, 0,
+INSERT INTO rules (flag_id, org_id, environment_id, priority, conditions, serve)
+SELECT fe.flag_id, f.org_id, fe.environment_id, 0,
        '[{"attribute": "country", "operator": "eq", "values": ["XX"]}]', '{"variant": "b"}'
 FROM flag_environments fe JOIN flags f ON f.id = fe.flag_id
      JOIN environments e ON e.id = fe.environment_id JOIN orgs o ON o.id = f.org_id

@@ -87,8 +87,8 @@ SELECT o.id,
   FROM scale_orgs s JOIN orgs o ON o.slug = s.slug, generate_series(0, s.size - 1) AS i
  ORDER BY s.n, i;
 
-INSERT INTO variants (flag_id, key, value, sort_order)
-SELECT f.id, v.key, v.value::jsonb, v.n
+INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+SELECT f.id, f.org_id, v.key, v.value::jsonb, v.n
   FROM scale_orgs s JOIN orgs o ON o.slug = s.slug JOIN flags f ON f.org_id = o.id,
        (VALUES ('on', 'true', 0, false), ('off', 'false', 1, false),
                ('a', '"value-a"', 0, true), ('b', '"value-b"', 1, true)) AS v(key, value, n, moving)
@@ -116,8 +116,8 @@ SELECT x.flag_id, e.id, e.key <> 'preview',
   FROM scale_serves x JOIN environments e ON e.org_id = x.org_id
  ORDER BY x.flag_id, e.sort_order;
 
-INSERT INTO rules (flag_id, environment_id, priority, conditions, serve)
-SELECT x.flag_id, e.id, 0,
+INSERT INTO rules (flag_id, org_id, environment_id, priority, conditions, serve)
+SELECT x.flag_id, x.org_id, e.id, 0,
        CASE WHEN x.d = 'a'
             THEN '[{"attribute": "country", "operator": "eq", "values": ["XX"]}]'
             ELSE '[{"attribute": "country", "operator": "in", "values": ["NL", "BE"]}]' END::jsonb,

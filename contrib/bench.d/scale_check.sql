@@ -79,6 +79,10 @@ SELECT 'each loaded organization recorded whole at its generation (no flag-level
          WHERE NOT EXISTS (SELECT 1 FROM config_org_generation g
                            WHERE g.org_id = so.id AND g.whole_generation = g.generation))
 UNION ALL
+SELECT 'variants and rules carry their flag''s organization (sql/0024)',
+       (SELECT count(*) FROM sf JOIN variants v ON v.flag_id = sf.id WHERE v.org_id <> sf.org_id)
+     + (SELECT count(*) FROM sf JOIN rules r ON r.flag_id = sf.id WHERE r.org_id <> sf.org_id)
+UNION ALL
 -- scale.sql writes what these triggers would have; a trigger added to one
 -- of the loaded tables must be written there too, and named here.
 SELECT 'the loaded tables have the user triggers scale.sql stands in for',

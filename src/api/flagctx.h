@@ -86,13 +86,14 @@ void flagctx_release(struct flagctx *fc);
 
 /*
  * SQL pieces for the write statement that follows the context: a CTE "f"
- * locking the flag $1 (its id) FOR UPDATE, so writes to one flag run one
- * after the other and see an archive that happened since the context was
- * read; the status column (404 flag gone, 409 archived, else done_status,
+ * locking the flag $1 (its id and organization, which a new variant or
+ * rule row carries) FOR UPDATE, so writes to one flag run one after the
+ * other and see an archive that happened since the context was read; the status column (404 flag gone, 409 archived, else done_status,
  * an SQL expression); and the start of the message column's CASE (callers
  * add their own WHEN/ELSE branches and END).
  */
-#define FLAGCTX_LOCK_SQL "f AS (SELECT id, archived_at FROM flags WHERE id = $1::uuid FOR UPDATE)"
+#define FLAGCTX_LOCK_SQL                                                                           \
+    "f AS (SELECT id, org_id, archived_at FROM flags WHERE id = $1::uuid FOR UPDATE)"
 
 #define FLAGCTX_STATUS_SQL(done_status)                                                            \
     "CASE WHEN NOT EXISTS (SELECT 1 FROM f) THEN 404"                                              \

@@ -40,8 +40,8 @@
 static const char CREATE_SQL[] =
     "WITH " FLAGCTX_LOCK_SQL ","
     " v AS ("
-    "  INSERT INTO variants AS v (flag_id, key, value, label, sort_order)"
-    "  SELECT f.id, $2, $3::jsonb, $4,"
+    "  INSERT INTO variants AS v (flag_id, org_id, key, value, label, sort_order)"
+    "  SELECT f.id, f.org_id, $2, $3::jsonb, $4,"
     "         COALESCE((SELECT max(x.sort_order) + 1 FROM variants x WHERE x.flag_id = f.id), 0)"
     "    FROM f WHERE f.archived_at IS NULL"
     "  RETURNING v.flag_id, v.key, ensign_variant_json(v) AS body"

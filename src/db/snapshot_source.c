@@ -39,8 +39,9 @@
  * chunks and whole_generation did not move past them, only those covering
  * the keys config_flag_generation names since), then the rows of each run
  * of chunks read again with range forms of the variants, rules and flags
- * queries (`key COLLATE "C"` bounds, flags_org_key_bytes), each flag row
- * routed to the builder of the chunk covering its key.
+ * queries (`key COLLATE "C"` bounds, flags_org_key_bytes; variants and
+ * rules by org_id when the run is every chunk), each flag row routed to
+ * the builder of the chunk covering its key.
  *
  * Variants and rules (a row or more per flag) come unsorted (and without a
  * join to flags in the unfiltered form, which only a caller without
@@ -95,13 +96,13 @@ enum { V_FLAG, V_KEY, V_VALUE, V_ORDER };
 enum { R_FLAG, R_ENV, R_ID, R_CONDITIONS, R_SERVE, R_PRIORITY, R_CREATED };
 enum { F_ENV, F_ID, F_KEY, F_TYPE, F_ENABLED, F_OFF, F_DEFAULT };
 
-/* The flags of the organizations in $1, for the `some` statements below. */
-#define SOME_FLAG_IDS "SELECT id FROM flags WHERE org_id = ANY($1::uuid[])"
-
 /* Each query whole (`all`) and for the organizations in $1 (`some`; the
- * first step's have none). A `some` statement reads
- * variants, rules and flag configurations by flag id through their
- * indexes, from an array the planner cannot see into (ARRAY(subquery)
+ * first step's have none). A `some` statement reads variants and rules by
+ * the organization they carry (one range of variants_org_flag or
+ * rules_org_flag per organization, sql/0024: a descent per flag cost a
+ * batch two to three times more, doc/choices.md "Variants and rules by
+ * organization"), and flag configurations by flag id through their
+ * index, from an array the planner cannot see into (ARRAY(subquery)
  * counts as a few elements): a join on flags.org_id would let a missing or
  * skewed estimate of an organization's flags (fresh statistics lag a bulk
  * load; one organization holds a tenth of all flags) choose a hash join
@@ -140,14 +141,14 @@ static const struct {
                     " WHERE org_id = ANY($1::uuid[]) ORDER BY org_id, key"},
     [Q_VARIANTS] = {"variants", "SELECT flag_id, key, value::text, sort_order FROM variants",
                     "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
-                    " WHERE v.flag_id = ANY (ARRAY(" SOME_FLAG_IDS "))"},
+                    " WHERE v.org_id = ANY($1::uuid[])"},
     [Q_RULES] = {"rules",
                  "SELECT flag_id, environment_id, id, conditions::text, serve::text,"
                  " priority, (extract(epoch FROM created_at) * 1000000)::bigint"
                  " FROM rules",
                  "SELECT r.flag_id, r.environment_id, r.id, r.conditions::text, r.serve::text,"
                  " r.priority, (extract(epoch FROM r.created_at) * 1000000)::bigint"
-                 " FROM rules r WHERE r.flag_id = ANY (ARRAY(" SOME_FLAG_IDS "))"},
+                 " FROM rules r WHERE r.org_id = ANY($1::uuid[])"},
     [Q_FLAGS] = {"flags",
                  "SELECT fe.environment_id, f.id, f.key, f.type, fe.enabled,"
                  " fe.off_variant_key, fe.default_serve::text"
@@ -1044,7 +1045,9 @@ static const char range_keys_sql[] =
 static const char changed_keys_sql[] = "SELECT flag_key FROM config_flag_generation"
                                        " WHERE org_id = $1::uuid AND generation > $2::bigint";
 /* Variants, rules and flag configurations of a range, as Q_VARIANTS,
- * Q_RULES and Q_FLAGS answer them. */
+ * Q_RULES and Q_FLAGS answer them. Variants and rules by flag id: a join
+ * of a part of an organization's flags to variants_org_flag was slower
+ * (doc/choices.md "Variants and rules by organization"). */
 static const char *const range_rows_sql[] = {
     "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
     " WHERE v.flag_id = ANY (ARRAY(" RANGE_FLAG_IDS "))",
@@ -1057,6 +1060,20 @@ static const char *const range_rows_sql[] = {
     " fe.off_variant_key, fe.default_serve::text"
     " FROM flag_environments fe JOIN f ON f.id = fe.flag_id"
     " WHERE fe.flag_id = ANY (ARRAY(SELECT id FROM f))",
+};
+
+/* The variants and rules of a range that is the whole organization (every
+ * chunk read, the first from "" and the last without end: a first build)
+ * by its org_id, $1 alone: one range of variants_org_flag and
+ * rules_org_flag instead of a descent per flag; the same rows. NULL: the
+ * range form. */
+static const char *const whole_rows_sql[] = {
+    "SELECT v.flag_id, v.key, v.value::text, v.sort_order FROM variants v"
+    " WHERE v.org_id = $1::uuid",
+    "SELECT r.flag_id, r.environment_id, r.id, r.conditions::text, r.serve::text,"
+    " r.priority, (extract(epoch FROM r.created_at) * 1000000)::bigint"
+    " FROM rules r WHERE r.org_id = $1::uuid",
+    NULL,
 };
 
 void snapshot_source_chunks_free(struct snapshot_source_chunks *c)
@@ -1216,7 +1233,8 @@ static struct snapshot_builder *chunk_builder_new(struct source *s, size_t i, co
 }
 
 /* Reads the flags of chunks [first, last) of org (all read again) with
- * one range query of each kind, each row to the chunk covering its key. */
+ * one range query of each kind (whole_rows_sql's for every chunk), each
+ * row to the chunk covering its key. */
 static int read_range(struct source *s, struct snapshot_source_org *org, size_t first, size_t last)
 {
     const struct snapshot_source_chunks *c = &org->chunks;
@@ -1226,13 +1244,18 @@ static int read_range(struct source *s, struct snapshot_source_org *org, size_t 
         fail(s, "a chunk", PQerrorMessage(s->conn));
         return -1;
     }
-    for (size_t q = 0; q < sizeof range_rows_sql / sizeof range_rows_sql[0]; q++)
-        if (PQsendQueryParams(s->conn, range_rows_sql[q], 3, NULL, params, NULL, NULL, 0) != 1) {
+    bool whole = first == 0 && last == c->count;
+    for (size_t q = 0; q < sizeof range_rows_sql / sizeof range_rows_sql[0]; q++) {
+        const char *sql =
+            whole && whole_rows_sql[q] != NULL ? whole_rows_sql[q] : range_rows_sql[q];
+        if (PQsendQueryParams(s->conn, sql, sql == range_rows_sql[q] ? 3 : 1, NULL, params, NULL,
+                              NULL, 0) != 1) {
             fail(s, "a chunk", PQerrorMessage(s->conn));
             PQpipelineSync(s->conn);
             dbsync_finish_pipeline(s->conn);
             return -1;
         }
+    }
     if (PQpipelineSync(s->conn) != 1) {
         fail(s, "a chunk", PQerrorMessage(s->conn));
         return -1;

@@ -393,7 +393,8 @@ class ConfigGenerationTest(EnsignctlTestCase):
         self.script("BEGIN;"
                     "INSERT INTO flags (org_id, key, name) SELECT id, 'f1', 'F1' FROM orgs;"
                     "INSERT INTO flags (org_id, key, name) SELECT id, 'f2', 'F2' FROM orgs;"
-                    "INSERT INTO variants (flag_id, key, value) SELECT id, 'on', 'true' FROM flags;"
+                    "INSERT INTO variants (flag_id, org_id, key, value)"
+                    " SELECT id, org_id, 'on', 'true' FROM flags;"
                     "COMMIT;")
         self.assertEqual(self.generation(), before + 1)
         self.script("BEGIN; UPDATE flags SET name = 'rolled back'; ROLLBACK;")

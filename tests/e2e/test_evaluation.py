@@ -77,8 +77,9 @@ class Fixture:
             " FROM orgs WHERE slug = :'org' RETURNING id",
             key=key, type=type_, archived="yes" if archived else "no")
         for order, (variant, value) in enumerate(variants.items()):
-            self.run("INSERT INTO variants (flag_id, key, value, sort_order)"
-                     " VALUES (:'flag', :'key', :'value'::jsonb, :'order')",
+            self.run("INSERT INTO variants (flag_id, org_id, key, value, sort_order)"
+                     " SELECT id, org_id, :'key', :'value'::jsonb, :'order'"
+                     " FROM flags WHERE id = :'flag'",
                      flag=flag_id, key=variant, value=json.dumps(value), order=order)
         serve = default if isinstance(default, dict) else {"variant": default}
         self.run("INSERT INTO flag_environments (flag_id, environment_id, enabled, default_serve,"
@@ -89,9 +90,9 @@ class Fixture:
         return flag_id
 
     def rule(self, flag_id, conditions, serve, priority=0, env_key="production"):
-        return self.run("INSERT INTO rules (flag_id, environment_id, priority, conditions, serve)"
-                        " VALUES (:'flag', :'env', :'priority', :'conditions'::jsonb,"
-                        " :'serve'::jsonb) RETURNING id",
+        return self.run("INSERT INTO rules (flag_id, org_id, environment_id, priority, conditions,"
+                        " serve) SELECT id, org_id, :'env', :'priority', :'conditions'::jsonb,"
+                        " :'serve'::jsonb FROM flags WHERE id = :'flag' RETURNING id",
                         flag=flag_id, env=self.env_id(env_key), priority=priority,
                         conditions=json.dumps(conditions), serve=json.dumps(serve))
 

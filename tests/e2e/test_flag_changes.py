@@ -26,8 +26,8 @@ class FlagChangesTest(TriggerTestCase):
         cls.query("INSERT INTO flags (org_id, key, name, type)"
                   " SELECT o.id, 'f-' || i, 'F', 'boolean'"
                   " FROM orgs o, generate_series(1, 4) i")
-        cls.query("INSERT INTO variants (flag_id, key, value)"
-                  " SELECT f.id, v.key, v.value FROM flags f,"
+        cls.query("INSERT INTO variants (flag_id, org_id, key, value)"
+                  " SELECT f.id, f.org_id, v.key, v.value FROM flags f,"
                   " (VALUES ('on', 'true'::jsonb), ('off', 'false'::jsonb)) AS v (key, value)")
         cls.query("INSERT INTO flag_environments (flag_id, environment_id, default_serve)"
                   " SELECT f.id, e.id, '{\"variant\": \"off\"}' FROM flags f"
@@ -81,8 +81,9 @@ class FlagChangesTest(TriggerTestCase):
             f"UPDATE variants SET label = 'x' WHERE flag_id = {self.flag_id('org-1', 'f-2')};"
             f"UPDATE flag_environments SET enabled = NOT enabled"
             f" WHERE flag_id = {self.flag_id('org-1', 'f-3')};"
-            f"INSERT INTO rules (flag_id, environment_id, serve) VALUES"
-            f" ({self.flag_id('org-2', 'f-4')}, {self.env_id('org-2')}, '{{\"variant\": \"on\"}}');")
+            f"INSERT INTO rules (flag_id, org_id, environment_id, serve) VALUES"
+            f" ({self.flag_id('org-2', 'f-4')}, (SELECT id FROM orgs WHERE slug = 'org-2'),"
+            f" {self.env_id('org-2')}, '{{\"variant\": \"on\"}}');")
         self.assertEqual(self.flags_at(g), ["org-1/f-1", "org-1/f-2", "org-1/f-3", "org-2/f-4"])
         self.assertEqual(self.org("org-1"), (g, whole))
         self.assertEqual(self.org("org-2")[0], g)

@@ -158,9 +158,9 @@ class MgmtBodiesTest(FormerBodiesTestCase):
         flag = self.flag_id("byte-exact")
         # rules in two environments: equal priorities and equal creation
         # times (ties broken by id), null and odd descriptions, rollouts
-        self.sql("INSERT INTO rules (flag_id, environment_id, priority, description, conditions,"
-                 " serve, created_at)"
-                 f" SELECT '{flag}', e.id, i % 2, CASE WHEN i % 3 = 0 THEN NULL"
+        self.sql("INSERT INTO rules (flag_id, org_id, environment_id, priority, description,"
+                 " conditions, serve, created_at)"
+                 f" SELECT '{flag}', e.org_id, e.id, i % 2, CASE WHEN i % 3 = 0 THEN NULL"
                  " ELSE 'rule \"' || i || '\" \\ é' END,"
                  " '[{\"attribute\": \"country\", \"operator\": \"in\", \"values\": [\"NL\"]}]',"
                  " CASE WHEN i % 2 = 0 THEN '{\"variant\": \"a\"}'::jsonb ELSE"

@@ -24,8 +24,8 @@ def many_organizations(conninfo, prefix, count, flags=1):
         INSERT INTO flags (org_id, key, name, type)
         SELECT o.id, 'flag-' || n, 'Flag ' || n, 'boolean'
         FROM orgs o, generate_series(1, {flags}) AS n WHERE o.slug LIKE '{prefix}-%';
-        INSERT INTO variants (flag_id, key, value, sort_order)
-        SELECT f.id, v.key, v.value::jsonb, v.n
+        INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+        SELECT f.id, f.org_id, v.key, v.value::jsonb, v.n
         FROM flags f JOIN orgs o ON o.id = f.org_id,
              (VALUES ('on', 'true', 0), ('off', 'false', 1)) AS v(key, value, n)
         WHERE o.slug LIKE '{prefix}-%';

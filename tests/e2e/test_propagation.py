@@ -472,8 +472,8 @@ class BatchedFirstBuildTest(OfrepTestCase):
             SELECT 'Many ' || i, 'many-' || i FROM generate_series(1, {cls.MANY}) AS i;
             INSERT INTO flags (org_id, key, name, type)
             SELECT id, 'only', 'Only', 'boolean' FROM orgs WHERE slug LIKE 'many-%';
-            INSERT INTO variants (flag_id, key, value, sort_order)
-            SELECT f.id, v.key, v.value::jsonb, v.n
+            INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+            SELECT f.id, f.org_id, v.key, v.value::jsonb, v.n
             FROM flags f JOIN orgs o ON o.id = f.org_id,
                  (VALUES ('on', 'true', 0), ('off', 'false', 1)) AS v(key, value, n)
             WHERE o.slug LIKE 'many-%';

@@ -217,10 +217,10 @@ class SegmentsTest(OrgTestCase):
             " fe AS (INSERT INTO flag_environments (flag_id, environment_id, default_serve)"
             "  SELECT f.id, e.id, '{\"variant\": \"on\"}' FROM f JOIN environments e"
             "  ON e.org_id = f.org_id AND e.key = 'production' RETURNING *)"
-            " INSERT INTO rules (flag_id, environment_id, conditions, serve)"
-            " SELECT flag_id, environment_id,"
+            " INSERT INTO rules (flag_id, org_id, environment_id, conditions, serve)"
+            " SELECT fe.flag_id, f.org_id, fe.environment_id,"
             f" '[{{\"segment\": \"{segment_key}\", \"negate\": true}}]', '{{\"variant\": \"on\"}}'"
-            " FROM fe")
+            " FROM fe JOIN f ON f.id = fe.flag_id")
 
     def test_delete_while_a_rule_uses_it_is_409(self):
         self.created(segment("in-use"))

@@ -31,8 +31,8 @@ INSERT INTO flags (org_id, key, name, type)
 SELECT o.id, 'bulk-' || lpad(i::text, 5, '0'), 'Bulk ' || i, 'boolean'
   FROM orgs o, generate_series(1, {FLAGS}) AS i WHERE o.slug = 'acme'
 UNION ALL SELECT o.id, 'probe', 'Probe', 'boolean' FROM orgs o WHERE o.slug = 'acme';
-INSERT INTO variants (flag_id, key, value, sort_order)
-SELECT f.id, v.key, v.value, v.sort_order
+INSERT INTO variants (flag_id, org_id, key, value, sort_order)
+SELECT f.id, f.org_id, v.key, v.value, v.sort_order
   FROM flags f JOIN orgs o ON o.id = f.org_id,
        (VALUES ('on', 'true'::jsonb, 0), ('off', 'false'::jsonb, 1)) AS v(key, value, sort_order)
  WHERE o.slug = 'acme' AND (f.key LIKE 'bulk-%' OR f.key = 'probe');
