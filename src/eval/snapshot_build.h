@@ -180,6 +180,11 @@ struct iovec;
 int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, int count, char *err,
                           size_t errlen);
 
+/* snapshot_write_pieces without any fsync (temp file, rename): a visible
+ * index (snapshot_index_files.h), made durable after it is published. */
+int snapshot_write_pieces_unsynced(const char *path_final, const struct iovec *pieces, int count,
+                                   char *err, size_t errlen);
+
 /* Counts of what was added (for logs and tests). */
 size_t snapshot_builder_flag_count(const struct snapshot_builder *b);
 

@@ -398,3 +398,9 @@ int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, in
 {
     return publish_pieces(path_final, pieces, count, SYNC_FILE_AND_DIR, err, errlen);
 }
+
+int snapshot_write_pieces_unsynced(const char *path_final, const struct iovec *pieces, int count,
+                                   char *err, size_t errlen)
+{
+    return publish_pieces(path_final, pieces, count, SYNC_NONE, err, errlen);
+}
