@@ -56,6 +56,11 @@ class ChunksTest(OfrepTestCase):
         cls.node_b = harness.Server(cls.database.conninfo, 1, snapshot_chunk_flags=0)
         try:
             cls.node_b.start()
+            # healthz answers before the first build: wait until B serves.
+            headers = {"Authorization": f"Bearer {cls.sdk_key}"}
+            if not harness.wait_for(lambda: cls.node_b.request(
+                    "POST", FLAG_PATH, body={}, headers=headers).status == 200, SERVED_S):
+                raise AssertionError("node B did not serve its first snapshot")
         except BaseException:
             cls.node_b.remove()
             cls.node_b = None
