@@ -13,7 +13,9 @@ tests only) so the window between visibility and durability is wide:
 - a worker started inside the window serves the visible generation;
 - two changes inside one window are made durable once, as the latest;
 - SIGTERM makes the last publication durable before exit;
-- stray index-* files are removed at start.
+- stray index-* files are removed at start;
+- a refresher killed alone inside the window and restarted keeps the
+  generation the workers serve published, not the older restart index.
 
 Test data is written with SQL through test_evaluation.Fixture. Run by
 tests/e2e/run.
@@ -164,6 +166,28 @@ class DurableIndexTest(OfrepTestCase):
         self.assertEqual(self.index_files(), [])
         self.assertTrue(self.served("on"))
         self.assertEqual(self.server.sanitizer_reports(), [])
+
+    def test_5_a_restarted_refresher_never_serves_the_older_restart_index(self):
+        self.settle(self.evaluate("moving").json.get("variant"))
+        target = "off" if self.evaluate("moving").json.get("variant") == "on" else "on"
+        self.fixture.set_default(self.flag_id, target)
+        self.assertTrue(self.served(target))
+        visible = self.published()[-1]
+        self.assertLess(self.restart_index(), visible)
+        refresher = self.server.child_with_title("ensignd: refresher")
+        self.assertIsNotNone(refresher, self.server.children())
+        os.kill(refresher, signal.SIGKILL)
+        self.assertTrue(harness.wait_for(
+            lambda: self.server.child_with_title("ensignd: refresher") not in (None, refresher),
+            PROMPT_S), self.server.children())
+        self.assertTrue(harness.wait_for(
+            lambda: f"workers serve generation {visible}, newer than" in self.server.stderr(),
+            PROMPT_S), self.server.stderr()[-3000:])
+        for _ in range(20):
+            self.assertEqual(self.evaluate("moving").json.get("variant"), target)
+        self.assertIn(f"index-{visible}.bin", self.index_files())
+        self.settle(target)
+        self.assertEqual(self.restart_index(), self.published()[-1])
 
 
 if __name__ == "__main__":
