@@ -103,7 +103,7 @@ static const struct config_key keys[KEY_COUNT] = {
                               "Size in MiB at which a snapshot pack file in state_dir is "
                               "sealed and the next one started; every worker maps each "
                               "pack once, at 1 GiB of address space whatever this size."},
-    [KEY_SNAPSHOT_CHUNK_FLAGS] = {"snapshot_chunk_flags", CONFIG_INT, "1000", 0, 1000000, true,
+    [KEY_SNAPSHOT_CHUNK_FLAGS] = {"snapshot_chunk_flags", CONFIG_INT, "500", 0, 1000000, true,
                                   "Flags per chunk of the snapshot of an organization of more "
                                   "than twice as many, so that a change rewrites one chunk; 0 "
                                   "keeps every organization whole."},

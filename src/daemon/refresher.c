@@ -20,8 +20,8 @@
  * visible index of its generation (snapshot_index_files.h: temp file,
  * rename, no sync), and publishes the new generation in shared memory at
  * once: workers serve it while its bytes are in the page cache. The
- * durable step follows, off that path: one fdatasync of the open pack, a
- * syncfs for chunk files written without an fsync, then the visible index
+ * durable step follows, off that path: one fdatasync of the open pack
+ * (parts and chunks alike), then the visible index
  * fsynced and linked and renamed to snapshot.bin, the restart index, with
  * the fsync of the directory (which also makes a new pack's name durable).
  * A change that arrives before it is made visible first; the durable step
@@ -41,13 +41,16 @@
  * named is deleted one publication later (snapshot_parts.h).
  *
  * A chunked organization (doc/choices.md "Chunks of a large organization",
- * "Chunks and packs together") is written as the chunk files read again
- * (chunk-<org>-<generation>-<n>.bin, files of their own) and its part, a
- * header naming all its chunks, appended to the open pack like any part;
- * the published header is read back from its pack extent. The chunks its
- * previous header named and the new one does not are deleted one
- * publication later. At start a header counts as valid only with all its
- * chunks.
+ * "Chunks stored in packs") is written as the chunks read again, appended
+ * to the open pack like parts, then its part, a header naming every chunk
+ * by extent, after them; all made durable by the same fdatasync. The
+ * chunks every published header names are kept in memory (the chunk
+ * table: a change learns the boundaries of its organization's chunks
+ * there, without reading the header) and count as live bytes of their
+ * packs; a superseded chunk is dead bytes like a superseded part. Reclaim
+ * moves a chunked organization's chunks with a rewritten header
+ * (snapshot_chunk_move.h). At start a header counts as valid only with all
+ * its chunks, and the table is made from the headers checked.
  *
  * It also keeps the healthz checks in shared memory (health.h), the only
  * writer of them: snapshot_write fails with each failed write of the files
@@ -96,15 +99,12 @@
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
 #include "eval/snapshot_index_files.h"
+#include "eval/snapshot_chunk_move.h"
+#include "eval/snapshot_chunk_table.h"
 #include "eval/snapshot_kept_index.h"
 #include "eval/snapshot_packs.h"
 #include "eval/snapshot_parts.h"
 #include "db/snapshot_source.h"
-
-/* Chunk files of one build written with an fsync each; later ones are
- * made durable together by one syncfs of the state directory's file
- * system. */
-#define CHUNKS_SYNCED_EACH 16
 
 /* How often the generation of a replica is read (doc/choices.md "Read
  * replicas": a single-row SELECT, cheap on the replica). */
@@ -126,7 +126,6 @@ struct refresher {
     uint64_t visible;          /* the generation published last (0 none) */
     uint64_t visible_before;   /* the one published before it, if other (0 none) */
     bool durable_pending;      /* the last publication is not durable yet */
-    bool chunks_to_sync;       /* chunk files written without an fsync since */
     long long durable_due_ms;  /* when its durable step may run */
     int durable_delay_ms;      /* ENSIGN_TEST_DURABLE_DELAY_MS */
     long long published_at_ms; /* when the last publication was made */
@@ -150,11 +149,8 @@ struct refresher {
     size_t moved; /* parts moved out of a pack being reclaimed, this build */
     uint64_t moved_bytes;
     uint32_t moved_from;
-    size_t chunks_synced;   /* chunk files written with their fsync in it */
-    size_t chunks_unsynced; /* chunk files written without (syncfs later) */
     struct snapshot_source_chunking chunking;
-    char (*chunks_superseded)[SNAPSHOT_PART_NAME_MAX]; /* chunk files the build replaced */
-    size_t superseded_count;
+    struct snapshot_chunk_table chunk_table; /* the chunks that index's headers name */
 };
 
 static uint64_t monotonic_us(void)
@@ -286,6 +282,32 @@ static bool read_is_older(struct refresher *rf, const struct snapshot_source_res
     return true;
 }
 
+/* Whether every chunk header (of org) names is there in its pack, valid
+ * and of the generation it names. */
+static bool chunks_on_disk(struct refresher *rf, const char *org, const struct snapshot *header)
+{
+    for (uint32_t i = 0; i < header->counts[SNAPSHOT_SEC_CHUNKS]; i++) {
+        const struct snapshot_chunk *c = &header->chunks[i];
+        struct snapshot chunk;
+        char pack[SNAPSHOT_PART_NAME_MAX], err[256];
+        int slot;
+        snapshot_packs_name(c->pack, pack);
+        if (pack_maps_open(rf->check, pack, c->offset, c->length, &chunk, &slot, err, sizeof err) !=
+            PACK_EXTENT_OK) {
+            log_warn("snapshot chunk %" PRIu32 " of organization %s on disk is not usable, its"
+                     " organization is built again: %s",
+                     i, org, err);
+            return false;
+        }
+        bool same = snapshot_generation(&chunk) == c->generation;
+        snapshot_close(&chunk);
+        pack_maps_release(rf->check, slot);
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
 /* Whether the part of org, an extent of a pack file, is there, valid and
  * of that generation (the shape of snapshot_catalog_part_ok_fn; ctx is the
  * refresher). */
@@ -294,7 +316,7 @@ static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t 
 {
     struct refresher *rf = ctx;
     struct snapshot part;
-    char err[256], path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
+    char err[256];
     int slot;
     if (rf->check == NULL || snapshot_packs_number(file) == 0)
         return false; /* not a name this refresher writes */
@@ -304,24 +326,20 @@ static bool part_on_disk(void *ctx, const char *org, const char *file, uint64_t 
                  org, err);
         return false;
     }
-    bool same = snapshot_generation(&part) == generation;
-    for (uint32_t i = 0; same && i < part.counts[SNAPSHOT_SEC_CHUNKS]; i++) {
-        const struct snapshot_chunk *c = &part.chunks[i];
-        struct snapshot chunk;
-        snprintf(path, sizeof path, "%s/%s", rf->parts.dir, snapshot_string(&part, c->file));
-        if (snapshot_open(path, &chunk, err, sizeof err) != 0) {
-            log_warn("snapshot chunk %s on disk is not usable, its organization is built again:"
-                     " %s",
-                     snapshot_string(&part, c->file), err);
-            same = false;
-            break;
-        }
-        same = snapshot_generation(&chunk) == c->generation;
-        snapshot_close(&chunk);
-    }
+    bool same = snapshot_generation(&part) == generation && chunks_on_disk(rf, org, &part);
+    if (same && snapshot_chunk_table_stage_header(&rf->chunk_table, org, &part) != 0)
+        same = false; /* out of memory: built again */
     snapshot_close(&part);
     pack_maps_release(rf->check, slot);
     return same;
+}
+
+/* The pack bookkeeping learns the chunks the chunk table names (counted
+ * live, never deleted). */
+static void chunks_to_packs(struct refresher *rf)
+{
+    snapshot_packs_set_chunks(&rf->packs, rf->chunk_table.extents, rf->chunk_table.extent_count);
+    snapshot_parts_set_chunks(&rf->parts, rf->chunk_table.extents, rf->chunk_table.extent_count);
 }
 
 /*
@@ -341,9 +359,13 @@ static void adopt_index(struct refresher *rf, const struct snapshot *index, bool
     pack_maps_free(rf->check);
     rf->check = NULL;
     if (rc != 0) {
+        snapshot_chunk_table_discard(&rf->chunk_table);
         log_warn("cannot hold the snapshot index in memory: it is built again whole");
         return;
     }
+    snapshot_chunk_table_commit(&rf->chunk_table); /* the headers checked */
+    snapshot_chunk_table_prune(&rf->chunk_table, parts, count);
+    chunks_to_packs(rf);
     /* Bytes past the last named extent are a build that crashed before its
      * index: cut off, unless workers of a running node may map them. */
     snapshot_packs_adopt(&rf->packs, index, parts, count, first_start);
@@ -437,154 +459,109 @@ static int append_part(struct refresher *rf, const struct snapshot_source_org *o
     return snapshot_packs_append(&rf->packs, org->builder, f, err, errlen);
 }
 
-/* The published header of an organization, read from its pack extent. */
-struct published_header {
-    struct snapshot s;
-    unsigned char *bytes; /* the extent's bytes s points into */
-};
-
-/* Opens the published part of org into *header; false when org has no
- * published part or it cannot be read. */
-static bool open_published(struct refresher *rf, const char *org, struct published_header *header)
+/* The published chunks of org (its entry in the chunk table, when that
+ * is of the generation published), or NULL. */
+static const struct snapshot_chunked_org *published_chunks(const struct refresher *rf,
+                                                           const char *org)
 {
-    const struct snapshot_part_file *f = snapshot_parts_find(&rf->parts, org);
-    char err[512];
-    if (f == NULL)
-        return false;
-    if (snapshot_packs_open_part(&rf->packs, f, &header->s, &header->bytes, err, sizeof err) == 0)
-        return true;
-    log_warn("cannot read the published snapshot part: %s", err);
-    return false;
+    const struct snapshot_chunked_org *e = snapshot_chunk_table_find(&rf->chunk_table, org);
+    const struct snapshot_part_file *f = e != NULL ? snapshot_parts_find(&rf->parts, org) : NULL;
+    return f != NULL && f->generation == e->generation ? e : NULL;
 }
 
-static void close_published(struct published_header *header)
-{
-    snapshot_close(&header->s);
-    free(header->bytes);
-    header->bytes = NULL;
-}
-
-/* The chunks the published header of org names (snapshot_source_held_chunks_fn). */
+/* The chunks the published header of org names, from the chunk table: no
+ * read of the header (snapshot_source_held_chunks_fn). */
 static int held_chunks(void *ctx, const char *org, struct snapshot_source_chunks *out)
 {
-    struct refresher *rf = ctx;
-    struct published_header published;
+    const struct snapshot_chunked_org *e = published_chunks(ctx, org);
     memset(out, 0, sizeof *out);
-    if (!open_published(rf, org, &published))
-        return 0; /* nothing held: read whole */
-    const struct snapshot *header = &published.s;
-    uint32_t n = header->counts[SNAPSHOT_SEC_CHUNKS];
-    int rc = 0;
-    out->items = n > 0 ? calloc(n, sizeof *out->items) : NULL;
-    for (uint32_t i = 0; i < n && (rc = out->items != NULL ? 0 : -1) == 0; i++) {
-        const struct snapshot_chunk *c = &header->chunks[i];
-        struct snapshot_source_chunk *item = &out->items[out->count];
-        if (c->file.len >= sizeof item->file ||
-            (item->first_key = strdup(snapshot_string(header, c->first_key))) == NULL) {
-            rc = c->file.len >= sizeof item->file ? 0 : -1;
-            snapshot_source_chunks_free(out); /* an odd name: read whole */
-            break;
-        }
-        snprintf(item->file, sizeof item->file, "%s", snapshot_string(header, c->file));
-        item->generation = c->generation;
-        out->count++;
-    }
-    close_published(&published);
-    return rc;
-}
-
-/* Records file as superseded (deleted after the publication but one). */
-static void supersede_chunk(struct refresher *rf, const char *file)
-{
-    void *grown =
-        realloc(rf->chunks_superseded, (rf->superseded_count + 1) * sizeof *rf->chunks_superseded);
-    if (grown == NULL)
-        return; /* the file stays behind */
-    rf->chunks_superseded = grown;
-    snprintf(rf->chunks_superseded[rf->superseded_count++], SNAPSHOT_PART_NAME_MAX, "%s", file);
-}
-
-/* The file name of chunk c of org: kept, its file; read again,
- * chunk-<org>-<generation>-<c>.bin. */
-static void chunk_name(const struct snapshot_source_org *org, size_t c, char *name, size_t len)
-{
-    const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
-    if (chunk->builder == NULL)
-        snprintf(name, len, "%s", chunk->file);
-    else
-        snprintf(name, len, "chunk-%s-%" PRIu64 "-%zu.bin", org->id, org->generation, c);
-}
-
-/* The chunk files of the published header of org that org's new chunks
- * do not name are superseded (a chunk read again at the generation it was
- * written at, after a failed write, keeps its name and is not). */
-static void supersede_chunks(struct refresher *rf, const struct snapshot_source_org *org)
-{
-    struct published_header published;
-    if (!open_published(rf, org->id, &published))
-        return;
-    for (uint32_t i = 0; i < published.s.counts[SNAPSHOT_SEC_CHUNKS]; i++) {
-        const char *file = snapshot_string(&published.s, published.s.chunks[i].file);
-        bool named = false;
-        for (size_t c = 0; !named && c < org->chunks.count; c++) {
-            char name[SNAPSHOT_PART_NAME_MAX];
-            chunk_name(org, c, name, sizeof name);
-            named = strcmp(name, file) == 0;
-        }
-        if (!named)
-            supersede_chunk(rf, file);
-    }
-    close_published(&published);
-}
-
-/* Writes a chunk builder to path: with an fsync for the first few of a
- * build, without for the rest (one syncfs before the index). */
-static int write_chunk_file(struct refresher *rf, struct snapshot_builder *b, const char *path,
-                            char *err, size_t errlen)
-{
-    if (rf->chunks_synced < CHUNKS_SYNCED_EACH) { /* a change: a chunk or a few */
-        rf->chunks_synced++;
-        return snapshot_builder_write_part(b, path, err, errlen);
-    }
-    rf->chunks_unsynced++; /* many (a first build): one syncfs before the index */
-    return snapshot_builder_write_part_unsynced(b, path, err, errlen);
-}
-
-/* The chunk files written without an fsync are durable before the
- * restart index names their headers: one syncfs. 0, or -1 with err. */
-static int sync_chunk_files(struct refresher *rf, char *err, size_t errlen)
-{
-    if (!rf->chunks_to_sync)
-        return 0;
-    if (snapshot_sync_filesystem(rf->parts.dir, err, errlen) != 0)
+    if (e == NULL)
+        return 0; /* not chunked */
+    if ((out->items = calloc(e->count, sizeof *out->items)) == NULL)
         return -1;
-    rf->chunks_to_sync = false;
+    for (size_t i = 0; i < e->count; i++) {
+        struct snapshot_source_chunk *item = &out->items[i];
+        if ((item->first_key = strdup(e->first_keys[i])) == NULL) {
+            snapshot_source_chunks_free(out);
+            return -1;
+        }
+        out->count++;
+        item->kept = true;
+        item->pack = e->chunks[i].pack;
+        item->offset = e->chunks[i].offset;
+        item->length = e->chunks[i].length;
+        item->generation = e->chunks[i].generation;
+    }
     return 0;
 }
 
-/* Writes the chunks of org read again, as chunk-<org>-<generation>-<n>.bin,
- * and names every chunk in its header (org->builder). */
+/* The extent of chunk c of org in the pack: appended now when it was read
+ * again; kept, its published one (copied to the open pack when it is in
+ * the pack being reclaimed and the budget allows: the header is written
+ * anyway). */
+static int chunk_extent(struct refresher *rf, const struct snapshot_source_org *org, size_t c,
+                        struct snapshot_chunk *extent, char *err, size_t errlen)
+{
+    const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
+    struct snapshot_part_file f = {0};
+    memset(extent, 0, sizeof *extent);
+    if (chunk->builder != NULL) {
+        if (snapshot_packs_append(&rf->packs, chunk->builder, &f, err, errlen) != 0)
+            return -1;
+        extent->generation = org->generation;
+    } else {
+        snprintf(f.org, sizeof f.org, "%s", org->id);
+        snapshot_packs_name(chunk->pack, f.name);
+        f.offset = chunk->offset;
+        f.length = chunk->length;
+        f.generation = extent->generation = chunk->generation;
+        struct snapshot_part_file moved;
+        char why[512];
+        if (snapshot_packs_should_move(&rf->packs, &f)) {
+            if (snapshot_packs_copy(&rf->packs, &f, &moved, why, sizeof why) == 0) {
+                rf->moved++;
+                rf->moved_bytes += f.length;
+                rf->moved_from = snapshot_packs_number(f.name);
+                f = moved;
+            } else {
+                log_warn("snapshot chunk kept where it is: %s", why);
+            }
+        }
+    }
+    extent->pack = snapshot_packs_number(f.name);
+    extent->offset = f.offset;
+    extent->length = f.length;
+    return 0;
+}
+
+/* Appends the chunks of org read again to the open pack, names every
+ * chunk by extent in its header (org->builder), and stages them in the
+ * chunk table. */
 static int write_chunks(struct refresher *rf, const struct snapshot_source_org *org, char *err,
                         size_t errlen)
 {
-    char path[sizeof rf->parts.dir + SNAPSHOT_PART_NAME_MAX + 1];
-    supersede_chunks(rf, org);
-    for (size_t c = 0; c < org->chunks.count; c++) {
-        const struct snapshot_source_chunk *chunk = &org->chunks.items[c];
-        char name[SNAPSHOT_PART_NAME_MAX];
-        uint64_t generation = chunk->builder != NULL ? org->generation : chunk->generation;
-        chunk_name(org, c, name, sizeof name);
-        if (chunk->builder != NULL) {
-            snprintf(path, sizeof path, "%s/%s", rf->parts.dir, name);
-            if (write_chunk_file(rf, chunk->builder, path, err, errlen) != 0)
-                return -1;
-        }
-        if (snapshot_builder_add_chunk(org->builder, chunk->first_key, name, generation) != 0) {
+    size_t n = org->chunks.count;
+    struct snapshot_chunk *extents = calloc(n, sizeof *extents);
+    const char **keys = calloc(n, sizeof *keys);
+    int rc = extents != NULL && keys != NULL ? 0 : -1;
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    for (size_t c = 0; rc == 0 && c < n; c++) {
+        keys[c] = org->chunks.items[c].first_key;
+        rc = chunk_extent(rf, org, c, &extents[c], err, errlen);
+        if (rc == 0 && snapshot_builder_add_chunk(org->builder, keys[c], &extents[c]) != 0) {
             snprintf(err, errlen, "%s", snapshot_builder_error(org->builder));
-            return -1;
+            rc = -1;
         }
     }
-    return 0;
+    if (rc == 0 && snapshot_chunk_table_stage(&rf->chunk_table, org->id, org->generation, keys,
+                                              extents, n) != 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    free(extents);
+    free(keys);
+    return rc;
 }
 
 /* Writes the part of org as the read builds it (snapshot_source_part_fn). */
@@ -599,7 +576,15 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
         snprintf(err, errlen, "the replica is older for organization %s", org->id);
         return -1;
     }
-    int rc = org->chunks.count > 0 ? write_chunks(rf, org, err, errlen) : 0;
+    int rc = 0;
+    if (org->chunks.count > 0) {
+        rc = write_chunks(rf, org, err, errlen);
+    } else if (published_chunks(rf, org->id) != NULL && /* no longer chunked */
+               snapshot_chunk_table_stage(&rf->chunk_table, org->id, org->generation, NULL, NULL,
+                                          0) != 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
     if (rc == 0)
         rc = append_part(rf, org, &f, err, errlen);
     if (rc == 0)
@@ -607,6 +592,30 @@ static int part_built(void *ctx, const struct snapshot_source_org *org, char *er
     if (rc != 0)
         rf->part_write_failed = true;
     return rc;
+}
+
+/* A chunked organization no build rewrote (its published header held,
+ * its chunks chunked), moved out of the pack being reclaimed when its turn
+ * came: its chunks there and a rewritten header (snapshot_chunk_move.h),
+ * *f naming the header. False when not moved (*f untouched); one that
+ * cannot be moved stays, and the next build reads everything. */
+static bool move_chunked(struct refresher *rf, const struct snapshot_part_file *held,
+                         const struct snapshot_chunked_org *chunked, struct snapshot_part_file *f)
+{
+    char why[512];
+    uint64_t budget = rf->packs.budget;
+    uint32_t victim = rf->packs.victim;
+    if (!snapshot_chunk_move_wanted(&rf->packs, held, chunked))
+        return false;
+    if (snapshot_chunk_move(&rf->packs, &rf->chunk_table, held, chunked, f, why, sizeof why) != 0) {
+        log_warn("snapshot chunks kept where they are, everything is read again next: %s", why);
+        rf->reread = true;
+        return false;
+    }
+    rf->moved++;
+    rf->moved_bytes += budget > rf->packs.budget ? budget - rf->packs.budget : f->length;
+    rf->moved_from = victim;
+    return true;
 }
 
 /* The published part of an organization no build rewrote, moved out of a
@@ -623,6 +632,11 @@ static int held_part(struct refresher *rf, const struct snapshot_source_org *org
         return -1;
     }
     *f = *held;
+    const struct snapshot_chunked_org *chunked = published_chunks(rf, org->id);
+    if (chunked != NULL) {
+        move_chunked(rf, held, chunked, f);
+        return 0;
+    }
     if (!snapshot_packs_should_move(&rf->packs, held))
         return 0;
     if (snapshot_packs_copy(&rf->packs, held, f, why, sizeof why) == 0) {
@@ -680,8 +694,7 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
             return -1;
     /* Visible at once; the parts appended are made durable before the
      * restart index names them (make_durable). */
-    rf->chunks_to_sync |= rf->chunks_unsynced > 0;
-    return snapshot_builder_write_part_unsynced(res->index, rf->index, err, errlen);
+    return snapshot_builder_write_unsynced(res->index, rf->index, err, errlen);
 }
 
 /* Keeps a copy of the index just written, to patch at the next change
@@ -737,18 +750,25 @@ static int move_held_parts(struct refresher *rf, struct snapshot_part_file **cha
     size_t written = *count;
     for (size_t i = 0; rf->packs.victim != 0 && i < rf->parts.count; i++) {
         const struct snapshot_part_file *held = &rf->parts.published[i];
-        if (!snapshot_packs_should_move(&rf->packs, held) || among(*changed, written, held->org))
+        const struct snapshot_chunked_org *chunked = published_chunks(rf, held->org);
+        bool wanted = chunked != NULL ? snapshot_chunk_move_wanted(&rf->packs, held, chunked)
+                                      : snapshot_packs_should_move(&rf->packs, held);
+        if (!wanted || among(*changed, written, held->org))
             continue;
         struct snapshot_part_file f;
         char why[512];
-        if (snapshot_packs_copy(&rf->packs, held, &f, why, sizeof why) != 0) {
+        if (chunked != NULL) {
+            if (!move_chunked(rf, held, chunked, &f))
+                continue;
+        } else if (snapshot_packs_copy(&rf->packs, held, &f, why, sizeof why) != 0) {
             log_warn("snapshot part kept where it is, everything is read again next: %s", why);
             rf->reread = true;
             continue;
+        } else {
+            rf->moved++;
+            rf->moved_bytes += f.length;
+            rf->moved_from = snapshot_packs_number(held->name);
         }
-        rf->moved++;
-        rf->moved_bytes += f.length;
-        rf->moved_from = snapshot_packs_number(held->name);
         if (snapshot_kept_index_set_part(&rf->kept, f.org, f.name, f.offset, f.length,
                                          f.generation) != 0) {
             snprintf(err, errlen, "the kept index has no part of organization %s", f.org);
@@ -800,7 +820,6 @@ static int write_patch(struct refresher *rf, struct snapshot_source_result *res,
         return -1;
     rf->catalog.generation = res->generation;
     snapshot_kept_index_set_generation(&rf->kept, res->generation);
-    rf->chunks_to_sync |= rf->chunks_unsynced > 0;
     return snapshot_kept_index_write_unsynced(&rf->kept, rf->index, err, errlen);
 }
 
@@ -822,8 +841,8 @@ static void write_failed(struct refresher *rf, const char *err)
     health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
     health_pending(rf, rf->pending, why);
     snapshot_packs_rollback(&rf->packs);
-    rf->superseded_count = 0; /* those files stay named by what is published */
-    rf->built_once = false;   /* the files may be gone (state_dir removed): write all again */
+    snapshot_chunk_table_discard(&rf->chunk_table); /* the published chunks stay */
+    rf->built_once = false; /* the files may be gone (state_dir removed): write all again */
     rf->have_catalog = false;
     rf->swept = false;
     snapshot_catalog_free(&rf->catalog);
@@ -856,7 +875,6 @@ static void durable_failed(struct refresher *rf, const char *err)
     snprintf(why, sizeof why, "cannot make the snapshot durable: %s", err);
     health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
     rf->durable_pending = false; /* until the next publication */
-    rf->chunks_to_sync = false;
     rf->built_once = false;
     rf->have_catalog = false;
     rf->swept = false;
@@ -864,15 +882,14 @@ static void durable_failed(struct refresher *rf, const char *err)
     snapshot_kept_index_free(&rf->kept);
 }
 
-/* Makes the last publication durable: the open pack's bytes, the chunk
- * files written without an fsync, then its visible index as snapshot.bin
- * (snapshot_index_files.h); files no index names any more are deleted. */
+/* Makes the last publication durable: the open pack's bytes (parts and
+ * chunks), then its visible index as snapshot.bin (snapshot_index_files.h);
+ * files no index names any more are deleted. */
 static void make_durable(struct refresher *rf)
 {
     char err[512];
     long long started = bgloop_now_ms();
     if (snapshot_packs_sync(&rf->packs, err, sizeof err) != 0 ||
-        sync_chunk_files(rf, err, sizeof err) != 0 ||
         snapshot_index_make_durable(rf->parts.dir, rf->visible, err, sizeof err) != 0) {
         durable_failed(rf, err);
         return;
@@ -926,10 +943,9 @@ static void build(struct refresher *rf)
     rf->part_write_failed = rf->read_older = rf->reread = false;
     rf->appended_count = rf->appended_cursor = rf->moved = 0;
     rf->moved_bytes = 0;
-    rf->chunks_synced = rf->chunks_unsynced = 0;
     snapshot_packs_begin(&rf->packs);
+    snapshot_chunk_table_discard(&rf->chunk_table);
     bool patch = rf->have_catalog && rf->kept.loaded && !snapshot_kept_index_worn(&rf->kept);
-    rf->superseded_count = 0;
     rf->chunking = (struct snapshot_source_chunking){
         .size = (size_t)rf->cfg->snapshot_chunk_flags, .held = held_chunks, .ctx = rf};
     if (snapshot_source_read(rf->loop.conn, rf->have_catalog ? &rf->catalog : NULL, patch,
@@ -1003,11 +1019,15 @@ static void build(struct refresher *rf)
     visible_now(rf, generation);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
+    snapshot_chunk_table_commit(&rf->chunk_table);
     if (!patched) {
+        snapshot_chunk_table_prune(&rf->chunk_table, fresh, orgs);
+        chunks_to_packs(rf);
         snapshot_packs_published(&rf->packs, fresh, orgs);
         snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
         snapshot_parts_published(&rf->parts, fresh, orgs, !rf->swept);
     } else {
+        chunks_to_packs(rf); /* before the parts retire packs: nothing named is doomed */
         if (snapshot_parts_replaced(&rf->parts, fresh, orgs) != 0) { /* never: one publication */
             log_error("snapshot parts out of step with the index: the next index is made whole");
             rf->have_catalog = false;
@@ -1015,12 +1035,11 @@ static void build(struct refresher *rf)
         }
         free(fresh);
         orgs = rf->parts.count;
+        snapshot_chunk_table_prune(&rf->chunk_table, rf->parts.published, orgs);
+        chunks_to_packs(rf);
         snapshot_packs_published(&rf->packs, rf->parts.published, orgs);
         snapshot_parts_keep(&rf->parts, snapshot_packs_open_name(&rf->packs));
     }
-    for (size_t i = 0; i < rf->superseded_count; i++)
-        snapshot_parts_doom(&rf->parts, rf->chunks_superseded[i]);
-    rf->superseded_count = 0;
     rf->swept = true;
     rf->built_once = true;
     if (rf->moved > 0)
@@ -1103,6 +1122,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     /* Visible indexes of an earlier run are leftovers, but the one workers
      * of a running node serve (a restarted refresher). */
     snapshot_index_remove(cfg->state_dir, served_generation(&rf), 0);
+    snapshot_chunk_table_init(&rf.chunk_table);
     publish_file_on_disk(&rf);
     snapshot_parts_durable(&rf.parts); /* what it adopted is snapshot.bin */
     if (rf.replica)
@@ -1135,7 +1155,7 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     snapshot_packs_free(&rf.packs);
     free(rf.appended);
     snapshot_catalog_free(&rf.catalog);
-    free(rf.chunks_superseded);
+    snapshot_chunk_table_free(&rf.chunk_table);
     snapshot_kept_index_free(&rf.kept);
     return EXIT_SUCCESS;
 }

@@ -1070,7 +1070,7 @@ void snapshot_source_chunks_free(struct snapshot_source_chunks *c)
     c->count = 0;
 }
 
-/* Appends a chunk from first_key (copied), kept (file and generation of
+/* Appends a chunk from first_key (copied), kept (extent and generation of
  * held) or read again (held NULL; its builder made later). */
 static int append_chunk(struct snapshot_source_chunks *c, size_t *cap, const char *first_key,
                         const struct snapshot_source_chunk *held)
@@ -1088,7 +1088,10 @@ static int append_chunk(struct snapshot_source_chunks *c, size_t *cap, const cha
     if ((chunk->first_key = strdup(first_key)) == NULL)
         return -1;
     if (held != NULL) {
-        memcpy(chunk->file, held->file, sizeof chunk->file);
+        chunk->kept = true;
+        chunk->pack = held->pack;
+        chunk->offset = held->offset;
+        chunk->length = held->length;
         chunk->generation = held->generation;
     }
     c->count++;
@@ -1264,8 +1267,8 @@ static int open_chunk_builders(struct source *s, size_t i)
         rc = -1;
     for (size_t c = 0; rc == 0 && c < org->chunks.count; c++) {
         struct snapshot_source_chunk *chunk = &org->chunks.items[c];
-        if (chunk->file[0] != '\0')
-            continue; /* kept */
+        if (chunk->kept)
+            continue;
         if ((chunk->builder = chunk_builder_new(s, i, attrs, segments)) == NULL)
             rc = -1;
         org->chunks_read++;

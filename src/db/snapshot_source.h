@@ -30,13 +30,16 @@ struct snapshot_builder;
 int snapshot_source_generation(PGconn *conn, bool prepare, uint64_t *out, char *err, size_t errlen);
 
 /* One chunk of a chunked organization (doc/choices.md "Chunks of a large
- * organization"), in key order: read again (builder) or kept (the file and
- * generation the caller's published header names). */
-#define SNAPSHOT_SOURCE_CHUNK_FILE_MAX 128
+ * organization"), in key order: read again (builder) or kept (kept set:
+ * the extent and generation the caller's published header names, which
+ * this file only carries back). */
 struct snapshot_source_chunk {
     char *first_key;                  /* owned; "" for the first */
     struct snapshot_builder *builder; /* read again: its flags; NULL: kept */
-    char file[SNAPSHOT_SOURCE_CHUNK_FILE_MAX];
+    bool kept;
+    uint32_t pack; /* kept: the pack number, offset and length of its extent */
+    uint64_t offset;
+    uint64_t length;
     uint64_t generation;
 };
 

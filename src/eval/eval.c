@@ -761,6 +761,14 @@ void eval_flag(const struct snapshot *s, const struct snapshot_flag *flag,
     serve(s, flag, flag->default_serve, ctx, single, out);
 }
 
+void eval_prefetch_flag(const struct snapshot *s, const struct snapshot_flag *flag)
+{
+    __builtin_prefetch(snapshot_string(s, flag->key));
+    __builtin_prefetch(&s->serves[flag->default_serve]);
+    if (flag->rule_count > 0)
+        __builtin_prefetch(&s->rules[flag->rule_first]);
+}
+
 const char *eval_reason_name(enum eval_reason reason)
 {
     static const char *const names[] = {"STATIC", "DEFAULT",  "TARGETING_MATCH",

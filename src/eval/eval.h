@@ -96,6 +96,13 @@ struct eval_result {
     const char *error_detail; /* static text when status is not EVAL_OK */
 };
 
+/* Asks the processor to bring what eval_flag and the answer will read of
+ * flag (its key, its first rule, its default serve) into the
+ * cache, without waiting and without touching anything else: the bulk
+ * answer calls it a few flags ahead of the one it evaluates, so that an
+ * environment larger than the cache costs per flag what a small one does. */
+void eval_prefetch_flag(const struct snapshot *s, const struct snapshot_flag *flag);
+
 /* Evaluates flag (from snapshot_flag_by_key/snapshot_env_flags of s) for
  * ctx. Never fails otherwise: every outcome is in *out. */
 void eval_flag(const struct snapshot *s, const struct snapshot_flag *flag,

@@ -643,6 +643,12 @@ static void bulk_etag(const struct call *c, const char *entry, size_t entry_len,
     *p = '\0';
 }
 
+/* How many flags ahead of the one evaluated the bulk loop asks for the
+ * next one's memory (eval_prefetch_flag, usage_batch_prefetch): far enough
+ * that a miss has time to arrive, near enough that the lines are still
+ * there when they are used. */
+#define BULK_PREFETCH_AHEAD 8
+
 /* Evaluates the flags of c->env in c->s into t; *written: answers so far. */
 static void evaluate_part(struct call *c, struct http_answer *t, size_t *written)
 {
@@ -651,6 +657,11 @@ static void evaluate_part(struct call *c, struct http_answer *t, size_t *written
     if (c->w->metrics != NULL)
         metrics_add(&c->w->metrics->flag_evaluations, count);
     for (size_t i = 0; i < count; i++) {
+        if (i + BULK_PREFETCH_AHEAD < count) {
+            eval_prefetch_flag(c->s, &flags[i + BULK_PREFETCH_AHEAD]);
+            usage_batch_prefetch(c->w->usage_batch, c->s,
+                                 (uint32_t)(&flags[i + BULK_PREFETCH_AHEAD] - c->s->flags));
+        }
         struct eval_result res;
         eval_flag(c->s, &flags[i], &c->ctx, c->w->eval_scratch, &res);
         if ((*written)++ > 0)

@@ -1,28 +1,35 @@
 /*
- * served_chunks.h - a worker's mappings of the chunk files of one chunked
- * organization's header part (snapshot.h "Chunks"; doc/choices.md "Chunks
- * of a large organization").
+ * served_chunks.h - a worker's chunks of one chunked organization's header
+ * part (snapshot.h "Chunks"; doc/choices.md "Chunks of a large
+ * organization", "Chunks stored in packs").
  *
- * Owns the mapped chunks of one header, in the header's order. A set is
- * opened whole or not at all: a chunk that is bad, of another generation
- * than the header names, or gone fails the set (the caller then keeps the
- * organization's previous header and chunks, never a mix). Chunks whose
- * file and generation the previous set already maps are moved from it,
- * not opened again. Used by served_snapshot.c only.
+ * Owns the opened chunks of one header, in the header's order: each an
+ * extent of a pack file opened through the worker's pack maps
+ * (pack_maps.h), holding one count on its pack's slot, so a chunked
+ * organization costs no mapping beyond its packs'. A set is opened whole
+ * or not at all: a chunk that is bad, of another generation than the
+ * header names, past its pack's end, or whose pack is gone fails the set
+ * (the caller then keeps the organization's previous header and chunks,
+ * never a mix). Chunks at the same extent and generation as one the
+ * previous set holds are moved from it, not opened again. Used by
+ * served_snapshot.c only.
  */
 #ifndef ENSIGN_SERVED_CHUNKS_H
 #define ENSIGN_SERVED_CHUNKS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "eval/snapshot.h"
 
-#define SERVED_CHUNK_FILE_MAX 128 /* a chunk file name and its NUL */
+struct pack_maps;
 
 struct served_chunk {
     struct snapshot snap;
-    char file[SERVED_CHUNK_FILE_MAX]; /* its file name, to find it again */
+    int slot;      /* its pack's in the pack maps */
+    uint32_t pack; /* its extent, to find it again */
+    uint64_t offset;
 };
 
 struct served_chunks {
@@ -31,16 +38,16 @@ struct served_chunks {
 };
 
 /*
- * Maps the chunks header names (files in dir) into *out, taking from *old
- * (the organization's current set, may be empty) the mappings of the same
- * file and generation, zeroed there. 0 when all mapped; -1 otherwise (the
- * first failure logged, *gone set when a file is not there; *old as it
- * was, *out empty).
+ * Opens the chunks header names (extents of packs in maps) into *out,
+ * taking from *old (the organization's current set, may be empty) those
+ * of the same extent and generation, zeroed there. 0 when all opened; -1
+ * otherwise (the first failure logged, *gone set when a pack file is not
+ * there; *old as it was, *out empty).
  */
-int served_chunks_open(const char *dir, const struct snapshot *header, struct served_chunks *old,
-                       struct served_chunks *out, bool *gone);
+int served_chunks_open(struct pack_maps *maps, const struct snapshot *header,
+                       struct served_chunks *old, struct served_chunks *out, bool *gone);
 
-/* Unmaps every chunk; leaves *c empty. */
-void served_chunks_close(struct served_chunks *c);
+/* Closes every chunk, releasing its pack; leaves *c empty. */
+void served_chunks_close(struct pack_maps *maps, struct served_chunks *c);
 
 #endif

@@ -8,9 +8,8 @@
  * index names, or an older one kept because the new extent was bad), and
  * holds one count on its pack's slot until it is closed; a chunked
  * organization's part is its header (an extent like any part) with every
- * chunk file it names mapped (served_chunks.h), or none of them. Mappings
- * are replaced
- * only after the new ones opened, and the usage batch is flushed before any
+ * chunk it names opened from its pack (served_chunks.h), or none of them.
+ * Mappings are replaced only after the new ones opened, and the usage batch is flushed before any
  * mapping it may name is closed or moved.
  */
 #include "eval/served_snapshot.h"
@@ -85,7 +84,7 @@ static void close_parts(struct served_snapshot *view, struct served_part *parts,
             snapshot_close(&parts[i].snap);
             pack_maps_release(view->packs, parts[i].slot);
         }
-        served_chunks_close(&parts[i].chunks);
+        served_chunks_close(view->packs, &parts[i].chunks);
     }
     free(parts);
 }
@@ -160,8 +159,8 @@ static enum part_status open_part_whole(const struct served_snapshot *view,
         return status;
     struct served_chunks none = {0};
     bool gone = false;
-    if (served_chunks_open(view->dir, &out->snap, old != NULL ? &old->chunks : &none, &out->chunks,
-                           &gone) == 0)
+    if (served_chunks_open(view->packs, &out->snap, old != NULL ? &old->chunks : &none,
+                           &out->chunks, &gone) == 0)
         return PART_MAPPED;
     snapshot_close(&out->snap);
     pack_maps_release(view->packs, out->slot);

@@ -23,6 +23,7 @@
 
 #include "base/hex.h"
 #include "eval/cond_ops.h"
+#include "eval/snapshot_packs.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the snapshot format is little-endian native structs"
@@ -460,7 +461,16 @@ static bool parts_ok(const struct snapshot *s)
     return true;
 }
 
-/* A header's chunks: plain file names, first keys strictly increasing in
+/* Whether a chunk's extent can be one of a pack: a pack number, an 8-byte
+ * aligned offset, room for a snapshot header, inside the largest pack
+ * (whether it lies inside the file as it is now is pack_maps_open's). */
+bool snapshot_chunk_extent_ok(const struct snapshot_chunk *c)
+{
+    return c->pack != 0 && c->offset % 8 == 0 && c->length >= sizeof(struct snapshot_header) &&
+           c->offset <= SNAPSHOT_PACK_MAP_BYTES && c->length <= SNAPSHOT_PACK_MAP_BYTES - c->offset;
+}
+
+/* A header's chunks: extents of packs, first keys strictly increasing in
  * byte order from ""; a header holds no flags of its own. */
 static bool chunks_ok(const struct snapshot *s)
 {
@@ -469,7 +479,7 @@ static bool chunks_ok(const struct snapshot *s)
         return false;
     for (uint32_t i = 0; i < n; i++) {
         const struct snapshot_chunk *c = &s->chunks[i];
-        if (!str_ok(s, c->first_key) || !str_ok(s, c->file) || !part_file_ok(s, c->file))
+        if (!str_ok(s, c->first_key) || !snapshot_chunk_extent_ok(c))
             return false;
         if (i > 0 && compare_str_bytes(s, c[-1].first_key, snapshot_string(s, c->first_key),
                                        c->first_key.len) >= 0)

@@ -28,8 +28,8 @@
  *                  conditions (for the bulk ETag fast form)
  *     parts        index files only: per organization its part (an extent
  *                  of a pack file)
- *     chunks       a chunked organization's part only: its chunk files
- *                  by first flag key (see below)
+ *     chunks       a chunked organization's part only: its chunks (extents
+ *                  of pack files) by first flag key (see below)
  *
  * Index and parts (doc/choices.md, "Incremental snapshots"): the file the
  * workers open first (snapshot.bin) is an index: the environments of every
@@ -46,8 +46,10 @@
  * Chunks (doc/choices.md, "Chunks of a large organization"): the part of
  * a large organization may instead be a header: its environments,
  * attributes and segments, no flags, and a `chunks` section naming, in
- * byte order of their first flag key (the first is ""), the chunk files
- * that hold its flags. A chunk is a part file of that organization holding
+ * byte order of their first flag key (the first is ""), the chunks that
+ * hold its flags, each an extent (pack number, offset, length) of a pack
+ * file (doc/choices.md "Chunks stored in packs"). A chunk is a part of
+ * that organization in this same format holding
  * the flags whose keys fall in [its first key, the next chunk's first
  * key), with the generation the header names; the flags of a key are in
  * the last chunk whose first key is <= it (snapshot_chunk_find).
@@ -76,7 +78,7 @@
 
 #define SNAPSHOT_MAGIC "ENSIGNSS"
 #define SNAPSHOT_MAGIC_LEN 8
-#define SNAPSHOT_FORMAT_VERSION 3u
+#define SNAPSHOT_FORMAT_VERSION 4u
 #define SNAPSHOT_NONE UINT32_MAX /* "no index" in any index field */
 #define SNAPSHOT_DIGEST_LEN 32   /* raw SHA-256 */
 
@@ -155,11 +157,15 @@ struct snapshot_part {
     uint64_t length;          /* the part's bytes (its header's total_size) */
 };
 
-/* A chunked organization's header: one chunk of its flags. */
+/* A chunked organization's header: one chunk of its flags, an extent of a
+ * pack file like a part (doc/choices.md "Chunks stored in packs"). */
 struct snapshot_chunk {
     struct snapshot_str first_key; /* "" for the first chunk */
-    struct snapshot_str file;      /* file name inside the header's directory */
-    uint64_t generation;           /* what the chunk's header must say */
+    uint32_t pack;                 /* the pack file pack-<pack>.bin in the header's directory */
+    uint32_t reserved;
+    uint64_t generation; /* what the chunk's header must say */
+    uint64_t offset;     /* of the chunk's first byte in the pack, 8-byte aligned */
+    uint64_t length;     /* the chunk's bytes, inside the largest pack */
 };
 
 struct snapshot_sdk_key {
@@ -403,6 +409,11 @@ const struct snapshot_flag *snapshot_env_flags(const struct snapshot *s,
  * flags of key (len bytes): the last whose first key is <= key in byte
  * order. Binary search. */
 uint32_t snapshot_chunk_find(const struct snapshot *s, const char *key, size_t len);
+
+/* Whether chunk c's extent can be one of a pack (snapshot_open refuses a
+ * header naming one that cannot: past the largest pack, unaligned, no
+ * pack number). */
+bool snapshot_chunk_extent_ok(const struct snapshot_chunk *c);
 
 /* "boolean", "string", "number", "json" (or "unknown"). */
 const char *snapshot_flag_type_name(uint32_t type);

@@ -20,6 +20,7 @@
  */
 #include "eval/snapshot_build.h"
 
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -367,12 +368,14 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
 }
 
 int snapshot_builder_add_chunk(struct snapshot_builder *b, const char *first_key,
-                               const char *file_name, uint64_t generation)
+                               const struct snapshot_chunk *extent)
 {
     if (b->failed)
         return -1;
-    if (file_name[0] == '\0' || file_name[0] == '.' || strchr(file_name, '/') != NULL)
-        return builder_fail(b, "chunk file name %s is not a plain name", file_name);
+    if (!snapshot_chunk_extent_ok(extent))
+        return builder_fail(
+            b, "chunk %s: extent %" PRIu64 "+%" PRIu64 " of pack %" PRIu32 " cannot be one",
+            first_key, extent->offset, extent->length, extent->pack);
     const struct snapshot_chunk *last =
         b->chunks.len > 0 ? vec_at(&b->chunks, b->chunks.len - 1) : NULL;
     bool in_order =
@@ -383,9 +386,9 @@ int snapshot_builder_add_chunk(struct snapshot_builder *b, const char *first_key
     struct snapshot_chunk *chunk = vec_push(&b->chunks);
     if (chunk == NULL)
         return out_of_memory(b);
+    *chunk = *extent;
+    chunk->reserved = 0;
     chunk->first_key = append_string(b, first_key);
-    chunk->file = append_string(b, file_name);
-    chunk->generation = generation;
     return b->failed ? -1 : 0;
 }
 

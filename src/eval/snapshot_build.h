@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 struct snapshot_builder;
+struct snapshot_chunk;
 
 /* One variant of a flag: its key and its value as JSON text (jsonb output
  * is fine; it is validated and stored compact). */
@@ -104,11 +105,12 @@ int snapshot_builder_add_part(struct snapshot_builder *b, const char *org_id, co
                               uint64_t offset, uint64_t length, uint64_t generation);
 
 /* A chunked organization's header (snapshot.h, "Chunks"): its flags are in
- * the chunk file file_name (a plain name) from first_key on, which must
- * carry generation. Chunks in byte order of first_key, the first "". A
- * builder given chunks takes no flags. */
+ * the chunk at extent (pack, offset, length; its first_key is ignored)
+ * from first_key on, which must carry extent->generation. Chunks in byte
+ * order of first_key, the first "". A builder given chunks takes no
+ * flags. */
 int snapshot_builder_add_chunk(struct snapshot_builder *b, const char *first_key,
-                               const char *file_name, uint64_t generation);
+                               const struct snapshot_chunk *extent);
 
 /* data_type: "string", "number" or "boolean" (anything else: "string"). */
 int snapshot_builder_add_entity_attribute(struct snapshot_builder *b, const char *org_id,
@@ -148,18 +150,10 @@ int snapshot_builder_add_rule(struct snapshot_builder *b, const char *env_id, co
 int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
                            size_t errlen);
 
-/* snapshot_builder_write without the fsync of the directory: for the
- * parts of an index, which the write of the index into the same directory
- * then syncs once for all (so the renames are durable before the new
- * generation is published). */
-int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
-                                size_t errlen);
-
-/* snapshot_builder_write_part without any fsync (temp file, rename): for
- * many parts written at once (a first build), which the caller makes
- * durable with one snapshot_sync_filesystem before it writes the index. */
-int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
-                                         char *err, size_t errlen);
+/* snapshot_builder_write without any fsync (temp file, rename): a visible
+ * index (snapshot_index_files.h), made durable after it is published. */
+int snapshot_builder_write_unsynced(struct snapshot_builder *b, const char *path_final, char *err,
+                                    size_t errlen);
 
 /* Writes the snapshot's bytes at offset of the open file fd (a pack file,
  * snapshot_packs.h), nothing else: no sync, no rename. *length is what was
@@ -167,10 +161,6 @@ int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char 
  * after offset are then undefined). */
 int snapshot_builder_write_at(struct snapshot_builder *b, int fd, uint64_t offset, uint64_t *length,
                               char *err, size_t errlen);
-
-/* Writes back everything of the file system holding directory dir
- * (syncfs): one wait instead of an fsync per file. 0, or -1 with err. */
-int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen);
 
 /* Writes count pieces (one writev, continued when partial) as the file
  * path_final, atomically and durably like snapshot_builder_write (temp

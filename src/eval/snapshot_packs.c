@@ -181,8 +181,9 @@ static void appended(struct snapshot_packs *packs, uint64_t at, uint64_t len,
 
 /* Appends len bytes of buf to the open pack, rolling over when they do not
  * fit in it. */
-static int append_bytes(struct snapshot_packs *packs, const unsigned char *buf, uint64_t len,
-                        struct snapshot_part_file *f, char *err, size_t errlen)
+int snapshot_packs_append_bytes(struct snapshot_packs *packs, const unsigned char *buf,
+                                uint64_t len, struct snapshot_part_file *f, char *err,
+                                size_t errlen)
 {
     if (len > SNAPSHOT_PACK_MAP_BYTES) {
         snprintf(err, errlen, "a part of %" PRIu64 " bytes exceeds the largest pack", len);
@@ -240,7 +241,7 @@ int snapshot_packs_append(struct snapshot_packs *packs, struct snapshot_builder 
         return -1;
     if (ftruncate(packs->fd, (off_t)at) != 0)
         log_warn("cannot cut snapshot pack %s back: %s", packs->open_name, strerror(errno));
-    int rc = append_bytes(packs, buf, len, f, err, errlen);
+    int rc = snapshot_packs_append_bytes(packs, buf, len, f, err, errlen);
     free(buf);
     return rc;
 }
@@ -297,7 +298,7 @@ int snapshot_packs_copy(struct snapshot_packs *packs, const struct snapshot_part
                  from->org, from->name, generation, from->generation);
     } else {
         *to = *from;
-        rc = append_bytes(packs, buf, from->length, to, err, errlen);
+        rc = snapshot_packs_append_bytes(packs, buf, from->length, to, err, errlen);
     }
     free(buf);
     if (rc == 0)
@@ -404,6 +405,38 @@ static struct snapshot_pack_stat *count_live(const struct snapshot_packs *packs,
     return stats;
 }
 
+void snapshot_packs_set_chunks(struct snapshot_packs *packs,
+                               const struct snapshot_part_file *chunks, size_t count)
+{
+    packs->chunks = chunks;
+    packs->chunk_count = chunks != NULL ? count : 0; /* unknown: none counted live */
+}
+
+/* The stats of the packs the parts and the published chunks are in. */
+static struct snapshot_pack_stat *count_live_all(const struct snapshot_packs *packs,
+                                                 const struct snapshot_part_file *parts,
+                                                 size_t count, size_t *stat_count)
+{
+    size_t n = 0, m = 0;
+    struct snapshot_pack_stat *stats = count_live(packs, parts, count, &n);
+    struct snapshot_pack_stat *more = count_live(packs, packs->chunks, packs->chunk_count, &m);
+    for (size_t i = 0; i < m; i++) {
+        struct snapshot_pack_stat *st = stat_of(stats, n, more[i].number);
+        if (st != NULL) {
+            st->live += more[i].live;
+            continue;
+        }
+        void *grown = realloc(stats, (n + 1) * sizeof *stats);
+        if (grown == NULL)
+            break; /* counted less: reclaimed later */
+        stats = grown;
+        stats[n++] = more[i];
+    }
+    free(more);
+    *stat_count = n;
+    return stats;
+}
+
 /* A sealed pack less than half live, the least live first; 0 none. */
 static uint32_t choose_victim(const struct snapshot_packs *packs)
 {
@@ -445,7 +478,7 @@ void snapshot_packs_published(struct snapshot_packs *packs, const struct snapsho
 {
     packs->committed = packs->end;
     size_t n;
-    struct snapshot_pack_stat *stats = count_live(packs, parts, count, &n);
+    struct snapshot_pack_stat *stats = count_live_all(packs, parts, count, &n);
     free(packs->stats);
     packs->stats = stats;
     packs->stat_count = n;
@@ -510,11 +543,19 @@ void snapshot_packs_adopt(struct snapshot_packs *packs, const struct snapshot *i
         if (n == last && p->offset + p->length > named_end)
             named_end = p->offset + p->length;
     }
+    for (size_t i = 0; i < packs->chunk_count; i++) { /* a chunk is named like a part */
+        const struct snapshot_part_file *c = &packs->chunks[i];
+        uint32_t n = snapshot_packs_number(c->name);
+        if (n > last)
+            last = n, named_end = 0;
+        if (n == last && c->offset + c->length > named_end)
+            named_end = c->offset + c->length;
+    }
     let_go(packs);
     uint32_t highest = highest_on_disk(packs);
     packs->next = (highest > last ? highest : last) + 1;
     size_t n;
-    struct snapshot_pack_stat *stats = count_live(packs, parts, count, &n);
+    struct snapshot_pack_stat *stats = count_live_all(packs, parts, count, &n);
     free(packs->stats);
     packs->stats = stats;
     packs->stat_count = n;

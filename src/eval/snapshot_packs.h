@@ -12,7 +12,9 @@
  *
  * Owns the open pack (its descriptor, where the next part goes, what the
  * last publication made durable), the size and live bytes of every pack
- * the last publication names, and the pack being reclaimed.
+ * the last publication names (its parts' and its chunked organizations'
+ * chunks', which are extents appended the same way: doc/choices.md
+ * "Chunks stored in packs"), and the pack being reclaimed.
  *
  * Invariants: bytes are only appended past `committed`, the end of what
  * any published index may name, so an extent once named is never
@@ -67,6 +69,8 @@ struct snapshot_packs {
     uint32_t victim; /* the pack being reclaimed, 0 none */
     uint64_t budget; /* reclaim bytes left in this build */
     char open_name[SNAPSHOT_PART_NAME_MAX];
+    const struct snapshot_part_file *chunks; /* every chunk published (not owned) */
+    size_t chunk_count;
 };
 
 void snapshot_packs_init(struct snapshot_packs *packs, const char *dir, uint64_t capacity);
@@ -87,6 +91,20 @@ const char *snapshot_packs_open_name(const struct snapshot_packs *packs);
  * the caller's). 0, or -1 with err (the build fails). */
 int snapshot_packs_append(struct snapshot_packs *packs, struct snapshot_builder *b,
                           struct snapshot_part_file *f, char *err, size_t errlen);
+
+/* Appends len bytes (a part made from published bytes: a chunked
+ * organization's header naming its chunks' new extents) to the open pack
+ * like snapshot_packs_append; f names the extent. 0, or -1 with err. */
+int snapshot_packs_append_bytes(struct snapshot_packs *packs, const unsigned char *buf,
+                                uint64_t len, struct snapshot_part_file *f, char *err,
+                                size_t errlen);
+
+/* The chunks every header published names (snapshot_chunk_table.h's flat
+ * list; not copied, valid until the next call): counted as live bytes of
+ * their packs by the next snapshot_packs_published or _adopt, and, at
+ * adopt, as named extents (never cut off). */
+void snapshot_packs_set_chunks(struct snapshot_packs *packs,
+                               const struct snapshot_part_file *chunks, size_t count);
 
 /* Starts a build: the reclaim budget is refilled. */
 void snapshot_packs_begin(struct snapshot_packs *packs);
@@ -127,8 +145,10 @@ void snapshot_packs_published(struct snapshot_packs *packs, const struct snapsho
 /*
  * At start: the index on disk (published already: workers may read any
  * extent it names) and of its parts those verified, parts (count), taken
- * as published. The highest-numbered pack the index names is opened to
- * append again past the last extent the index names in it, and with
+ * as published, with the chunks set by snapshot_packs_set_chunks (the
+ * headers' extents count as named). The highest-numbered pack the index
+ * or a chunk names is opened to append again past the last extent named
+ * in it, and with
  * truncate the garbage beyond (bytes appended by a build that crashed
  * before its index) is cut off; without (workers of a running node may
  * still read extents of an older index there), the next part goes after

@@ -18,6 +18,7 @@
 
 #define PART_PREFIX "org-" /* an older ensignd's part files */
 #define PACK_PREFIX "pack-"
+#define CHUNK_PREFIX "chunk-" /* an older ensignd's chunk files */
 #define PART_SUFFIX ".bin"
 #define TEMP_SUFFIX ".tmp"
 
@@ -32,10 +33,14 @@ void snapshot_parts_free(struct snapshot_parts *parts)
     free(parts->published);
     free(parts->doomed);
     free(parts->doomed_at);
+    free(parts->chunk_packs);
+    free(parts->chunk_packs_before);
     parts->published = NULL;
     parts->doomed = NULL;
     parts->doomed_at = NULL;
+    parts->chunk_packs = parts->chunk_packs_before = NULL;
     parts->count = parts->doomed_count = 0;
+    parts->chunk_pack_count = parts->chunk_packs_before_count = 0;
 }
 
 void snapshot_parts_keep(struct snapshot_parts *parts, const char *keep)
@@ -136,9 +141,32 @@ static void doom(struct snapshot_parts *parts, const char *name)
     snprintf(parts->doomed[parts->doomed_count++], SNAPSHOT_PART_NAME_MAX, "%s", name);
 }
 
-void snapshot_parts_doom(struct snapshot_parts *parts, const char *name)
+/* Adds the count names of list to n. */
+static void names_add_all(struct names *n, const char (*list)[SNAPSHOT_PART_NAME_MAX], size_t count)
 {
-    doom(parts, name);
+    for (size_t i = 0; i < count; i++)
+        names_add(n, list[i]);
+}
+
+void snapshot_parts_set_chunks(struct snapshot_parts *parts,
+                               const struct snapshot_part_file *chunks, size_t count)
+{
+    parts->chunks_unknown = chunks == NULL && count > 0;
+    struct names n = packs_of(chunks, chunks != NULL ? count : 0);
+    if (parts->chunk_packs_before == NULL) {
+        parts->chunk_packs_before = parts->chunk_packs;
+        parts->chunk_packs_before_count = parts->chunk_pack_count;
+    } else { /* set again before a publication consumed the last: both count as before */
+        struct names before = {.names = parts->chunk_packs_before,
+                               .count = parts->chunk_packs_before_count};
+        names_add_all(&before, parts->chunk_packs, parts->chunk_pack_count);
+        free(parts->chunk_packs);
+        parts->chunk_packs_before = before.names;
+        parts->chunk_packs_before_count = before.count;
+    }
+    parts->chunk_packs = n.names;
+    parts->chunk_pack_count = n.count;
+    parts->chunks_unknown |= n.partial; /* a pack of chunks might be taken for unnamed */
 }
 
 /* The last publication that is durable. */
@@ -179,6 +207,8 @@ void snapshot_parts_durable(struct snapshot_parts *parts)
 {
     parts->durable = parts->publications;
     struct names named = packs_of(parts->published, parts->count);
+    names_add_all(&named, parts->chunk_packs, parts->chunk_pack_count);
+    named.partial |= parts->chunks_unknown;
     if (!named.partial)
         delete_doomed(parts, &named);
     free(named.names);
@@ -203,7 +233,17 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Pack files, per-organization part files (an older ensignd's), and
+/* A chunk file of an older ensignd: no index this one writes or reads
+ * names it, nor does any worker of it map one, so it goes at once. */
+static void delete_now(struct snapshot_parts *parts, const char *name)
+{
+    char path[4096 + SNAPSHOT_PART_NAME_MAX + 1];
+    snprintf(path, sizeof path, "%s/%s", parts->dir, name);
+    if (unlink(path) == 0)
+        log_info("removed the chunk file %s of an older ensignd", name);
+}
+
+/* Pack files, per-organization part and chunk files (an older ensignd's), and
  * temporary files of any snapshot file, that fresh does not name. */
 static void doom_leftovers(struct snapshot_parts *parts, const struct names *fresh)
 {
@@ -212,12 +252,14 @@ static void doom_leftovers(struct snapshot_parts *parts, const struct names *fre
         return;
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
         const char *n = e->d_name;
-        bool ours = (starts_with(n, PART_PREFIX) || starts_with(n, PACK_PREFIX)) &&
+        bool ours = (starts_with(n, PART_PREFIX) || starts_with(n, PACK_PREFIX) ||
+                     starts_with(n, CHUNK_PREFIX)) &&
                     ends_with(n, PART_SUFFIX);
-        bool temp = (starts_with(n, PART_PREFIX) || starts_with(n, "snapshot")) &&
+        bool temp = (starts_with(n, PART_PREFIX) || starts_with(n, CHUNK_PREFIX) ||
+                     starts_with(n, "snapshot")) &&
                     ends_with(n, TEMP_SUFFIX);
         if ((ours || temp) && deletable(parts, fresh, n) && strlen(n) < SNAPSHOT_PART_NAME_MAX)
-            doom(parts, n);
+            starts_with(n, CHUNK_PREFIX) ? delete_now(parts, n) : doom(parts, n);
     }
     closedir(dir);
 }
@@ -227,6 +269,12 @@ static void doom_leftovers(struct snapshot_parts *parts, const struct names *fre
 static void retire(struct snapshot_parts *parts, struct names *before, bool sweep)
 {
     struct names named = packs_of(parts->published, parts->count);
+    names_add_all(&named, parts->chunk_packs, parts->chunk_pack_count);
+    named.partial |= parts->chunks_unknown;
+    names_add_all(before, parts->chunk_packs_before, parts->chunk_packs_before_count);
+    free(parts->chunk_packs_before);
+    parts->chunk_packs_before = NULL;
+    parts->chunk_packs_before_count = 0;
     if (!named.partial) { /* else a pack named might be taken for unnamed: nothing goes */
         delete_doomed(parts, &named);
         for (size_t i = 0; i < before->count; i++)

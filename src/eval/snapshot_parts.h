@@ -45,10 +45,15 @@ struct snapshot_parts {
     char (*doomed)[SNAPSHOT_PART_NAME_MAX]; /* deleted at the next publication */
     uint64_t *doomed_at;                    /* the publication that doomed each */
     size_t doomed_count;
-    uint64_t publications;             /* publications recorded so far */
-    uint64_t durable;                  /* the last of them made durable */
-    bool lagging;                      /* durability lags publication (else each is durable) */
-    char keep[SNAPSHOT_PART_NAME_MAX]; /* the open pack: never doomed ("" none) */
+    uint64_t publications;                       /* publications recorded so far */
+    uint64_t durable;                            /* the last of them made durable */
+    bool lagging;                                /* durability lags publication */
+    char keep[SNAPSHOT_PART_NAME_MAX];           /* the open pack: never doomed ("" none) */
+    char (*chunk_packs)[SNAPSHOT_PART_NAME_MAX]; /* packs published chunks are in */
+    size_t chunk_pack_count;
+    char (*chunk_packs_before)[SNAPSHOT_PART_NAME_MAX]; /* the previous publication's */
+    size_t chunk_packs_before_count;
+    bool chunks_unknown; /* the last set was not known: nothing is deleted */
 };
 
 /* An empty record for the part files of directory dir. */
@@ -72,10 +77,17 @@ bool snapshot_parts_holds(void *ctx, const char *org, uint64_t generation);
  * (a refresher reading a lagging replica, doc/choices.md "Read replicas"). */
 bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, uint64_t generation);
 
-/* Deletes file name (a plain name in the directory) at the next
- * publication but one: a chunk file its organization's new header no
- * longer names (doc/choices.md "Chunks of a large organization"). */
-void snapshot_parts_doom(struct snapshot_parts *parts, const char *name);
+/* The packs the chunks of the publication about to be recorded are in
+ * (chunks: their extents, count of them; doc/choices.md "Chunks stored in
+ * packs"): such a pack is named like one a part is in, never deleted, and
+ * doomed once no publication names it. Called before each
+ * snapshot_parts_published or _replaced (not calling it keeps the last
+ * set), and may be called again after it (a smaller set: what the first
+ * call named is doomed at the next publication unless named then).
+ * chunks NULL with count > 0: not known (out of memory), so no pack is
+ * deleted or doomed until a later call knows them. */
+void snapshot_parts_set_chunks(struct snapshot_parts *parts,
+                               const struct snapshot_part_file *chunks, size_t count);
 
 /* From now on a publication counts as durable only once
  * snapshot_parts_durable says so. */
@@ -94,7 +106,9 @@ bool snapshot_parts_doomed(const struct snapshot_parts *parts, const char *name)
  * publication, dooms the pack files previously published that fresh no
  * longer names, and records fresh. With sweep, also dooms every other
  * pack, per-organization part or temporary file in the directory
- * (leftovers of an earlier run or of an older ensignd).
+ * (leftovers of an earlier run or of an older ensignd), and deletes at
+ * once the chunk files (chunk-*.bin and their temporaries) of an older
+ * ensignd, which nothing of this one names or maps.
  */
 void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part_file *fresh,
                               size_t count, bool sweep);

@@ -225,7 +225,7 @@ static int fsync_directory_of(const char *path)
 }
 
 /* How much of a file's write is made durable. */
-enum durability { SYNC_FILE_AND_DIR, SYNC_FILE, SYNC_NONE };
+enum durability { SYNC_FILE_AND_DIR, SYNC_NONE };
 
 /* Writes every byte of count pieces to fd, with as few writev calls as the
  * kernel allows (one for an index on a local file system). */
@@ -362,14 +362,8 @@ int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, c
     return write_file(b, path_final, -1, 0, NULL, SYNC_FILE_AND_DIR, err, errlen);
 }
 
-int snapshot_builder_write_part(struct snapshot_builder *b, const char *path_final, char *err,
-                                size_t errlen)
-{
-    return write_file(b, path_final, -1, 0, NULL, SYNC_FILE, err, errlen);
-}
-
-int snapshot_builder_write_part_unsynced(struct snapshot_builder *b, const char *path_final,
-                                         char *err, size_t errlen)
+int snapshot_builder_write_unsynced(struct snapshot_builder *b, const char *path_final, char *err,
+                                    size_t errlen)
 {
     return write_file(b, path_final, -1, 0, NULL, SYNC_NONE, err, errlen);
 }
@@ -378,19 +372,6 @@ int snapshot_builder_write_at(struct snapshot_builder *b, int fd, uint64_t offse
                               char *err, size_t errlen)
 {
     return write_file(b, NULL, fd, offset, length, SYNC_NONE, err, errlen);
-}
-
-int snapshot_sync_filesystem(const char *dir, char *err, size_t errlen)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || syncfs(fd) != 0) {
-        snprintf(err, errlen, "syncfs %s: %s", dir, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    return 0;
 }
 
 int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, int count, char *err,

@@ -228,14 +228,26 @@ bool usage_batch_tick(struct usage_batch *b, struct usage_table *table)
  * missing the cache once a flag. */
 #define FLAG_RUN 8
 
+/* Where the probe for (flag, variant) of part s starts. */
+static size_t home_slot(const struct usage_batch *b, const struct snapshot *s, uint64_t flag,
+                        uint64_t variant)
+{
+    uint64_t run = mix((uint64_t)(uintptr_t)s ^ (flag / FLAG_RUN * UINT64_C(0x9e3779b97f4a7c15)));
+    return (size_t)(run * (2 * FLAG_RUN) + flag % FLAG_RUN * 2 + (variant & 1)) & (b->cap - 1);
+}
+
+void usage_batch_prefetch(const struct usage_batch *b, const struct snapshot *s, uint32_t flag)
+{
+    if (b != NULL)
+        __builtin_prefetch(&b->slots[home_slot(b, s, flag, 0)], 1);
+}
+
 /* The slot of key (flag << 32 | variant, plus one) of part s, or the empty
  * slot where it goes. */
 static size_t slot_of(const struct usage_batch *b, const struct snapshot *s, uint64_t key)
 {
     size_t mask = b->cap - 1;
-    uint64_t flag = (key - 1) >> 32, variant = (key - 1) & UINT32_MAX;
-    uint64_t run = mix((uint64_t)(uintptr_t)s ^ (flag / FLAG_RUN * UINT64_C(0x9e3779b97f4a7c15)));
-    size_t i = (size_t)(run * (2 * FLAG_RUN) + flag % FLAG_RUN * 2 + (variant & 1)) & mask;
+    size_t i = home_slot(b, s, (key - 1) >> 32, (key - 1) & UINT32_MAX);
     while (b->slots[i].key != 0 && (b->slots[i].key != key || b->slots[i].s != s))
         i = (i + 1) & mask;
     return i;

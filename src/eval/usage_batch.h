@@ -72,6 +72,11 @@ size_t usage_batch_capacity(const struct usage_batch *b);
 void usage_batch_count(struct usage_batch *b, struct usage_table *table, const struct snapshot *s,
                        uint32_t flag, uint32_t variant, int64_t now_s);
 
+/* Asks the processor for the slots where s->flags[flag]'s counts go,
+ * without waiting: a bulk evaluation calls it a few flags ahead, so that a
+ * map larger than the cache costs no more per count than a small one. */
+void usage_batch_prefetch(const struct usage_batch *b, const struct snapshot *s, uint32_t flag);
+
 /* Where the unknown keys' counts go at each flush (NULL: nowhere). */
 void usage_batch_set_unknown(struct usage_batch *b, struct unknown_table *unknown);
 

@@ -30,9 +30,10 @@ struct answer_pool {
 };
 
 struct answer_block {
-    struct answer_pool *pool; /* NULL: not pooled (grown, or no server) */
-    struct answer_block *next_free;
+    struct answer_pool *pool;  /* NULL: not pooled (oversized, lent beyond the bound, no server) */
+    struct answer_block *next; /* on the free list, or among an answer's filled blocks */
     size_t cap;
+    size_t used; /* bytes written, once filled */
     char data[];
 };
 
@@ -51,8 +52,9 @@ static struct answer_block *block_new(struct answer_pool *pool, size_t cap)
     if (b == NULL)
         return NULL;
     b->pool = pool;
-    b->next_free = NULL;
+    b->next = NULL;
     b->cap = cap;
+    b->used = 0;
     if (pool != NULL)
         pool->outstanding++;
     return b;
@@ -63,7 +65,9 @@ static struct answer_block *block_take(struct answer_pool *pool)
     if (pool == NULL || pool->free_list == NULL)
         return block_new(pool, HTTP_ANSWER_BLOCK_SIZE);
     struct answer_block *b = pool->free_list;
-    pool->free_list = b->next_free;
+    pool->free_list = b->next;
+    b->next = NULL;
+    b->used = 0;
     pool->idle--;
     pool->outstanding++;
     return b;
@@ -83,37 +87,67 @@ static void block_return(struct answer_block *b)
             free(pool);
         return;
     }
-    b->next_free = pool->free_list;
+    b->next = pool->free_list;
     pool->free_list = b;
     pool->idle++;
 }
 
+/* Leaves a as a closed answer holds nothing. */
+static void answer_reset(struct http_answer *a)
+{
+    a->block = a->filled = a->filled_last = NULL;
+    a->data = NULL;
+    a->len = a->cap = a->filled_len = 0;
+}
+
 void http_answer_open(struct http_server *server, struct http_answer *a)
 {
-    a->block = block_take(pool_of(server));
-    a->len = 0;
+    answer_reset(a);
+    a->pool = pool_of(server);
+    a->block = block_take(a->pool);
     a->failed = a->block == NULL;
     a->data = a->block != NULL ? a->block->data : NULL;
     a->cap = a->block != NULL ? a->block->cap : 0;
+}
+
+/* Moves the current block, a->len bytes of it, to the end of the filled
+ * ones (an empty one goes back instead). */
+static void file_current(struct http_answer *a)
+{
+    struct answer_block *b = a->block;
+    a->block = NULL;
+    if (b == NULL)
+        return;
+    if (a->len == 0) {
+        block_return(b);
+        return;
+    }
+    b->used = a->len;
+    b->next = NULL;
+    if (a->filled_last != NULL)
+        a->filled_last->next = b;
+    else
+        a->filled = b;
+    a->filled_last = b;
+    a->filled_len += a->len;
+    a->len = 0;
 }
 
 bool http_answer_grow(struct http_answer *a, size_t more)
 {
     if (a->failed)
         return false;
-    size_t cap = a->cap * 2;
-    while (cap < a->len + more)
-        cap *= 2;
-    struct answer_block *bigger = block_new(NULL, cap);
-    if (bigger == NULL) {
+    struct answer_block *next =
+        more <= HTTP_ANSWER_BLOCK_SIZE ? block_take(a->pool) : block_new(NULL, more);
+    if (next == NULL) {
         a->failed = true;
         return false;
     }
-    memcpy(bigger->data, a->data, a->len);
-    block_return(a->block);
-    a->block = bigger;
-    a->data = bigger->data;
-    a->cap = cap;
+    file_current(a);
+    a->block = next;
+    a->data = next->data;
+    a->cap = next->cap;
+    a->len = 0;
     return true;
 }
 
@@ -126,38 +160,84 @@ static void block_released(const void *data, size_t len, void *extra)
 
 /* A pooled block lent to libevent holds 16 KB for what may be a 100-byte
  * answer until the client reads it: beyond this many at once (clients
- * that stop reading) answers are copied instead, so a worker's pooled
- * memory stays under 4 MB whatever its clients do. */
+ * that stop reading) a block less than half full is copied instead, and a
+ * fuller one leaves the pool (it is freed when it returns), so a worker's
+ * pooled memory stays under 4 MB whatever its clients do. */
 #define ANSWER_POOL_MAX_LENT 256
 
-static bool may_lend(const struct answer_block *b)
+/* Adds b's bytes to out, by reference or copied; b is out's or back home
+ * either way. */
+static bool hand_over(struct answer_block *b, struct evbuffer *out)
 {
-    return b->pool == NULL || b->pool->outstanding <= ANSWER_POOL_MAX_LENT;
+    struct answer_pool *pool = b->pool;
+    if (pool != NULL && pool->outstanding > ANSWER_POOL_MAX_LENT && b->used >= b->cap / 2) {
+        pool->outstanding--; /* a block of its own from now on */
+        b->pool = NULL;
+    }
+    if (b->pool == NULL || b->pool->outstanding <= ANSWER_POOL_MAX_LENT) {
+        if (evbuffer_add_reference(out, b->data, b->used, block_released, b) == 0)
+            return true;
+    }
+    bool added = evbuffer_add(out, b->data, b->used) == 0;
+    block_return(b);
+    return added;
+}
+
+/* Returns every block of a (filled and current) to its pool. */
+static void return_all(struct http_answer *a)
+{
+    file_current(a);
+    while (a->filled != NULL) {
+        struct answer_block *b = a->filled;
+        a->filled = b->next;
+        block_return(b);
+    }
+    answer_reset(a);
 }
 
 bool http_answer_attach(struct http_answer *a, struct evbuffer *out)
 {
-    if (a->block == NULL)
+    if (a->block == NULL) {
+        return_all(a);
         return false;
-    bool added = true;
-    if (!may_lend(a->block) ||
-        evbuffer_add_reference(out, a->data, a->len, block_released, a->block) != 0) {
-        added = evbuffer_add(out, a->data, a->len) == 0;
-        block_return(a->block);
     }
-    a->block = NULL;
-    a->data = NULL;
-    a->len = a->cap = 0;
+    file_current(a);
+    size_t before = evbuffer_get_length(out);
+    bool added = true;
+    while (a->filled != NULL) {
+        struct answer_block *b = a->filled;
+        a->filled = b->next;
+        b->next = NULL;
+        if (!added)
+            block_return(b);
+        else
+            added = hand_over(b, out);
+    }
+    if (!added && before == 0) /* a part of the body is no body */
+        evbuffer_drain(out, evbuffer_get_length(out));
+    answer_reset(a);
     return added;
+}
+
+char *http_answer_join(struct http_answer *a, size_t *len)
+{
+    *len = 0;
+    char *text = a->failed ? NULL : malloc(http_answer_length(a) + 1);
+    if (text != NULL) {
+        file_current(a);
+        for (const struct answer_block *b = a->filled; b != NULL; b = b->next) {
+            memcpy(text + *len, b->data, b->used);
+            *len += b->used;
+        }
+        text[*len] = '\0';
+    }
+    return_all(a);
+    return text;
 }
 
 void http_answer_close(struct http_answer *a)
 {
-    if (a->block != NULL)
-        block_return(a->block);
-    a->block = NULL;
-    a->data = NULL;
-    a->len = a->cap = 0;
+    return_all(a);
 }
 
 void http_answer_pool_free(struct answer_pool *pool)
@@ -166,7 +246,7 @@ void http_answer_pool_free(struct answer_pool *pool)
         return;
     while (pool->free_list != NULL) {
         struct answer_block *b = pool->free_list;
-        pool->free_list = b->next_free;
+        pool->free_list = b->next;
         free(b);
     }
     pool->idle = 0;

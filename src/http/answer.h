@@ -8,8 +8,13 @@
  * block to the connection's output by reference: no malloc and no copy of
  * the body per request. When libevent has written the bytes to the socket
  * (or dropped them with the connection) the block returns to the pool. A
- * body that outgrows its block moves to a larger block of its own, which
- * is freed, not pooled, when it returns.
+ * body that outgrows its block goes on in another block of the pool (the
+ * filled ones wait in order and are handed over one after the other): a
+ * bulk answer of megabytes is never copied to grow and never written into
+ * memory the kernel has to fault in, so its cost per flag is the cost of
+ * a small one (doc/choices.md, "A bulk answer in blocks"). Only a single
+ * piece larger than a block gets a block of its own, freed when it
+ * returns.
  *
  * Invariants: a block is either on the pool's free list, held by exactly
  * one open http_answer, or referenced by exactly one evbuffer; the pool
@@ -31,22 +36,33 @@ struct answer_pool;
 struct answer_block;
 
 /* A pooled block's room: a 20-flag bulk answer (about 3 KB) fits many
- * times over, a 200-flag one (about 30 KB) moves once. */
+ * times over, a 200-flag one (about 30 KB) takes two. */
 #define HTTP_ANSWER_BLOCK_SIZE 16384
 
 struct http_answer {
-    char *data; /* the body so far (not NUL-terminated) */
-    size_t len, cap;
-    bool failed; /* out of memory: the body is incomplete */
-    struct answer_block *block;
+    char *data;                  /* the current block's bytes (not NUL-terminated) */
+    size_t len, cap;             /* of the current block */
+    bool failed;                 /* out of memory: the body is incomplete */
+    struct answer_block *block;  /* the current block */
+    struct answer_block *filled; /* the blocks before it, first to last */
+    struct answer_block *filled_last;
+    size_t filled_len; /* their bytes */
+    struct answer_pool *pool;
 };
 
 /* Starts an empty body in a block of server's pool (server may be NULL:
  * a block of its own). Never fails: a failure shows as a->failed. */
 void http_answer_open(struct http_server *server, struct http_answer *a);
 
-/* Makes room for more bytes; false (and a->failed) when it cannot. */
+/* Makes room for more contiguous bytes in a new current block (the full
+ * one joins the filled ones); false (and a->failed) when it cannot. */
 bool http_answer_grow(struct http_answer *a, size_t more);
+
+/* The body's length so far, over all its blocks. */
+static inline size_t http_answer_length(const struct http_answer *a)
+{
+    return a->filled_len + a->len;
+}
 
 static inline bool http_answer_room(struct http_answer *a, size_t more)
 {
@@ -77,11 +93,19 @@ void http_answer_string(struct http_answer *a, const char *s, size_t n);
  * (constant words such as an evaluation reason). */
 void http_answer_plain(struct http_answer *a, const char *s, size_t n);
 
-/* Hands the body to out by reference (the block returns to its pool once
- * libevent is done with it); copies it instead if libevent refuses the
- * reference or 256 pooled blocks are already lent out (slow readers).
- * Closes a. Returns false if nothing could be added. */
+/* Hands the body to out by reference, block after block (each returns to
+ * its pool once libevent is done with it); copies a block instead if
+ * libevent refuses the reference, or when 256 pooled blocks are already
+ * lent out (slow readers) and it is less than half full; a fuller one is
+ * then lent as a block of its own (freed, not pooled, when it returns).
+ * Closes a. Returns false if the body could not be added whole (out, if
+ * it held nothing before, is then left empty again). */
 bool http_answer_attach(struct http_answer *a, struct evbuffer *out);
+
+/* The whole body as one NUL-terminated string (malloc'd, the caller frees
+ * it; NULL when out of memory), *len its length; closes a. For the rare
+ * caller that needs it in one piece (an internal request's capture). */
+char *http_answer_join(struct http_answer *a, size_t *len);
 
 /* Gives the block back without sending. */
 void http_answer_close(struct http_answer *a);

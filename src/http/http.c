@@ -536,10 +536,13 @@ void http_send_empty(struct http_request *r, int status)
 
 void http_send_answer(struct http_request *r, int status, struct http_answer *a)
 {
-    size_t len = a->len;
+    size_t len = http_answer_length(a);
     if (r->sink != NULL) {
-        internal_capture(r, status, a->data, len);
-        http_answer_close(a);
+        char *text = http_answer_join(a, &len);
+        if (text == NULL)
+            status = 500;
+        internal_capture(r, status, text, len);
+        free(text);
         return;
     }
     add_body_headers(r, "application/json");

@@ -375,6 +375,28 @@ def snapshot_part_bytes(state_dir, org):
         return f.read(length)
 
 
+SNAPSHOT_SEC_CHUNKS = 15
+
+
+def snapshot_chunks(state_dir, org):
+    """[(pack file, offset, length, generation)] of the chunks the
+    published header of organization org names, in key order ([] when its
+    part is not a header of chunks). A chunk record is {first_key str,
+    pack number, reserved, generation, offset, length} (src/eval/snapshot.h,
+    format 4)."""
+    data = snapshot_part_bytes(state_dir, org)
+    if data is None:
+        return []
+    at = 8 + 4 + 4 + 8 * 4
+    offset, count = struct.unpack_from("<QQ", data, at + 16 * SNAPSHOT_SEC_CHUNKS)
+    chunks = []
+    for i in range(count):
+        _, _, pack, _, generation, start, length = struct.unpack_from(
+            "<IIIIQQQ", data, offset + 40 * i)
+        chunks.append((f"pack-{pack}.bin", start, length, generation))
+    return chunks
+
+
 def pack_files(state_dir):
     """The pack files in state_dir, sorted by number."""
     names = [n for n in os.listdir(state_dir) if re.fullmatch(r"pack-[0-9]+\.bin", n)]

@@ -2,15 +2,16 @@
 chunks (doc/choices.md "Chunks of a large organization"): node A chunks
 organizations of more than 6 flags in chunks of 3 (snapshot_chunk_flags =
 3), node B on the same database keeps them whole (0). Both answer every
-single and bulk evaluation alike, bodies byte for byte; a one-flag change
-rewrites one chunk file of A's (the others keep their inode), its header
-appended to a pack by a patch of the kept index, the superseded chunk file
-deleted one publication later; a flag
-inserted between boundaries goes into the chunk covering it; a chunk grown
-past twice the size is split; an emptied chunk is dropped; a segment change
-rewrites every chunk; a restart keeps the chunk files and goes on changing
-one chunk; a damaged chunk file is refused at start and its organization
-built again.
+single and bulk evaluation alike, bodies byte for byte. A's chunks are
+extents of its pack files (doc/choices.md "Chunks stored in packs"): a
+one-flag change appends one chunk (the others keep their extent) and its
+header, named by a patch of the kept index; no chunk file is ever written
+and a worker maps pack files only; a flag inserted between boundaries goes
+into the chunk covering it; a chunk grown past twice the size is split; an
+emptied chunk is dropped; a segment change rewrites every chunk; a restart
+keeps the chunks, serves at once and goes on changing one chunk; a chunk
+file of an older ensignd is deleted at start; a damaged chunk is refused at
+start and its organization built again.
 
 Test data is written with SQL through test_evaluation.Fixture (the
 generation trigger records the flag keys, sql/0021). The steps build on
@@ -23,6 +24,7 @@ import unittest
 
 import harness
 from test_evaluation import FLAG_PATH, Fixture, OfrepTestCase
+from test_packs import state_mappings
 
 SERVED_S = 10.0
 CONTEXT = {"targetingKey": "user-1", "country": "NL"}
@@ -84,16 +86,27 @@ class ChunksTest(OfrepTestCase):
         return self.database.query("SELECT id FROM orgs WHERE slug = 'acme'")
 
     def chunk_files(self, server=None):
-        """[(file name, inode)] of the chunks of acme on server (A by
-        default), in the order its published header (its part, an extent
-        of a pack file) names them (the order of their names in its string
-        table)."""
-        state = (server or self.server).state_dir
-        header = harness.snapshot_part_bytes(state, self.org_id())
-        if header is None:
-            return []
-        named = re.findall(rb"chunk-[0-9a-f-]+-\d+-\d+\.bin", header)
-        return [(n.decode(), os.stat(os.path.join(state, n.decode())).st_ino) for n in named]
+        """[(pack file, offset, length, generation)] of the chunks of acme
+        on server (A by default), in the order its published header (its
+        part, an extent of a pack file) names them."""
+        return harness.snapshot_chunks((server or self.server).state_dir, self.org_id())
+
+    def assertPacksOnly(self):
+        """No chunk file in A's state directory, and every file A's workers
+        map there is the index or a pack."""
+        state = self.server.state_dir
+        self.assertEqual([n for n in os.listdir(state) if n.startswith("chunk-")], [])
+        workers = [pid for pid, title in self.server.children().items()
+                   if title.startswith("ensignd: worker")]
+        self.assertTrue(workers, self.server.children())
+        for pid in workers:
+            names = {name for _, _, name in state_mappings(pid, state)}
+            self.assertTrue(names, pid)
+            # besides packs, only the index (a visible one, index-<generation>.bin,
+            # or snapshot.bin: doc/choices.md "Visible before durable")
+            self.assertEqual({n for n in names if not re.fullmatch(r"pack-\d+\.bin", n)
+                              and not re.fullmatch(r"index-\d+\.bin", n)},
+                             {"snapshot.bin"} & names, names)
 
     def request(self, server, key=None, body=None):
         path = FLAG_PATH if key is None else f"{FLAG_PATH}/{key}"
@@ -156,24 +169,23 @@ class ChunksTest(OfrepTestCase):
         self.assertEqual(len(after), 3)
         self.assertEqual(after[0], before[0])
         self.assertEqual(after[2], before[2])
-        self.assertNotEqual(after[1][0], before[1][0])
+        self.assertNotEqual(after[1], before[1])
+        self.assertGreater(after[1][3], before[1][3])  # at the new generation
         # the header was appended to a pack and named by a patch of the
         # kept index (doc/choices.md "Chunks and packs together")
         self.assertRegex(self.server.stderr(), r"published \(\d+ flag configurations in 1 of"
                          r" \d+ organizations.*the index patched\)")
-        self.__class__.superseded = before[1][0]
         self.assertSameAnswers(self.keys())
+        self.assertPacksOnly()
 
     def test_3_insert_between_boundaries(self):
         before = self.chunk_files()
         self.ids["f035"] = self.fixture.flag("f035", "string", {"a": "A", "b": "B"}, default="b")
         self.wait_variant("f035", "b")
-        # the chunk test 2 superseded is deleted one publication later
-        self.assertFalse(os.path.exists(os.path.join(self.server.state_dir, self.superseded)))
         after = self.chunk_files()
         self.assertEqual(after[0], before[0])  # f035 sorts between f03 and f04: chunk 1
         self.assertEqual(after[2], before[2])
-        self.assertNotEqual(after[1][0], before[1][0])
+        self.assertNotEqual(after[1], before[1])
         self.assertSameAnswers(self.keys())
 
     def test_4_a_chunk_grown_past_twice_the_size_is_split(self):
@@ -209,16 +221,28 @@ class ChunksTest(OfrepTestCase):
         self.wait_variant("f09", "b", {"context": CONTEXT})
         after = self.chunk_files()
         self.assertEqual(len(after), len(before))
-        self.assertFalse({n for n, _ in after} & {n for n, _ in before})
+        self.assertFalse(set(after) & set(before))
         self.assertSameAnswers(self.keys())
+        self.assertPacksOnly()
 
     def test_7_restart_keeps_the_chunks(self):
         before = self.chunk_files()
         self.server.stop_cleanly()
+        # a chunk file an older ensignd left (and its temporary) is swept
+        state = self.server.state_dir
+        leftovers = [f"chunk-{self.org_id()}-1-0.bin", f"chunk-{self.org_id()}-1-1.bin.tmp"]
+        for name in leftovers:
+            with open(os.path.join(state, name), "wb") as f:
+                f.write(b"ENSIGNSS")
         self.server.start()
-        self.wait_variant("f09", "b", {"context": CONTEXT})
+        # served at once, from the files on disk (the same answers as B)
+        self.assertEqual(self.request(self.server, "f09", {"context": CONTEXT}).json["variant"],
+                         "b")
         self.assertEqual(self.chunk_files(), before)
         self.assertIn("snapshot parts on disk are kept", self.server.stderr())
+        self.assertIsNotNone(harness.wait_for(
+            lambda: not set(leftovers) & set(os.listdir(state)), SERVED_S, 0.05),
+            os.listdir(state))
         self.assertEqual(self.request(self.server, "f06").json["variant"], "a")
         self.fixture.set_default(self.ids["f06"], "b")
         self.wait_variant("f06", "b")
@@ -226,32 +250,33 @@ class ChunksTest(OfrepTestCase):
         self.assertEqual(len(after), len(before))
         self.assertEqual(sum(a != b for a, b in zip(after, before)), 1, (before, after))
         self.assertSameAnswers(self.keys())
+        self.assertPacksOnly()
 
     def test_8_a_damaged_chunk_is_built_again(self):
         self.server.stop_cleanly()
         before = self.chunk_files()
-        name, _ = before[1]
+        name, start, length, _ = before[1]
         path = os.path.join(self.server.state_dir, name)
         with open(path, "r+b") as f:
-            f.seek(-5, os.SEEK_END)
+            f.seek(start + length - 5)
             f.write(b"#")
         self.server.start()
         self.assertIsNotNone(harness.wait_for(
             lambda: "is not usable, its organization is built again" in self.server.stderr(),
             SERVED_S, 0.05))
-        # read whole again: every chunk written anew (a name or an inode new
-        # each; a freed inode number may come back under another name)
+        # read whole again: every chunk appended anew
         self.wait_chunks(lambda files: files and not set(files) & set(before))
         self.assertSameAnswers(self.keys())
         self.assertEqual(self.server.sanitizer_reports(), [])
 
 
 class ChunkHeaderReclaimTest(OfrepTestCase):
-    """A chunked organization's header in a pack being reclaimed is moved
-    unchanged (doc/choices.md "Chunks and packs together"): it names its
-    chunk files by name, so they stay (same names, same inodes) and answer;
-    the next change of the organization reads the held chunks from the
-    moved header and rewrites one chunk. big-1 (6 flags: whole) has large
+    """A chunked organization whose header and chunks are in a pack being
+    reclaimed is moved (doc/choices.md "Chunks stored in packs"): its
+    chunks there are copied to the open pack and its header rewritten at
+    the same generation, naming the new extents; it answers as before, the
+    old pack is removed, and the next change of the organization keeps the
+    moved chunks and rewrites one. big-1 (6 flags: whole) has large
     variant values (not flag-1's, the one toggled), so its changes fill
     1 MiB packs fast."""
 
@@ -278,10 +303,7 @@ class ChunkHeaderReclaimTest(OfrepTestCase):
         return self.database.query(f"SELECT id FROM orgs WHERE slug = '{slug}'")
 
     def chunk_files(self):
-        state = self.server.state_dir
-        header = harness.snapshot_part_bytes(state, self.org_id("acme"))
-        named = re.findall(rb"chunk-[0-9a-f-]+-\d+-\d+\.bin", header or b"")
-        return [(n.decode(), os.stat(os.path.join(state, n.decode())).st_ino) for n in named]
+        return harness.snapshot_chunks(self.server.state_dir, self.org_id("acme"))
 
     def toggle_big(self):
         on = self.evaluate("flag-1", sdk_key=self.big_key).json.get("variant") == "on"
@@ -293,12 +315,13 @@ class ChunkHeaderReclaimTest(OfrepTestCase):
         self.assertIsNotNone(served, (self.evaluate("flag-1", sdk_key=self.big_key).body,
                                       self.server.stderr()[-3000:]))
 
-    def test_a_moved_header_keeps_its_chunks(self):
+    def test_a_moved_header_moves_its_chunks(self):
         acme = self.org_id("acme")
         before = harness.snapshot_parts(self.server.state_dir)
         self.assertGreater(before[self.org_id("big-1")][2], 100_000)
         chunks = self.chunk_files()
         self.assertEqual(len(chunks), 2, chunks)  # 8 flags: 3 and 5
+        self.assertEqual({c[0] for c in chunks}, {before[acme][0]})  # in the header's pack
         for _ in range(40):
             self.toggle_big()
             if harness.snapshot_parts(self.server.state_dir)[acme][0] != before[acme][0]:
@@ -307,17 +330,26 @@ class ChunkHeaderReclaimTest(OfrepTestCase):
             self.fail(f"acme's header was not moved: {harness.snapshot_parts(self.server.state_dir)}")
         now = harness.snapshot_parts(self.server.state_dir)
         self.assertEqual(now[acme][3], before[acme][3])  # moved, not rebuilt
-        self.assertEqual(now[acme][2], before[acme][2])  # the same bytes
+        self.assertEqual(now[acme][2], before[acme][2])  # the same length: its records patched
         self.assertRegex(self.server.stderr(), r"parts \([0-9]+ bytes\) moved to the open pack")
-        self.assertEqual(self.chunk_files(), chunks)
+        moved = self.chunk_files()
+        self.assertEqual([(c[2], c[3]) for c in moved], [(c[2], c[3]) for c in chunks])
+        self.assertFalse({c[0] for c in moved} & {before[acme][0]}, (moved, now[acme]))
         for n in range(8):
             self.assertEqual(self.evaluate(f"f{n}").json.get("variant"), "a")
-        # the next change reads the held chunks from the moved header
+        # the old pack goes once nothing names it
+        self.assertIsNotNone(harness.wait_for(
+            lambda: (self.toggle_big() or
+                     before[acme][0] not in harness.pack_files(self.server.state_dir)),
+            SERVED_S * 3, 0.05), harness.pack_files(self.server.state_dir))
+        # the next change keeps the chunk it did not touch (at its
+        # generation; it may move again on the way) and rewrites the other
+        moved = self.chunk_files()
         self.fixture.set_default(self.ids["f6"], "b")
         self.wait_served(lambda: self.evaluate("f6").json.get("variant") == "b")
         after = self.chunk_files()
-        self.assertEqual(after[0], chunks[0])
-        self.assertNotEqual(after[1][0], chunks[1][0])
+        self.assertEqual(after[0][2:], moved[0][2:])
+        self.assertGreater(after[1][3], moved[1][3])
         self.assertEqual(self.evaluate("f1").json.get("variant"), "a")
         self.assertEqual(self.server.sanitizer_reports(), [])
 

@@ -90,7 +90,7 @@ class PackLifecycleTest(OfrepTestCase):
     a crashed build appended; an older ensignd's state directory is rebuilt
     from the database and its part files removed."""
 
-    settings = {"snapshot_pack_mb": 1}
+    settings = {"snapshot_pack_mb": 1, "snapshot_chunk_flags": 0}  # big-1 a part of its own
 
     @classmethod
     def create_flags(cls):
@@ -180,11 +180,36 @@ class PackLifecycleTest(OfrepTestCase):
         self.server.start()
         self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 10),
                         self.log_since(line))
-        self.assertRegex(self.log_since(line), r"format version 2, expected 3")
+        self.assertRegex(self.log_since(line), r"format version 2, expected 4")
         self.assertRegex(self.log_since(line), r"published \([0-9]+ flag configurations in 2 of 2")
         self.assertEqual(self.evaluate("steady").json.get("variant"), "on")
         self.toggle_big()  # the second publication (deletes a moment after it is served)
         self.assertTrue(harness.wait_for(lambda: not [
             n for n in os.listdir(state_dir) if re.fullmatch(r"org-.*\.bin", n)], 5),
+            os.listdir(state_dir))
+        self.assertEqual(self.server.sanitizer_reports(), [])
+
+    def test_4_a_state_dir_of_chunk_files_is_rebuilt_and_they_are_removed(self):
+        """snapshot.bin of format version 3 (chunks as files of their own,
+        before "Chunks stored in packs") and its chunk-*.bin files: the
+        index is refused, the first build reads everything from the
+        database, and its sweep deletes the chunk files at once."""
+        state_dir = self.server.state_dir
+        self.server.stop_cleanly()
+        with open(os.path.join(state_dir, "snapshot.bin"), "r+b") as f:
+            f.seek(8)
+            f.write(struct.pack("<I", 3))
+        old = [f"chunk-{self.org_id('acme')}-3-{n}.bin" for n in range(3)]
+        for name in old:
+            with open(os.path.join(state_dir, name), "wb") as f:
+                f.write(b"ENSIGNSS" + b"\0" * 300)
+        line = len(self.server.stderr().splitlines())
+        self.server.start()
+        self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 10),
+                        self.log_since(line))
+        self.assertRegex(self.log_since(line), r"format version 3, expected 4")
+        self.assertEqual(self.evaluate("steady").json.get("variant"), "on")
+        self.assertTrue(harness.wait_for(lambda: not [
+            n for n in os.listdir(state_dir) if n.startswith("chunk-")], 5),
             os.listdir(state_dir))
         self.assertEqual(self.server.sanitizer_reports(), [])

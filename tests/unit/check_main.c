@@ -20,6 +20,7 @@ int main(void)
     srunner_add_suite(runner, suite_served_chunks());
     srunner_add_suite(runner, suite_snapshot_kept_index());
     srunner_add_suite(runner, suite_snapshot_packs());
+    srunner_add_suite(runner, suite_chunk_packs());
     srunner_add_suite(runner, suite_env_evaluate());
     srunner_add_suite(runner, suite_eval());
     srunner_add_suite(runner, suite_openapi());

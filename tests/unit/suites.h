@@ -18,6 +18,7 @@ Suite *suite_snapshot_chunks(void);
 Suite *suite_served_chunks(void);
 Suite *suite_snapshot_kept_index(void);
 Suite *suite_snapshot_packs(void);
+Suite *suite_chunk_packs(void);
 Suite *suite_env_evaluate(void);
 Suite *suite_eval(void);
 Suite *suite_openapi(void);

@@ -1,8 +1,10 @@
 /*
  * test_answer.c - answer bodies and the small pieces of the evaluation
- * answer path: the answer block pool (src/http/answer.c: reuse, growth,
- * hand-over to an evbuffer and the return when libevent lets go, the pool
- * outliving its blocks, at most 256 lent), JSON strings, the header index
+ * answer path: the answer block pool (src/http/answer.c: reuse, a body
+ * going on in pooled blocks, a piece larger than a block, the body joined
+ * in one piece, hand-over to an evbuffer and the return when libevent lets
+ * go, the pool outliving its blocks, at most 256 lent, full blocks lent as
+ * their own past that), JSON strings, the header index
  * (src/http/header_index.c: first occurrence, any case, names it does not
  * keep; the name compare that replaces libevent's) and hex_u64
  * (src/base/hex.c, the ETag digits).
@@ -154,26 +156,113 @@ START_TEST(answer_blocks_are_reused)
 }
 END_TEST
 
-START_TEST(answer_grows_past_its_block)
+/* The bytes of out, copied out (the caller frees them). */
+static char *buffer_text(struct evbuffer *out)
+{
+    size_t len = evbuffer_get_length(out);
+    char *text = malloc(len + 1);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(evbuffer_copyout(out, text, len), (ev_ssize_t)len);
+    text[len] = '\0';
+    return text;
+}
+
+/* Pieces "0,1,2,...,N-1," across many blocks: what comes out is what went
+ * in, in order, and the blocks came from the pool and go back to it. */
+START_TEST(answer_goes_on_in_pooled_blocks)
+{
+    struct http_server server = {0};
+    struct http_answer a;
+    http_answer_open(&server, &a);
+    char *first = a.data;
+    size_t expected_len = 0;
+    for (int i = 0; i < 20000; i++) {
+        char piece[16];
+        int n = snprintf(piece, sizeof piece, "%d,", i);
+        http_answer_put(&a, piece, (size_t)n);
+        expected_len += (size_t)n;
+    }
+    ck_assert(!a.failed);
+    ck_assert_uint_eq(http_answer_length(&a), expected_len); /* 108,890 bytes */
+    ck_assert_uint_eq(a.cap, HTTP_ANSWER_BLOCK_SIZE);        /* never a bigger block */
+    ck_assert_ptr_nonnull(a.filled);
+    struct evbuffer *out = evbuffer_new();
+    ck_assert(http_answer_attach(&a, out));
+    ck_assert_ptr_null(a.data);
+    ck_assert_uint_eq(evbuffer_get_length(out), expected_len);
+    char *text = buffer_text(out);
+    const char *p = text;
+    for (int i = 0; i < 20000; i++) {
+        char piece[16];
+        int n = snprintf(piece, sizeof piece, "%d,", i);
+        ck_assert_msg(strncmp(p, piece, (size_t)n) == 0, "piece %d", i);
+        p += n;
+    }
+    free(text);
+    /* lent by reference: the first block is the first bytes of out */
+    struct evbuffer_iovec first_extent;
+    int extents = evbuffer_peek(out, (ev_ssize_t)expected_len, NULL, &first_extent, 1);
+    ck_assert_int_eq(extents, 7);
+    ck_assert_ptr_eq(first_extent.iov_base, first);
+    evbuffer_free(out); /* every block home (ASan checks the rest) */
+    http_answer_open(&server, &a);
+    ck_assert_ptr_nonnull(a.data);
+    http_answer_close(&a);
+    http_answer_pool_free(server.answers);
+}
+END_TEST
+
+/* A single piece larger than a block gets a block of its own, after the
+ * bytes before it. */
+START_TEST(answer_piece_larger_than_a_block)
+{
+    struct http_server server = {0};
+    struct http_answer a;
+    http_answer_open(&server, &a);
+    http_answer_lit(&a, "[");
+    char big[40000];
+    memset(big, 'x', sizeof big);
+    http_answer_put(&a, big, sizeof big);
+    ck_assert_uint_eq(a.cap, 40000); /* exactly the piece */
+    http_answer_lit(&a, "]");
+    ck_assert(!a.failed);
+    ck_assert_uint_eq(http_answer_length(&a), 40002);
+    struct evbuffer *out = evbuffer_new();
+    ck_assert(http_answer_attach(&a, out));
+    char *text = buffer_text(out);
+    ck_assert_uint_eq(strlen(text), 40002);
+    ck_assert_int_eq(text[0], '[');
+    ck_assert_int_eq(text[40001], ']');
+    for (size_t i = 1; i <= 40000; i++)
+        ck_assert_int_eq(text[i], 'x');
+    free(text);
+    evbuffer_free(out); /* the block of its own is freed, not pooled */
+    http_answer_pool_free(server.answers);
+}
+END_TEST
+
+/* An internal request's capture takes the body in one piece. */
+START_TEST(answer_joined_in_one_piece)
 {
     struct http_server server = {0};
     struct http_answer a;
     http_answer_open(&server, &a);
     char chunk[1000];
-    memset(chunk, 'x', sizeof chunk);
-    for (int i = 0; i < 40; i++) /* 40,000 bytes: two doublings */
+    memset(chunk, 'y', sizeof chunk);
+    for (int i = 0; i < 40; i++)
         http_answer_put(&a, chunk, sizeof chunk);
-    ck_assert(!a.failed);
-    ck_assert_uint_eq(a.len, 40000);
-    ck_assert_uint_ge(a.cap, 40000);
-    for (size_t i = 0; i < a.len; i++)
-        ck_assert_int_eq(a.data[i], 'x');
-    struct evbuffer *out = evbuffer_new();
-    ck_assert(http_answer_attach(&a, out));
-    ck_assert_ptr_null(a.data);
-    ck_assert_uint_eq(evbuffer_get_length(out), 40000);
-    evbuffer_free(out); /* the grown block is freed, not pooled (ASan checks) */
-    http_answer_pool_free(server.answers);
+    http_answer_lit(&a, "z");
+    size_t len;
+    char *text = http_answer_join(&a, &len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(len, 40001);
+    ck_assert_uint_eq(strlen(text), 40001);
+    ck_assert_int_eq(text[39999], 'y');
+    ck_assert_int_eq(text[40000], 'z');
+    ck_assert_ptr_null(a.block);
+    ck_assert_ptr_null(a.filled);
+    free(text);
+    http_answer_pool_free(server.answers); /* nothing outstanding: freed now */
 }
 END_TEST
 
@@ -221,6 +310,32 @@ START_TEST(answer_lends_a_bounded_number)
     for (int i = 0; i < 300; i++)
         evbuffer_free(outs[i]);
     http_answer_pool_free(server.answers);
+}
+END_TEST
+
+/* Past 256 lent, a block at least half full is not copied: it is lent as
+ * a block of its own (a large answer's blocks are full). */
+START_TEST(answer_full_blocks_lent_past_the_bound)
+{
+    struct http_server server = {0};
+    struct evbuffer *outs[300];
+    char full[HTTP_ANSWER_BLOCK_SIZE];
+    memset(full, 'f', sizeof full);
+    for (int i = 0; i < 300; i++) {
+        struct http_answer a;
+        http_answer_open(&server, &a);
+        http_answer_put(&a, full, sizeof full);
+        const char *written = a.data;
+        outs[i] = evbuffer_new();
+        ck_assert(http_answer_attach(&a, outs[i]));
+        ck_assert_uint_eq(evbuffer_get_length(outs[i]), sizeof full);
+        struct evbuffer_iovec extent;
+        ck_assert_int_eq(evbuffer_peek(outs[i], -1, NULL, &extent, 1), 1);
+        ck_assert_msg(extent.iov_base == written, "answer %d copied", i);
+    }
+    http_answer_pool_free(server.answers); /* the pool goes with its last block */
+    for (int i = 0; i < 300; i++)
+        evbuffer_free(outs[i]);
 }
 END_TEST
 
@@ -309,9 +424,12 @@ Suite *suite_answer(void)
     tcase_add_test(tc, header_index_first_of_any_case);
     tcase_add_test(tc, header_compare_as_libevent_defines_it);
     tcase_add_test(tc, answer_blocks_are_reused);
-    tcase_add_test(tc, answer_grows_past_its_block);
+    tcase_add_test(tc, answer_goes_on_in_pooled_blocks);
+    tcase_add_test(tc, answer_piece_larger_than_a_block);
+    tcase_add_test(tc, answer_joined_in_one_piece);
     tcase_add_test(tc, answer_returns_when_libevent_lets_go);
     tcase_add_test(tc, answer_lends_a_bounded_number);
+    tcase_add_test(tc, answer_full_blocks_lent_past_the_bound);
     tcase_add_test(tc, answer_pool_outlived_by_a_block);
     tcase_add_test(tc, answer_without_server);
     tcase_add_test(tc, json_strings_escaped_where_due);

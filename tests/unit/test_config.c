@@ -173,7 +173,7 @@ START_TEST(test_table_order_and_flags)
         {"state_dir", LOCALSTATEDIR "/lib/ensign", false},
         {"refresh_interval_ms", "1000", true},
         {"snapshot_pack_mb", "1024", false},
-        {"snapshot_chunk_flags", "1000", true},
+        {"snapshot_chunk_flags", "500", true},
         {"usage_flush_interval_ms", "5000", true},
         {"ratelimit_evaluation", "0", true},
         {"ratelimit_management", "600", true},

@@ -5,9 +5,11 @@
  * it, walking the chunks gives the flags in key order as one part would,
  * the bulk ETag over chunks, an unchanged chunk's mapping kept across
  * generations, and a bad or missing chunk keeping the organization's
- * previous header and chunks whole. Files live in a temporary directory;
- * each part (a header or org1's flags) is a file of its own that the index
- * names as a one-extent pack.
+ * previous header and chunks whole, and a chunk extent outside its pack
+ * refused. Files live in a temporary directory; each part (a header or
+ * org1's flags) is a file of its own that the index names as a one-extent
+ * pack, and the chunks are appended to one pack file, pack-1.bin, as the
+ * refresher appends them (doc/choices.md "Chunks stored in packs").
  */
 #include <dirent.h>
 #include <stdatomic.h>
@@ -22,6 +24,7 @@
 #include "eval/shm.h"
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
+#include "eval/snapshot_packs.h"
 #include "scratch_dir.h"
 #include "snapshot_fixture.h"
 #include "suites.h"
@@ -48,9 +51,9 @@ static const char *serve_of(size_t i, const char *tweak)
 }
 
 /* Writes a part of org (environment env) with keys [first, last), key
- * `tweak` (may be NULL) serving "b", at generation. */
-static void write_flags(const char *org, const char *env, size_t first, size_t last,
-                        const char *tweak, uint64_t generation, const char *name)
+ * `tweak` (may be NULL) serving "b", at generation, as file name. */
+static void write_flags_file(const char *org, const char *env, size_t first, size_t last,
+                             const char *tweak, uint64_t generation, const char *name)
 {
     struct snapshot_builder *b = snapshot_fixture_builder(generation, org, env);
     for (size_t i = first; i < last; i++)
@@ -58,15 +61,51 @@ static void write_flags(const char *org, const char *env, size_t first, size_t l
     snapshot_fixture_write(b, dir, name);
 }
 
-/* Writes org2's header at generation naming three chunks: files[i] of
+/* A chunk's extent in pack-1.bin (pack 1; a pack number 9: no such file). */
+struct ext {
+    uint32_t pack;
+    uint64_t offset, length;
+};
+
+/* Appends the part write_flags_file would write to pack-1.bin, on a
+ * 64-byte boundary; its extent. */
+static struct ext append_flags(const char *org, const char *env, size_t first, size_t last,
+                               const char *tweak, uint64_t generation)
+{
+    char path[512], pack[512];
+    write_flags_file(org, env, first, last, tweak, generation, "chunk.tmp");
+    snprintf(path, sizeof path, "%s/chunk.tmp", dir);
+    snprintf(pack, sizeof pack, "%s/pack-1.bin", dir);
+    FILE *in = fopen(path, "rb"), *out = fopen(pack, "ab");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    fseek(out, 0, SEEK_END);
+    long at = ftell(out);
+    for (; at % 64 != 0; at++)
+        fputc(0, out);
+    struct ext e = {1, (uint64_t)at, 0};
+    for (int c; (c = fgetc(in)) != EOF; e.length++)
+        fputc(c, out);
+    fclose(in);
+    fclose(out);
+    unlink(path);
+    return e;
+}
+
+/* Writes org2's header at generation naming three chunks: exts[i] of
  * generations gens[i], from "", "k4" and "k7". */
-static void write_header(uint64_t generation, const char *const files[3], const uint64_t gens[3],
+static void write_header(uint64_t generation, const struct ext exts[3], const uint64_t gens[3],
                          const char *name)
 {
     static const char *const firsts[] = {"", "k4", "k7"};
     struct snapshot_builder *b = snapshot_fixture_builder(generation, ORG2, ENV2);
-    for (size_t i = 0; i < 3; i++)
-        ck_assert_int_eq(snapshot_builder_add_chunk(b, firsts[i], files[i], gens[i]), 0);
+    for (size_t i = 0; i < 3; i++) {
+        struct snapshot_chunk c = {.pack = exts[i].pack,
+                                   .offset = exts[i].offset,
+                                   .length = exts[i].length,
+                                   .generation = gens[i]};
+        ck_assert_int_eq(snapshot_builder_add_chunk(b, firsts[i], &c), 0);
+    }
     snapshot_fixture_write(b, dir, name);
 }
 
@@ -82,6 +121,7 @@ struct fixture {
     struct shm_header header;
     struct shm_region shm;
     struct served_snapshot *view;
+    struct ext c[3]; /* org2's chunks of generation 1 */
 };
 
 /* Generation 1: org1 whole, org2 in three chunks of generation 1; both
@@ -89,15 +129,14 @@ struct fixture {
 static void setup(struct fixture *f)
 {
     make_dir();
-    write_flags(ORG1, ENV1, 0, 9, NULL, 1, "org-1-1.bin");
-    write_flags(ORG2, ENV2, 0, 3, NULL, 1, "c-1-0.bin");
-    write_flags(ORG2, ENV2, 3, 6, NULL, 1, "c-1-1.bin");
-    write_flags(ORG2, ENV2, 6, 9, NULL, 1, "c-1-2.bin");
-    const char *files[] = {"c-1-0.bin", "c-1-1.bin", "c-1-2.bin"};
-    const uint64_t gens[] = {1, 1, 1};
-    write_header(1, files, gens, "org-2-1.bin");
-    write_index(1, "org-2-1.bin", 1);
     memset(f, 0, sizeof *f);
+    write_flags_file(ORG1, ENV1, 0, 9, NULL, 1, "org-1-1.bin");
+    f->c[0] = append_flags(ORG2, ENV2, 0, 3, NULL, 1);
+    f->c[1] = append_flags(ORG2, ENV2, 3, 6, NULL, 1);
+    f->c[2] = append_flags(ORG2, ENV2, 6, 9, NULL, 1);
+    const uint64_t gens[] = {1, 1, 1};
+    write_header(1, f->c, gens, "org-2-1.bin");
+    write_index(1, "org-2-1.bin", 1);
     f->shm.header = &f->header;
     f->view = served_snapshot_new(dir, &f->shm, NULL);
     ck_assert_ptr_nonnull(f->view);
@@ -222,10 +261,9 @@ START_TEST(a_new_generation_maps_only_new_chunks)
     const struct snapshot *c0 = served_snapshot_chunk(f.view, index_env(&f, KEY2), 0, &env);
     const unsigned char *base0 = c0->base;
     /* generation 2: k5 changed, only the middle chunk rewritten */
-    write_flags(ORG2, ENV2, 3, 6, "k5", 2, "c-2-1.bin");
-    const char *files[] = {"c-1-0.bin", "c-2-1.bin", "c-1-2.bin"};
+    const struct ext exts[] = {f.c[0], append_flags(ORG2, ENV2, 3, 6, "k5", 2), f.c[2]};
     const uint64_t gens[] = {1, 2, 1};
-    write_header(2, files, gens, "org-2-2.bin");
+    write_header(2, exts, gens, "org-2-2.bin");
     write_index(2, "org-2-2.bin", 2);
     atomic_store(&f.header.snapshot_generation, 2);
     ck_assert_str_eq(served(&f, KEY2, "k5"), "b");
@@ -242,18 +280,17 @@ START_TEST(a_bad_or_missing_chunk_keeps_the_previous_set_whole)
     setup(&f);
     ck_assert_str_eq(served(&f, KEY2, "k5"), "a");
     /* generation 2 changes k1 and k5; its middle chunk is damaged */
-    write_flags(ORG2, ENV2, 0, 3, "k1", 2, "c-2-0.bin");
-    write_flags(ORG2, ENV2, 3, 6, "k5", 2, "c-2-1.bin");
+    const struct ext exts[] = {append_flags(ORG2, ENV2, 0, 3, "k1", 2),
+                               append_flags(ORG2, ENV2, 3, 6, "k5", 2), f.c[2]};
     char path[512];
-    snprintf(path, sizeof path, "%s/c-2-1.bin", dir);
+    snprintf(path, sizeof path, "%s/pack-1.bin", dir);
     FILE *fp = fopen(path, "r+b");
     ck_assert_ptr_nonnull(fp);
-    fseek(fp, -3, SEEK_END);
+    fseek(fp, (long)(exts[1].offset + exts[1].length - 3), SEEK_SET);
     fputc('#', fp);
     fclose(fp);
-    const char *files[] = {"c-2-0.bin", "c-2-1.bin", "c-1-2.bin"};
     const uint64_t gens[] = {2, 2, 1};
-    write_header(2, files, gens, "org-2-2.bin");
+    write_header(2, exts, gens, "org-2-2.bin");
     write_index(2, "org-2-2.bin", 2);
     atomic_store(&f.header.snapshot_generation, 2);
     /* neither change served: never k1 of generation 2 with k5 of 1 */
@@ -262,8 +299,8 @@ START_TEST(a_bad_or_missing_chunk_keeps_the_previous_set_whole)
     const struct snapshot_env *env;
     ck_assert_uint_eq(snapshot_generation(served_snapshot_part(f.view, index_env(&f, KEY2), &env)),
                       1);
-    /* generation 3 names a chunk that is not there: the same */
-    const char *missing[] = {"c-1-0.bin", "c-3-1.bin", "c-1-2.bin"};
+    /* generation 3 names a chunk in a pack that is not there: the same */
+    const struct ext missing[] = {f.c[0], {9, 0, f.c[1].length}, f.c[2]};
     const uint64_t gens3[] = {1, 3, 1};
     write_header(3, missing, gens3, "org-2-3.bin");
     write_index(3, "org-2-3.bin", 3);
@@ -274,12 +311,23 @@ START_TEST(a_bad_or_missing_chunk_keeps_the_previous_set_whole)
     /* org1 (one part) is served at the new index meanwhile */
     ck_assert_str_eq(served(&f, KEY1, "k5"), "a");
     /* a chunk of another generation than its header names is refused */
-    write_flags(ORG2, ENV2, 3, 6, "k5", 4, "c-4-1.bin");
-    const char *wrong[] = {"c-1-0.bin", "c-4-1.bin", "c-1-2.bin"};
+    const struct ext wrong[] = {f.c[0], append_flags(ORG2, ENV2, 3, 6, "k5", 4), f.c[2]};
     const uint64_t gens4[] = {1, 5, 1};
     write_header(4, wrong, gens4, "org-2-4.bin");
     write_index(4, "org-2-4.bin", 4);
     atomic_store(&f.header.snapshot_generation, 4);
+    ck_assert_str_eq(served(&f, KEY2, "k5"), "a");
+    /* a chunk extent passing its pack's end is refused, never read */
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    const struct ext past[] = {
+        f.c[0], {1, ((uint64_t)st.st_size + 63) & ~(uint64_t)63, f.c[1].length}, f.c[2]};
+    const uint64_t gens5[] = {1, 5, 1};
+    write_header(5, past, gens5, "org-2-5.bin");
+    write_index(5, "org-2-5.bin", 5);
+    atomic_store(&f.header.snapshot_generation, 5);
+    ck_assert_uint_eq(snapshot_generation(served_snapshot_part(f.view, index_env(&f, KEY2), &env)),
+                      1);
     ck_assert_str_eq(served(&f, KEY2, "k5"), "a");
     teardown(&f);
 }
@@ -289,12 +337,21 @@ START_TEST(headers_are_checked)
 {
     struct snapshot_builder *b = snapshot_builder_new(1);
     ck_assert_int_eq(snapshot_builder_add_environment(b, ENV2, ORG2, "production"), 0);
-    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k1", "c.bin", 1), -1); /* first not "" */
-    ck_assert_int_eq(snapshot_builder_add_chunk(b, "", "../c.bin", 1), -1);
-    ck_assert_int_eq(snapshot_builder_add_chunk(b, "", "c0.bin", 1), 0);
-    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k5", "c1.bin", 1), 0);
-    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k5", "c2.bin", 1), -1); /* not increasing */
-    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k4", "c2.bin", 1), -1);
+    const struct snapshot_chunk ok = {.pack = 1, .offset = 64, .length = 4096, .generation = 1};
+    struct snapshot_chunk bad = ok;
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k1", &ok), -1); /* first not "" */
+    bad.pack = 0;                                                   /* no pack */
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "", &bad), -1);
+    bad = ok, bad.offset = 65; /* unaligned */
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "", &bad), -1);
+    bad = ok, bad.offset = SNAPSHOT_PACK_MAP_BYTES - 64; /* past the largest pack */
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "", &bad), -1);
+    bad = ok, bad.length = 8; /* shorter than a snapshot */
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "", &bad), -1);
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "", &ok), 0);
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k5", &ok), 0);
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k5", &ok), -1); /* not increasing */
+    ck_assert_int_eq(snapshot_builder_add_chunk(b, "k4", &ok), -1);
     struct snapshot_flag_input flag = {ENV2, "k1", "k1", "boolean", true, NULL, "{}", NULL, 0};
     ck_assert_int_eq(snapshot_builder_add_flag(b, &flag), -1); /* a header holds no flags */
     snapshot_builder_free(b);

@@ -366,6 +366,32 @@ START_TEST(batch_counts_reach_the_table_on_flush)
 }
 END_TEST
 
+/* A prefetch is a hint: it counts nothing, takes no slot and makes no
+ * flush, whatever flag index it is given (the bulk loop asks ahead). */
+START_TEST(batch_prefetch_changes_nothing)
+{
+    struct usage_table *t = new_table(1024);
+    struct snapshot s;
+    open_snapshot(5, &s);
+    usage_batch_prefetch(NULL, &s, 0);
+    struct usage_batch *b = usage_batch_new();
+    size_t capacity = usage_batch_capacity(b);
+    for (uint32_t flag = 0; flag < 100000; flag += 7)
+        usage_batch_prefetch(b, &s, flag);
+    ck_assert_uint_eq(usage_batch_capacity(b), capacity);
+    ck_assert(!usage_batch_tick(b, t)); /* nothing pending */
+    usage_batch_count(b, t, &s, 0, variant_named(&s, "on"), NOW);
+    usage_batch_prefetch(b, &s, 0);
+    usage_batch_flush(b, t);
+    struct collected c = {.n = 0};
+    ck_assert_uint_eq(usage_drain(t, NOW, collect, &c), 1);
+    ck_assert_uint_eq(c.total, 1);
+    usage_batch_free(b);
+    snapshot_close(&s);
+    free(t);
+}
+END_TEST
+
 START_TEST(batch_counts_flags_of_several_parts_apart)
 {
     struct usage_table *t = new_table(1024);
@@ -707,6 +733,7 @@ Suite *suite_usage(void)
     tcase_add_test(batch, batch_counts_reach_the_table_on_flush);
     tcase_add_test(batch, batch_flushes_itself_when_the_hour_changes);
     tcase_add_test(batch, batch_counts_flags_of_several_parts_apart);
+    tcase_add_test(batch, batch_prefetch_changes_nothing);
     tcase_add_test(batch, batch_grows_to_hold_a_large_environment);
     tcase_add_test(batch, batch_flushes_itself_at_its_bound);
     tcase_add_test(batch, batch_tick_waits_longer_for_a_large_batch);
