@@ -13,13 +13,27 @@
  * the organizations whose generation moved since the catalog's (every
  * organization when there is no index on disk and after a failed write),
  * appends each of their parts to the open pack file as the read builds it
- * (a batch at a time when there are many; snapshot_packs.h), makes them
- * durable with one fdatasync, then writes the index (made from the new
- * catalog, or, when the organizations that moved kept their environments
- * and SDK keys, the copy of the last index patched with their new parts:
- * snapshot_kept_index.h) atomically (snapshot_build.h: temp file, fsync,
- * rename, fsync of the directory, which also makes a new pack's name
- * durable), and only then publishes the new generation in shared memory.
+ * (a batch at a time when there are many; snapshot_packs.h), then writes
+ * the index (made from the new catalog, or, when the organizations that
+ * moved kept their environments and SDK keys, the copy of the last index
+ * patched with their new parts: snapshot_kept_index.h) whole as the
+ * visible index of its generation (snapshot_index_files.h: temp file,
+ * rename, no sync), and publishes the new generation in shared memory at
+ * once: workers serve it while its bytes are in the page cache. The
+ * durable step follows, off that path: one fdatasync of the open pack
+ * (parts and chunks alike), then the visible index
+ * fsynced and linked and renamed to snapshot.bin, the restart index, with
+ * the fsync of the directory (which also makes a new pack's name durable).
+ * A change that arrives before it is made visible first; the durable step
+ * then covers both (doc/choices.md "Visible before durable"). It runs
+ * before exit on SIGTERM. A failed durable step leaves snapshot.bin as it
+ * was, fails snapshot_write and rebuilds everything (a failed fsync may
+ * have dropped the dirty pages: retrying it would prove nothing). A file a
+ * publication stops naming is deleted only once the durable index does not
+ * name it either; visible indexes older than the one published before the
+ * current one are removed at each publication, and every index-* file but
+ * the served one at start. ENSIGN_TEST_DURABLE_DELAY_MS (tests only,
+ * ensignd(8)) delays the durable step.
  * Parts of unchanged organizations still in a pack being reclaimed are
  * copied to the open pack on the way, a budget per build.
  * A failed build leaves the old index and the old generation in place (the
@@ -84,6 +98,7 @@
 #include "eval/snapshot.h"
 #include "eval/snapshot_build.h"
 #include "eval/snapshot_catalog.h"
+#include "eval/snapshot_index_files.h"
 #include "eval/snapshot_chunk_move.h"
 #include "eval/snapshot_chunk_table.h"
 #include "eval/snapshot_kept_index.h"
@@ -95,6 +110,9 @@
  * replicas": a single-row SELECT, cheap on the replica). */
 #define REPLICA_POLL_MS 20
 
+/* The longest delay ENSIGN_TEST_DURABLE_DELAY_MS may ask for. */
+#define DURABLE_DELAY_MAX_MS 600000
+
 struct refresher {
     const struct config *cfg;
     bool replica;                /* reading database_replica: polled, never back in time */
@@ -103,7 +121,14 @@ struct refresher {
     long long retry_build_at_ms; /* with a replica: a failed build is tried again from then */
     struct shm_region *shm;
     struct bgloop loop;
-    char path[4096 + 32]; /* the index */
+    char path[4096 + 32];      /* the restart index, snapshot.bin */
+    char index[4096 + 64];     /* the visible index of the build under way */
+    uint64_t visible;          /* the generation published last (0 none) */
+    uint64_t visible_before;   /* the one published before it, if other (0 none) */
+    bool durable_pending;      /* the last publication is not durable yet */
+    long long durable_due_ms;  /* when its durable step may run */
+    int durable_delay_ms;      /* ENSIGN_TEST_DURABLE_DELAY_MS */
+    long long published_at_ms; /* when the last publication was made */
     bool built_once;
     uint64_t built;                  /* generation of the last index written */
     uint64_t pending;                /* generation last read from the database */
@@ -368,11 +393,19 @@ static void publish_file_on_disk(struct refresher *rf)
         return;
     }
     uint64_t generation = snapshot_generation(&s);
-    bool first_start = served_generation(rf) == 0; /* no worker maps anything yet */
+    uint64_t served = served_generation(rf);
+    bool first_start = served == 0; /* no worker maps anything yet */
     struct stat st;
-    publish(rf, generation, stat(rf->path, &st) == 0 ? unix_ms(&st.st_mtim) : 0);
-    log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
-             generation, rf->path);
+    if (served > generation) { /* a refresher restarted before its durable step */
+        rf->visible = served;
+        log_info("workers serve generation %" PRIu64 ", newer than %s (%" PRIu64 "): kept", served,
+                 rf->path, generation);
+    } else {
+        publish(rf, generation, stat(rf->path, &st) == 0 ? unix_ms(&st.st_mtim) : 0);
+        rf->visible = generation;
+        log_info("serving snapshot generation %" PRIu64 " from %s until the database answers",
+                 generation, rf->path);
+    }
     adopt_index(rf, &s, first_start);
     snapshot_close(&s);
 }
@@ -659,12 +692,9 @@ static int write_files(struct refresher *rf, struct snapshot_source_result *res,
     for (size_t i = 0; i < res->org_count; i++)
         if (write_part(rf, res, i, &(*fresh)[i], err, errlen) != 0)
             return -1;
-    /* The parts appended are durable before the index names them: one
-     * fdatasync of the open pack (a pack sealed meanwhile was synced then),
-     * whatever their number. */
-    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0)
-        return -1;
-    return snapshot_builder_write(res->index, rf->path, err, errlen);
+    /* Visible at once; the parts appended are made durable before the
+     * restart index names them (make_durable). */
+    return snapshot_builder_write_unsynced(res->index, rf->index, err, errlen);
 }
 
 /* Keeps a copy of the index just written, to patch at the next change
@@ -674,7 +704,7 @@ static void keep_index(struct refresher *rf)
     struct snapshot index;
     char err[256];
     snapshot_kept_index_free(&rf->kept);
-    if (snapshot_open(rf->path, &index, err, sizeof err) != 0) {
+    if (snapshot_open(rf->index, &index, err, sizeof err) != 0) {
         log_warn("cannot keep the snapshot index just written: %s", err);
         return;
     }
@@ -790,9 +820,7 @@ static int write_patch(struct refresher *rf, struct snapshot_source_result *res,
         return -1;
     rf->catalog.generation = res->generation;
     snapshot_kept_index_set_generation(&rf->kept, res->generation);
-    if (snapshot_packs_sync(&rf->packs, err, errlen) != 0)
-        return -1;
-    return snapshot_kept_index_write(&rf->kept, rf->path, err, errlen);
+    return snapshot_kept_index_write_unsynced(&rf->kept, rf->index, err, errlen);
 }
 
 /* A build failed. Polling a replica would try again every REPLICA_POLL_MS:
@@ -820,6 +848,90 @@ static void write_failed(struct refresher *rf, const char *err)
     snapshot_catalog_free(&rf->catalog);
     snapshot_kept_index_free(&rf->kept);
     build_failed(rf);
+}
+
+/* generation was just published from rf->index: its durable step is
+ * due (after the test delay), and visible indexes older than the one
+ * published before it are removed. */
+static void visible_now(struct refresher *rf, uint64_t generation)
+{
+    if (rf->visible != generation) {
+        rf->visible_before = rf->visible;
+        rf->visible = generation;
+    }
+    rf->durable_pending = true;
+    rf->published_at_ms = bgloop_now_ms();
+    rf->durable_due_ms = rf->published_at_ms + rf->durable_delay_ms;
+    snapshot_index_remove(rf->parts.dir, rf->visible, rf->visible_before);
+}
+
+/* The durable step failed: snapshot.bin stays the last durable index, and
+ * everything is written again (a failed fsync may have dropped the dirty
+ * pages; a second one would not say they reached the disk). */
+static void durable_failed(struct refresher *rf, const char *err)
+{
+    log_error("cannot make the snapshot durable: %s", err);
+    char why[512 + 48];
+    snprintf(why, sizeof why, "cannot make the snapshot durable: %s", err);
+    health_failed(rf, HEALTH_SNAPSHOT_WRITE, why);
+    rf->durable_pending = false; /* until the next publication */
+    rf->built_once = false;
+    rf->have_catalog = false;
+    rf->swept = false;
+    snapshot_catalog_free(&rf->catalog);
+    snapshot_kept_index_free(&rf->kept);
+}
+
+/* Makes the last publication durable: the open pack's bytes (parts and
+ * chunks), then its visible index as snapshot.bin (snapshot_index_files.h);
+ * files no index names any more are deleted. */
+static void make_durable(struct refresher *rf)
+{
+    char err[512];
+    long long started = bgloop_now_ms();
+    if (snapshot_packs_sync(&rf->packs, err, sizeof err) != 0 ||
+        snapshot_index_make_durable(rf->parts.dir, rf->visible, err, sizeof err) != 0) {
+        durable_failed(rf, err);
+        return;
+    }
+    rf->durable_pending = false;
+    snapshot_parts_durable(&rf->parts);
+    log_info("snapshot generation %" PRIu64 " durable (synced in %lld ms, %lld ms after it was"
+             " published)",
+             rf->visible, elapsed_ms(started), elapsed_ms(rf->published_at_ms));
+}
+
+/* Whether the durable step is due now. */
+static bool durable_due(const struct refresher *rf)
+{
+    return rf->durable_pending && bgloop_now_ms() >= rf->durable_due_ms;
+}
+
+/* How long the loop may wait: interval_ms, or less until a durable step
+ * is due. */
+static int wait_ms(const struct refresher *rf, int interval_ms)
+{
+    if (!rf->durable_pending)
+        return interval_ms;
+    long long left = rf->durable_due_ms - bgloop_now_ms();
+    return left < interval_ms ? (int)(left > 0 ? left : 0) : interval_ms;
+}
+
+/* ENSIGN_TEST_DURABLE_DELAY_MS: for tests only, the durable step waits
+ * that long after a publication (ensignd(8)). */
+static int durable_delay(void)
+{
+    const char *env = getenv("ENSIGN_TEST_DURABLE_DELAY_MS");
+    if (env == NULL || *env == '\0')
+        return 0;
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end != '\0' || v < 0 || v > DURABLE_DELAY_MAX_MS)
+        return 0;
+    log_warn("the durable step of each publication waits %ld ms (ENSIGN_TEST_DURABLE_DELAY_MS,"
+             " for tests only)",
+             v);
+    return (int)v;
 }
 
 static void build(struct refresher *rf)
@@ -865,6 +977,11 @@ static void build(struct refresher *rf)
     }
     long long read_ms = elapsed_ms(started);
     size_t flags = 0, rebuilt = 0;
+    if (!snapshot_index_path(rf->parts.dir, res.generation, rf->index, sizeof rf->index)) {
+        write_failed(rf, "snapshot path too long");
+        snapshot_source_result_free(&res);
+        return;
+    }
     for (size_t i = 0; i < res.org_count; i++)
         if (res.orgs[i].builder != NULL || res.orgs[i].written) {
             flags += res.orgs[i].flag_count;
@@ -898,6 +1015,8 @@ static void build(struct refresher *rf)
         metrics_add(&rf->shm->metrics->snapshot_builds, 1);
     }
     publish(rf, generation, unix_ms(&now));
+    long long visible_ms = elapsed_ms(started);
+    visible_now(rf, generation);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_WRITE);
     health_clear(health_of(rf), HEALTH_SNAPSHOT_STALE);
     snapshot_chunk_table_commit(&rf->chunk_table);
@@ -934,9 +1053,9 @@ static void build(struct refresher *rf)
     }
     log_info("snapshot generation %" PRIu64 " published (%zu flag configurations in %zu of %zu"
              " organizations, %zu organization generations read; read in %lld ms, built and"
-             " written in %lld ms%s)",
-             generation, flags, rebuilt, orgs, generation_rows, read_ms,
-             elapsed_ms(started) - read_ms, patched ? ", the index patched" : "");
+             " written in %lld ms, visible in %lld ms%s)",
+             generation, flags, rebuilt, orgs, generation_rows, read_ms, visible_ms - read_ms,
+             visible_ms, patched ? ", the index patched" : "");
 }
 
 static void refresh(struct refresher *rf)
@@ -998,21 +1117,38 @@ int refresher_main(const struct config *cfg, struct shm_region *shm)
     snapshot_packs_init(&rf.packs, cfg->state_dir, (uint64_t)cfg->snapshot_pack_mb << 20);
     snapshot_catalog_init(&rf.catalog);
     snapshot_kept_index_init(&rf.kept);
+    rf.durable_delay_ms = durable_delay();
+    snapshot_parts_lag_durability(&rf.parts);
+    /* Visible indexes of an earlier run are leftovers, but the one workers
+     * of a running node serve (a restarted refresher). */
+    snapshot_index_remove(cfg->state_dir, served_generation(&rf), 0);
     snapshot_chunk_table_init(&rf.chunk_table);
     publish_file_on_disk(&rf);
+    snapshot_parts_durable(&rf.parts); /* what it adopted is snapshot.bin */
     if (rf.replica)
         log_info("reading the configuration from the replica (database_replica), its generation"
                  " every %d ms",
                  REPLICA_POLL_MS);
+    bool check = true;
     while (!bgloop_stopping()) {
-        if (bgloop_ensure_connected(&rf.loop))
+        if (check && bgloop_ensure_connected(&rf.loop))
             refresh(&rf);
-        else
+        else if (check)
             database_unreachable(&rf);
-        int changes = bgloop_wait(&rf.loop, rf.loop.conn != NULL ? interval_ms : 100);
+        check = true;
+        if (durable_due(&rf)) {
+            if (bgloop_wait(&rf.loop, 0) > 0)
+                continue; /* a change first: the durable step covers it too */
+            make_durable(&rf);
+            check = false; /* nothing new to read: straight to the wait */
+            continue;
+        }
+        int changes = bgloop_wait(&rf.loop, wait_ms(&rf, rf.loop.conn != NULL ? interval_ms : 100));
         if (changes > 0)
             log_debug("%d configuration change notifications", changes);
     }
+    if (rf.durable_pending) /* stopping: the last publication is made durable first */
+        make_durable(&rf);
     if (rf.loop.conn != NULL)
         PQfinish(rf.loop.conn);
     snapshot_parts_free(&rf.parts);

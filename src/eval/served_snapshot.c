@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
 #include "eval/served_chunks.h"
 #include "eval/shm.h"
 #include "eval/snapshot.h"
+#include "eval/snapshot_index_files.h"
 #include "eval/usage_batch.h"
 
 #define RETRY_MS 1000    /* after a part that failed to map */
@@ -208,16 +210,33 @@ static struct mapped map_parts(struct served_snapshot *view, const struct snapsh
     return result;
 }
 
-/* Opens the index into *fresh. */
-static int open_index(const struct served_snapshot *view, struct snapshot *fresh)
+enum index_status { INDEX_OPENED, INDEX_BAD, INDEX_GONE };
+
+/* Opens the visible index of generation into *fresh
+ * (snapshot_index_files.h); when there is none (the generation a start
+ * published from disk), the restart index. INDEX_GONE when the visible
+ * index is gone and the restart index is older: a newer generation
+ * superseded it twice since it was published. */
+static enum index_status open_index(const struct served_snapshot *view, uint64_t generation,
+                                    struct snapshot *fresh)
 {
-    char path[4096 + 32], err[256];
+    char path[4096 + 64], err[256] = "snapshot path too long";
+    if (snapshot_index_path(view->dir, generation, path, sizeof path) &&
+        snapshot_open(path, fresh, err, sizeof err) == 0)
+        return INDEX_OPENED;
+    if (access(path, F_OK) == 0 || errno != ENOENT) {
+        log_warn("keeping the current snapshot: %s", err);
+        return INDEX_BAD;
+    }
     snprintf(path, sizeof path, "%s/%s", view->dir, SNAPSHOT_FILE_NAME);
     if (snapshot_open(path, fresh, err, sizeof err) != 0) {
         log_warn("keeping the current snapshot: %s", err);
-        return -1;
+        return INDEX_BAD;
     }
-    return 0;
+    if (snapshot_generation(fresh) >= generation) /* one that is not published yet: it will be */
+        return INDEX_OPENED;
+    snapshot_close(fresh);
+    return INDEX_GONE;
 }
 
 /* Maps the parts of index (the fresh index, or the current one again)
@@ -266,12 +285,19 @@ static bool same_parts(const struct snapshot *a, const struct snapshot *b)
  * elsewhere in a pack). True when a new part's pack was gone: the index
  * read was superseded twice since, and a newer one is on disk.
  */
-static bool remap_once(struct served_snapshot *view)
+static bool remap_once(struct served_snapshot *view, uint64_t published)
 {
     struct snapshot fresh;
     bool gone = false;
-    if (open_index(view, &fresh) != 0)
+    switch (open_index(view, published, &fresh)) {
+    case INDEX_GONE:
+        view->retry_at_ms = now_ms() + RETRY_MS; /* if nothing newer is published */
+        return true;
+    case INDEX_BAD:
         return false;
+    case INDEX_OPENED:
+        break;
+    }
     if (view->index != NULL && view->index->base != NULL &&
         snapshot_generation(&fresh) == snapshot_generation(view->index)) {
         /* A part rebuilt at the same generation (its extent was bad) is
@@ -299,15 +325,21 @@ static bool remap_once(struct served_snapshot *view)
     return gone;
 }
 
-/* Follows the published generation: maps the index on disk, and reads it
- * again (a few times) while it names part files already removed. No file
- * is looked at but the index and the parts that are new to the view. */
+/* Follows the published generation: maps its index, and reads the one
+ * published then again (a few times) while it names part files already
+ * removed, or is itself removed. No file is looked at but the index and
+ * the parts that are new to the view. */
 static void remap(struct served_snapshot *view, uint64_t published)
 {
-    view->seen = published;
-    view->retry_at_ms = 0;
-    for (int attempt = 1; remap_once(view) && attempt < INDEX_ATTEMPTS; attempt++)
+    for (int attempt = 1;; attempt++) {
+        view->seen = published;
+        view->retry_at_ms = 0;
+        if (!remap_once(view, published) || attempt >= INDEX_ATTEMPTS)
+            break;
         log_debug("snapshot index superseded while it was mapped: reading it again");
+        published =
+            atomic_load_explicit(&view->shm->header->snapshot_generation, memory_order_acquire);
+    }
 }
 
 const struct snapshot *served_snapshot_current(struct served_snapshot *view)

@@ -150,6 +150,11 @@ int snapshot_builder_add_rule(struct snapshot_builder *b, const char *env_id, co
 int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, char *err,
                            size_t errlen);
 
+/* snapshot_builder_write without any fsync (temp file, rename): a visible
+ * index (snapshot_index_files.h), made durable after it is published. */
+int snapshot_builder_write_unsynced(struct snapshot_builder *b, const char *path_final, char *err,
+                                    size_t errlen);
+
 /* Writes the snapshot's bytes at offset of the open file fd (a pack file,
  * snapshot_packs.h), nothing else: no sync, no rename. *length is what was
  * written (the snapshot's total_size). 0, or -1 with err (bytes at and
@@ -164,6 +169,11 @@ int snapshot_builder_write_at(struct snapshot_builder *b, int fd, uint64_t offse
 struct iovec;
 int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, int count, char *err,
                           size_t errlen);
+
+/* snapshot_write_pieces without any fsync (temp file, rename): a visible
+ * index (snapshot_index_files.h), made durable after it is published. */
+int snapshot_write_pieces_unsynced(const char *path_final, const struct iovec *pieces, int count,
+                                   char *err, size_t errlen);
 
 /* Counts of what was added (for logs and tests). */
 size_t snapshot_builder_flag_count(const struct snapshot_builder *b);

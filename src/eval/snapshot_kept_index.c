@@ -188,8 +188,8 @@ bool snapshot_kept_index_worn(const struct snapshot_kept_index *k)
     return k->unused * 4 > k->strings_loaded + k->extra_len;
 }
 
-int snapshot_kept_index_write(const struct snapshot_kept_index *k, const char *path, char *err,
-                              size_t errlen)
+static int write_kept(const struct snapshot_kept_index *k, const char *path, bool durable,
+                      char *err, size_t errlen)
 {
     static const unsigned char zeros[8];
     if (!k->loaded) {
@@ -222,5 +222,18 @@ int snapshot_kept_index_write(const struct snapshot_kept_index *k, const char *p
     for (int i = 1; i < count; i++)
         snapshot_checksum_update(&sum, pieces[i].iov_base, pieces[i].iov_len);
     h.checksum = snapshot_checksum_final(&sum);
-    return snapshot_write_pieces(path, pieces, count, err, errlen);
+    return durable ? snapshot_write_pieces(path, pieces, count, err, errlen)
+                   : snapshot_write_pieces_unsynced(path, pieces, count, err, errlen);
+}
+
+int snapshot_kept_index_write(const struct snapshot_kept_index *k, const char *path, char *err,
+                              size_t errlen)
+{
+    return write_kept(k, path, true, err, errlen);
+}
+
+int snapshot_kept_index_write_unsynced(const struct snapshot_kept_index *k, const char *path,
+                                       char *err, size_t errlen)
+{
+    return write_kept(k, path, false, err, errlen);
 }

@@ -82,4 +82,9 @@ bool snapshot_kept_index_worn(const struct snapshot_kept_index *k);
 int snapshot_kept_index_write(const struct snapshot_kept_index *k, const char *path, char *err,
                               size_t errlen);
 
+/* snapshot_kept_index_write without any fsync (path.tmp, rename): the
+ * visible index of a publication (snapshot_index_files.h). */
+int snapshot_kept_index_write_unsynced(const struct snapshot_kept_index *k, const char *path,
+                                       char *err, size_t errlen);
+
 #endif

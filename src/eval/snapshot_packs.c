@@ -363,7 +363,8 @@ void snapshot_packs_rollback(struct snapshot_packs *packs)
      * reading past a file's end would die of SIGBUS; the next parts are
      * written over them instead. */
     packs->end = packs->committed;
-    packs->unsynced = false;
+    /* unsynced stays: bytes published before may still wait for the
+     * durable step's fdatasync. */
 }
 
 /* The size of pack number's file (0 when it cannot be read). */

@@ -3,8 +3,8 @@
  * snapshot_parts.h).
  *
  * Invariant: no file that the last published index names (nor the open
- * pack) is ever deleted, and a doomed file outlives the publication that
- * superseded it.
+ * pack, nor, with durability lagging, the last durable index) is ever
+ * deleted, and a doomed file outlives the publication that superseded it.
  */
 #include "eval/snapshot_parts.h"
 
@@ -32,10 +32,12 @@ void snapshot_parts_free(struct snapshot_parts *parts)
 {
     free(parts->published);
     free(parts->doomed);
+    free(parts->doomed_at);
     free(parts->chunk_packs);
     free(parts->chunk_packs_before);
     parts->published = NULL;
     parts->doomed = NULL;
+    parts->doomed_at = NULL;
     parts->chunk_packs = parts->chunk_packs_before = NULL;
     parts->count = parts->doomed_count = 0;
     parts->chunk_pack_count = parts->chunk_packs_before_count = 0;
@@ -131,6 +133,11 @@ static void doom(struct snapshot_parts *parts, const char *name)
     if (grown == NULL)
         return; /* the file stays: a leftover, swept at the next start */
     parts->doomed = grown;
+    grown = realloc(parts->doomed_at, (parts->doomed_count + 1) * sizeof *parts->doomed_at);
+    if (grown == NULL)
+        return;
+    parts->doomed_at = grown;
+    parts->doomed_at[parts->doomed_count] = parts->publications;
     snprintf(parts->doomed[parts->doomed_count++], SNAPSHOT_PART_NAME_MAX, "%s", name);
 }
 
@@ -162,17 +169,57 @@ void snapshot_parts_set_chunks(struct snapshot_parts *parts,
     parts->chunks_unknown |= n.partial; /* a pack of chunks might be taken for unnamed */
 }
 
+/* The last publication that is durable. */
+static uint64_t durable_publication(const struct snapshot_parts *parts)
+{
+    return parts->lagging ? parts->durable : parts->publications;
+}
+
+/* Deletes the doomed files a later publication superseded and the
+ * durable index no longer names; those still waiting stay doomed. */
 static void delete_doomed(struct snapshot_parts *parts, const struct names *fresh)
 {
     char path[4096 + SNAPSHOT_PART_NAME_MAX + 1];
+    size_t kept = 0;
     for (size_t i = 0; i < parts->doomed_count; i++) {
         if (!deletable(parts, fresh, parts->doomed[i]))
+            continue; /* named again: not doomed any more */
+        uint64_t at = parts->doomed_at[i];
+        if (at >= parts->publications || at > durable_publication(parts)) {
+            memmove(parts->doomed[kept], parts->doomed[i], sizeof parts->doomed[i]);
+            parts->doomed_at[kept++] = at;
             continue;
+        }
         snprintf(path, sizeof path, "%s/%s", parts->dir, parts->doomed[i]);
         if (unlink(path) == 0)
             log_debug("removed the superseded snapshot file %s", parts->doomed[i]);
     }
-    parts->doomed_count = 0;
+    parts->doomed_count = kept;
+}
+
+void snapshot_parts_lag_durability(struct snapshot_parts *parts)
+{
+    parts->lagging = true;
+    parts->durable = parts->publications;
+}
+
+void snapshot_parts_durable(struct snapshot_parts *parts)
+{
+    parts->durable = parts->publications;
+    struct names named = packs_of(parts->published, parts->count);
+    names_add_all(&named, parts->chunk_packs, parts->chunk_pack_count);
+    named.partial |= parts->chunks_unknown;
+    if (!named.partial)
+        delete_doomed(parts, &named);
+    free(named.names);
+}
+
+bool snapshot_parts_doomed(const struct snapshot_parts *parts, const char *name)
+{
+    for (size_t i = 0; i < parts->doomed_count; i++)
+        if (strcmp(parts->doomed[i], name) == 0)
+            return true;
+    return false;
 }
 
 static bool starts_with(const char *s, const char *prefix)
@@ -244,6 +291,7 @@ void snapshot_parts_published(struct snapshot_parts *parts, struct snapshot_part
                               size_t count, bool sweep)
 {
     struct names before = packs_of(parts->published, parts->count);
+    parts->publications++;
     free(parts->published);
     parts->published = fresh;
     parts->count = count;
@@ -257,6 +305,7 @@ int snapshot_parts_replaced(struct snapshot_parts *parts, const struct snapshot_
         if (snapshot_parts_find(parts, changed[i].org) == NULL)
             return -1;
     struct names before = packs_of(parts->published, parts->count);
+    parts->publications++;
     for (size_t i = 0; i < count; i++)
         *(struct snapshot_part_file *)snapshot_parts_find(parts, changed[i].org) = changed[i];
     retire(parts, &before, false);

@@ -11,6 +11,11 @@
  * snapshots", "Pack files"). The pack being appended to is never deleted.
  * The sweep of a first publication also deletes the per-organization part
  * files (org-<id>-<generation>.bin) an older ensignd wrote.
+ * With durability lagging (snapshot_parts_lag_durability), a file is
+ * deleted only once the durable index (the restart index) stopped naming
+ * it too: not before snapshot_parts_durable says a publication at or after
+ * the one that doomed it is durable (doc/choices.md "Visible before
+ * durable").
  *
  * Called by the refresher (src/daemon/refresher.c) and the unit tests;
  * knows no SQL.
@@ -38,7 +43,11 @@ struct snapshot_parts {
     struct snapshot_part_file *published; /* sorted by org */
     size_t count;
     char (*doomed)[SNAPSHOT_PART_NAME_MAX]; /* deleted at the next publication */
+    uint64_t *doomed_at;                    /* the publication that doomed each */
     size_t doomed_count;
+    uint64_t publications;                       /* publications recorded so far */
+    uint64_t durable;                            /* the last of them made durable */
+    bool lagging;                                /* durability lags publication */
     char keep[SNAPSHOT_PART_NAME_MAX];           /* the open pack: never doomed ("" none) */
     char (*chunk_packs)[SNAPSHOT_PART_NAME_MAX]; /* packs published chunks are in */
     size_t chunk_pack_count;
@@ -79,6 +88,17 @@ bool snapshot_parts_newer(const struct snapshot_parts *parts, const char *org, u
  * deleted or doomed until a later call knows them. */
 void snapshot_parts_set_chunks(struct snapshot_parts *parts,
                                const struct snapshot_part_file *chunks, size_t count);
+
+/* From now on a publication counts as durable only once
+ * snapshot_parts_durable says so. */
+void snapshot_parts_lag_durability(struct snapshot_parts *parts);
+
+/* The last publication recorded is durable: the files doomed by it or
+ * before it and superseded by a later one are deleted now. */
+void snapshot_parts_durable(struct snapshot_parts *parts);
+
+/* Whether a doomed file of name waits only for durability (for tests). */
+bool snapshot_parts_doomed(const struct snapshot_parts *parts, const char *name);
 
 /*
  * After an index naming fresh (count parts, sorted by org; taken over,

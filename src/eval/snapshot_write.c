@@ -362,6 +362,12 @@ int snapshot_builder_write(struct snapshot_builder *b, const char *path_final, c
     return write_file(b, path_final, -1, 0, NULL, SYNC_FILE_AND_DIR, err, errlen);
 }
 
+int snapshot_builder_write_unsynced(struct snapshot_builder *b, const char *path_final, char *err,
+                                    size_t errlen)
+{
+    return write_file(b, path_final, -1, 0, NULL, SYNC_NONE, err, errlen);
+}
+
 int snapshot_builder_write_at(struct snapshot_builder *b, int fd, uint64_t offset, uint64_t *length,
                               char *err, size_t errlen)
 {
@@ -372,4 +378,10 @@ int snapshot_write_pieces(const char *path_final, const struct iovec *pieces, in
                           size_t errlen)
 {
     return publish_pieces(path_final, pieces, count, SYNC_FILE_AND_DIR, err, errlen);
+}
+
+int snapshot_write_pieces_unsynced(const char *path_final, const struct iovec *pieces, int count,
+                                   char *err, size_t errlen)
+{
+    return publish_pieces(path_final, pieces, count, SYNC_NONE, err, errlen);
 }

@@ -327,12 +327,24 @@ SNAPSHOT_SECTIONS = 16  # src/eval/snapshot.h: enum snapshot_section_id
 SNAPSHOT_SEC_PARTS = 14
 
 
+def served_index(state_dir):
+    """The path of the newest index in state_dir: the visible index of the
+    highest generation (index-<generation>.bin, written at each
+    publication), else the restart index snapshot.bin (doc/choices.md
+    "Visible before durable")."""
+    visible = [int(m.group(1)) for m in
+               (re.fullmatch(r"index-([0-9]+)\.bin", n) for n in os.listdir(state_dir)) if m]
+    if visible:
+        return os.path.join(state_dir, f"index-{max(visible)}.bin")
+    return os.path.join(state_dir, "snapshot.bin")
+
+
 def snapshot_parts(state_dir):
     """{organization id: (pack file, offset, length, generation)} of the
-    parts the index state_dir/snapshot.bin names (src/eval/snapshot.h:
-    the header, then per section {offset, count}; a part record is
-    {org str, file str, generation, offset, length})."""
-    with open(os.path.join(state_dir, "snapshot.bin"), "rb") as f:
+    parts the newest index of state_dir names (served_index;
+    src/eval/snapshot.h: the header, then per section {offset, count}; a
+    part record is {org str, file str, generation, offset, length})."""
+    with open(served_index(state_dir), "rb") as f:
         data = f.read()
     at = 8 + 4 + 4 + 8 * 4
     sections = [struct.unpack_from("<QQ", data, at + 16 * i) for i in range(SNAPSHOT_SECTIONS)]

@@ -15,6 +15,7 @@ int main(void)
     srunner_add_suite(runner, suite_murmur3());
     srunner_add_suite(runner, suite_snapshot());
     srunner_add_suite(runner, suite_snapshot_parts());
+    srunner_add_suite(runner, suite_snapshot_index_files());
     srunner_add_suite(runner, suite_snapshot_chunks());
     srunner_add_suite(runner, suite_served_chunks());
     srunner_add_suite(runner, suite_snapshot_kept_index());

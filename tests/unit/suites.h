@@ -13,6 +13,7 @@ Suite *suite_token(void);
 Suite *suite_murmur3(void);
 Suite *suite_snapshot(void);
 Suite *suite_snapshot_parts(void);
+Suite *suite_snapshot_index_files(void);
 Suite *suite_snapshot_chunks(void);
 Suite *suite_served_chunks(void);
 Suite *suite_snapshot_kept_index(void);

@@ -678,6 +678,45 @@ START_TEST(replaced_parts_are_deleted_one_publication_later)
 }
 END_TEST
 
+/* With durability lagging (doc/choices.md "Visible before durable"), a
+ * pack a publication stops naming outlives both the next publication and
+ * the last durable index that names it. */
+START_TEST(superseded_packs_wait_for_the_durable_index)
+{
+    make_dir();
+    const char *orgs[] = {ORG1, ORG2};
+    const uint64_t gens[] = {5, 6};
+    const char *const first[] = {"pack-1.bin", "pack-1.bin"}, *const second[] = {"pack-2.bin",
+                                                                                 "pack-2.bin"};
+    struct snapshot_parts parts;
+    snapshot_parts_init(&parts, dir);
+    snapshot_parts_lag_durability(&parts);
+    touch("pack-1.bin");
+    touch("pack-2.bin");
+    snapshot_parts_published(&parts, files(2, orgs, gens, first), 2, false);
+    snapshot_parts_durable(&parts); /* pack-1 is in the restart index */
+    snapshot_parts_published(&parts, files(2, orgs, gens, second), 2, false);
+    snapshot_parts_published(&parts, files(2, orgs, gens, second), 2, false);
+    /* Two publications later, but the restart index still names pack-1. */
+    ck_assert(exists("pack-1.bin"));
+    ck_assert(snapshot_parts_doomed(&parts, "pack-1.bin"));
+    snapshot_parts_durable(&parts);
+    ck_assert(!exists("pack-1.bin"));
+    ck_assert(!snapshot_parts_doomed(&parts, "pack-1.bin"));
+    ck_assert(exists("pack-2.bin"));
+    /* Durable at once after the publication that stopped naming it: still
+     * kept until the next publication (a worker may be opening it). */
+    touch("pack-1.bin");
+    snapshot_parts_published(&parts, files(2, orgs, gens, first), 2, false);
+    snapshot_parts_durable(&parts);
+    ck_assert(exists("pack-2.bin"));
+    snapshot_parts_published(&parts, files(2, orgs, gens, first), 2, false);
+    ck_assert(!exists("pack-2.bin"));
+    snapshot_parts_free(&parts);
+    remove_dir();
+}
+END_TEST
+
 Suite *suite_snapshot_parts(void)
 {
     Suite *s = suite_create("snapshot_parts");
@@ -698,6 +737,7 @@ Suite *suite_snapshot_parts(void)
     tcase_add_test(tc, a_part_is_newer_only_than_an_older_generation);
     tcase_add_test(tc, superseded_packs_are_deleted_one_publication_later);
     tcase_add_test(tc, replaced_parts_are_deleted_one_publication_later);
+    tcase_add_test(tc, superseded_packs_wait_for_the_durable_index);
     suite_add_tcase(s, tc);
     return s;
 }
