@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void scratch_dir_make(char *dir, size_t len, const char *name)
@@ -29,4 +30,22 @@ void scratch_dir_remove(const char *dir)
     }
     closedir(d);
     rmdir(dir);
+}
+
+bool scratch_file_exists(const char *dir, const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+void scratch_file_write(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_int_ge(fputs(text, fp), 0);
+    ck_assert_int_eq(fclose(fp), 0);
 }

@@ -36,14 +36,6 @@
 
 static char dir[64];
 
-static bool exists(const char *name)
-{
-    char path[512];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return stat(path, &st) == 0;
-}
-
 static void touch(const char *name)
 {
     char path[512];
@@ -243,9 +235,9 @@ START_TEST(a_chunked_organization_published_patched_and_reclaimed)
     ck_assert_uint_eq(big->chunks[0].generation, 1);
     ck_assert_uint_eq(live_of(&packs, 1), 0);
     /* pack 1 is doomed, deleted at the next publication */
-    ck_assert(exists("pack-1.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-1.bin"));
     publish(&packs, &parts, &t, moved);
-    ck_assert(!exists("pack-1.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-1.bin"));
     ck_assert_uint_eq(read_big(&moved[0], answers), 2);
 
     /* BIG written again unchunked at generation 3: its entry is removed */
@@ -341,11 +333,11 @@ START_TEST(packs_of_chunks_stay_and_older_chunk_files_go_at_start)
         snapshot_parts_published(&parts, fresh, 1, publication == 0);
         /* the older ensignd's chunk files at once, a leftover pack one
          * publication later, a pack of chunks never */
-        ck_assert(!exists("chunk-" BIG "-3-0.bin"));
-        ck_assert(!exists("chunk-" BIG "-3-1.bin.tmp"));
-        ck_assert(exists("pack-9.bin") == (publication == 0));
-        ck_assert(exists("pack-7.bin"));
-        ck_assert(exists("pack-8.bin"));
+        ck_assert(!scratch_file_exists(dir, "chunk-" BIG "-3-0.bin"));
+        ck_assert(!scratch_file_exists(dir, "chunk-" BIG "-3-1.bin.tmp"));
+        ck_assert(scratch_file_exists(dir, "pack-9.bin") == (publication == 0));
+        ck_assert(scratch_file_exists(dir, "pack-7.bin"));
+        ck_assert(scratch_file_exists(dir, "pack-8.bin"));
     }
     /* no chunk names pack 7 any more: doomed, then deleted */
     for (int publication = 0; publication < 2; publication++) {
@@ -355,8 +347,8 @@ START_TEST(packs_of_chunks_stay_and_older_chunk_files_go_at_start)
         snapshot_parts_set_chunks(&parts, NULL, 0);
         snapshot_parts_published(&parts, fresh, 1, false);
     }
-    ck_assert(!exists("pack-7.bin"));
-    ck_assert(exists("pack-8.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-7.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-8.bin"));
     snapshot_parts_free(&parts);
     scratch_dir_remove(dir);
 }

@@ -17,24 +17,6 @@
 
 static char dir[64];
 
-static bool exists(const char *name)
-{
-    char path[512];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return stat(path, &st) == 0;
-}
-
-static void write_file(const char *name, const char *text)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "w");
-    ck_assert_ptr_nonnull(fp);
-    fputs(text, fp);
-    fclose(fp);
-}
-
 static void read_file(const char *name, char *buf, size_t len)
 {
     char path[512];
@@ -88,24 +70,24 @@ END_TEST
 START_TEST(remove_deletes_only_what_no_one_needs)
 {
     scratch_dir_make(dir, sizeof dir, "index");
-    write_file("index-5.bin", "5");
-    write_file("index-6.bin", "6");
-    write_file("index-7.bin", "7");
-    write_file("index-8.bin.tmp", "8");
-    write_file("snapshot.bin", "4");
-    write_file("pack-1.bin", "p");
+    scratch_file_write(dir, "index-5.bin", "5");
+    scratch_file_write(dir, "index-6.bin", "6");
+    scratch_file_write(dir, "index-7.bin", "7");
+    scratch_file_write(dir, "index-8.bin.tmp", "8");
+    scratch_file_write(dir, "snapshot.bin", "4");
+    scratch_file_write(dir, "pack-1.bin", "p");
     ck_assert_uint_eq(snapshot_index_remove(dir, 7, 6), 2);
-    ck_assert(!exists("index-5.bin"));
-    ck_assert(!exists("index-8.bin.tmp"));
-    ck_assert(exists("index-6.bin"));
-    ck_assert(exists("index-7.bin"));
-    ck_assert(exists("snapshot.bin"));
-    ck_assert(exists("pack-1.bin"));
+    ck_assert(!scratch_file_exists(dir, "index-5.bin"));
+    ck_assert(!scratch_file_exists(dir, "index-8.bin.tmp"));
+    ck_assert(scratch_file_exists(dir, "index-6.bin"));
+    ck_assert(scratch_file_exists(dir, "index-7.bin"));
+    ck_assert(scratch_file_exists(dir, "snapshot.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-1.bin"));
     /* At a first start: every visible index is a leftover. */
     ck_assert_uint_eq(snapshot_index_remove(dir, 0, 0), 2);
-    ck_assert(!exists("index-6.bin"));
-    ck_assert(!exists("index-7.bin"));
-    ck_assert(exists("snapshot.bin"));
+    ck_assert(!scratch_file_exists(dir, "index-6.bin"));
+    ck_assert(!scratch_file_exists(dir, "index-7.bin"));
+    ck_assert(scratch_file_exists(dir, "snapshot.bin"));
     scratch_dir_remove(dir);
 }
 END_TEST
@@ -115,14 +97,14 @@ START_TEST(make_durable_renames_a_link_over_the_restart_name)
     char err[256], text[16];
     struct stat visible, restart;
     scratch_dir_make(dir, sizeof dir, "index");
-    write_file("snapshot.bin", "old");
-    write_file("index-9.bin", "new");
-    write_file("snapshot.bin.tmp", "crash leftover");
+    scratch_file_write(dir, "snapshot.bin", "old");
+    scratch_file_write(dir, "index-9.bin", "new");
+    scratch_file_write(dir, "snapshot.bin.tmp", "crash leftover");
     ck_assert_msg(snapshot_index_make_durable(dir, 9, err, sizeof err) == 0, "%s", err);
     read_file("snapshot.bin", text, sizeof text);
     ck_assert_str_eq(text, "new");
-    ck_assert(exists("index-9.bin")); /* workers may still open it */
-    ck_assert(!exists("snapshot.bin.tmp"));
+    ck_assert(scratch_file_exists(dir, "index-9.bin")); /* workers may still open it */
+    ck_assert(!scratch_file_exists(dir, "snapshot.bin.tmp"));
     char path[512];
     snprintf(path, sizeof path, "%s/index-9.bin", dir);
     ck_assert_int_eq(stat(path, &visible), 0);

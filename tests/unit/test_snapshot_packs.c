@@ -45,11 +45,6 @@ static uint64_t size_of(const char *name)
     return snapshot_fixture_size(dir, name);
 }
 
-static bool exists(const char *name)
-{
-    return size_of(name) != UINT64_MAX;
-}
-
 /* The organization id of number i. */
 static void org_of(int i, char *org, size_t len)
 {
@@ -366,12 +361,13 @@ START_TEST(a_mostly_dead_pack_is_reclaimed_and_deleted)
     ck_assert_uint_eq(packs.victim, 0);
     snapshot_parts_keep(&parts, snapshot_packs_open_name(&packs));
     snapshot_parts_published(&parts, moved, 2, false);
-    ck_assert(exists("pack-1.bin")); /* the previous index names it: one more publication */
+    ck_assert(scratch_file_exists(
+        dir, "pack-1.bin")); /* the previous index names it: one more publication */
     struct snapshot_part_file *again = calloc(2, sizeof *again);
     memcpy(again, moved, 2 * sizeof *again);
     snapshot_packs_published(&packs, again, 2);
     snapshot_parts_published(&parts, again, 2, false);
-    ck_assert(!exists("pack-1.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-1.bin"));
     struct pack_maps *maps = pack_maps_new(dir, false);
     int slot;
     ck_assert_str_eq(serves(maps, &parts.published[0], &slot), "a");

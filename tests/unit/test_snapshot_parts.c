@@ -58,11 +58,6 @@ static void remove_dir(void)
     scratch_dir_remove(dir);
 }
 
-static bool exists(const char *name)
-{
-    return snapshot_fixture_size(dir, name) != UINT64_MAX;
-}
-
 /* The length the part file name had when written (4096 if never). */
 static uint64_t length_of(const char *name)
 {
@@ -598,33 +593,33 @@ START_TEST(superseded_packs_are_deleted_one_publication_later)
     touch("pack-9.bin");
     snapshot_parts_keep(&parts, "pack-9.bin");
     snapshot_parts_published(&parts, files(2, orgs, gens, first), 2, true);
-    ck_assert(exists("pack-1.bin")); /* still there: doomed */
+    ck_assert(scratch_file_exists(dir, "pack-1.bin")); /* still there: doomed */
     touch("pack-3.bin");
     snapshot_parts_published(&parts, files(2, orgs, gens, second), 2, false);
-    ck_assert(!exists("pack-1.bin"));
-    ck_assert(!exists("org-" ORG1 "-1.bin"));
-    ck_assert(!exists("org-" ORG1 "-5.bin.tmp"));
-    ck_assert(!exists("snapshot.bin.tmp"));
-    ck_assert(exists("unrelated.txt"));
-    ck_assert(exists("pack-9.bin")); /* the open pack */
-    ck_assert(exists("pack-2.bin")); /* still named */
+    ck_assert(!scratch_file_exists(dir, "pack-1.bin"));
+    ck_assert(!scratch_file_exists(dir, "org-" ORG1 "-1.bin"));
+    ck_assert(!scratch_file_exists(dir, "org-" ORG1 "-5.bin.tmp"));
+    ck_assert(!scratch_file_exists(dir, "snapshot.bin.tmp"));
+    ck_assert(scratch_file_exists(dir, "unrelated.txt"));
+    ck_assert(scratch_file_exists(dir, "pack-9.bin")); /* the open pack */
+    ck_assert(scratch_file_exists(dir, "pack-2.bin")); /* still named */
     snapshot_parts_published(&parts, files(2, orgs, gens, third), 2, false);
-    ck_assert(exists("pack-2.bin")); /* no longer named: kept for one more */
+    ck_assert(scratch_file_exists(dir, "pack-2.bin")); /* no longer named: kept for one more */
     snapshot_parts_published(&parts, files(2, orgs, gens, third), 2, false);
-    ck_assert(!exists("pack-2.bin"));
-    ck_assert(exists("pack-3.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-2.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-3.bin"));
     /* No organization left in it: the pack goes the same way, unless it is
      * the one appended to. */
     snapshot_parts_keep(&parts, "pack-3.bin");
     snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
     snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
-    ck_assert(exists("pack-3.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-3.bin"));
     snapshot_parts_keep(&parts, "");
     snapshot_parts_published(&parts, files(1, orgs, gens, third), 1, false);
     snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
-    ck_assert(exists("pack-3.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-3.bin"));
     snapshot_parts_published(&parts, files(0, orgs, gens, third), 0, false);
-    ck_assert(!exists("pack-3.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-3.bin"));
     snapshot_parts_free(&parts);
     remove_dir();
 }
@@ -655,13 +650,13 @@ START_TEST(replaced_parts_are_deleted_one_publication_later)
     ck_assert_str_eq(snapshot_parts_find(&parts, ORG1)->name, "pack-3.bin");
     ck_assert_uint_eq(snapshot_parts_find(&parts, ORG1)->generation, 7);
     ck_assert_uint_eq(snapshot_parts_find(&parts, ORG2)->generation, 6);
-    ck_assert(exists("pack-1.bin")); /* no longer named: kept for one more */
+    ck_assert(scratch_file_exists(dir, "pack-1.bin")); /* no longer named: kept for one more */
     changed = files(1, orgs, third, after);
     ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), 0);
     free(changed);
-    ck_assert(!exists("pack-1.bin"));
-    ck_assert(exists("pack-2.bin")); /* still named (ORG2) */
-    ck_assert(exists("pack-3.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-1.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-2.bin")); /* still named (ORG2) */
+    ck_assert(scratch_file_exists(dir, "pack-3.bin"));
     /* An organization without a published part: refused, nothing changes. */
     changed = files(1, other, ninth, after);
     ck_assert_int_eq(snapshot_parts_replaced(&parts, changed, 1), -1);
@@ -669,10 +664,10 @@ START_TEST(replaced_parts_are_deleted_one_publication_later)
     ck_assert_uint_eq(snapshot_parts_find(&parts, ORG1)->generation, 8);
     /* A whole publication after patched ones goes on as usual. */
     snapshot_parts_published(&parts, files(2, orgs, first, both), 2, false);
-    ck_assert(exists("pack-2.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-2.bin"));
     snapshot_parts_published(&parts, files(2, orgs, first, both), 2, false);
-    ck_assert(!exists("pack-2.bin"));
-    ck_assert(exists("pack-3.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-2.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-3.bin"));
     snapshot_parts_free(&parts);
     remove_dir();
 }
@@ -698,20 +693,20 @@ START_TEST(superseded_packs_wait_for_the_durable_index)
     snapshot_parts_published(&parts, files(2, orgs, gens, second), 2, false);
     snapshot_parts_published(&parts, files(2, orgs, gens, second), 2, false);
     /* Two publications later, but the restart index still names pack-1. */
-    ck_assert(exists("pack-1.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-1.bin"));
     ck_assert(snapshot_parts_doomed(&parts, "pack-1.bin"));
     snapshot_parts_durable(&parts);
-    ck_assert(!exists("pack-1.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-1.bin"));
     ck_assert(!snapshot_parts_doomed(&parts, "pack-1.bin"));
-    ck_assert(exists("pack-2.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-2.bin"));
     /* Durable at once after the publication that stopped naming it: still
      * kept until the next publication (a worker may be opening it). */
     touch("pack-1.bin");
     snapshot_parts_published(&parts, files(2, orgs, gens, first), 2, false);
     snapshot_parts_durable(&parts);
-    ck_assert(exists("pack-2.bin"));
+    ck_assert(scratch_file_exists(dir, "pack-2.bin"));
     snapshot_parts_published(&parts, files(2, orgs, gens, first), 2, false);
-    ck_assert(!exists("pack-2.bin"));
+    ck_assert(!scratch_file_exists(dir, "pack-2.bin"));
     snapshot_parts_free(&parts);
     remove_dir();
 }

@@ -16,19 +16,10 @@
 
 #include "http/ui_files.h"
 #include "http/ui_route.h"
+#include "scratch_dir.h"
 #include "suites.h"
 
 static char root[64];
-
-static void write_file(const char *name, const char *text)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", root, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static void make_tree(void)
 {
@@ -40,11 +31,11 @@ static void make_tree(void)
     char big[4096];
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    write_file("index.html", "<!doctype html><title>x</title>");
-    write_file("app.js", big);
-    write_file("lib/view.js", "export const x = 1;\n");
-    write_file(".hidden", "secret");
-    write_file("bad name.js", "no");
+    scratch_file_write(root, "index.html", "<!doctype html><title>x</title>");
+    scratch_file_write(root, "app.js", big);
+    scratch_file_write(root, "lib/view.js", "export const x = 1;\n");
+    scratch_file_write(root, ".hidden", "secret");
+    scratch_file_write(root, "bad name.js", "no");
     snprintf(path, sizeof path, "%s/link.js", root);
     ck_assert_int_eq(symlink("/etc/passwd", path), 0);
 }
@@ -98,7 +89,7 @@ START_TEST(test_load_and_find)
     char etag[UI_ETAG_MAX];
     snprintf(etag, sizeof etag, "%s", app->etag);
     ui_files_free(ui);
-    write_file("app.js", "changed");
+    scratch_file_write(root, "app.js", "changed");
     ui = ui_files_load(root, err, sizeof err);
     ck_assert_ptr_nonnull(ui);
     ck_assert_str_ne(ui_files_find(ui, "app.js", 6)->etag, etag);
