@@ -161,26 +161,34 @@ class PackLifecycleTest(OfrepTestCase):
         self.assertEqual(self.parts()[self.org_id("big-1")][0], last)
         self.assertEqual(self.server.sanitizer_reports(), [])
 
-    def test_3_an_older_state_dir_is_rebuilt_and_its_files_removed(self):
-        """snapshot.bin of format version 2 and org-<id>-<generation>.bin
-        files: the index is refused, the first build reads everything from
-        the database, and the old files are deleted within two
-        publications."""
+    def restart_with_older_state(self, version, files):
+        """Stops the node, marks snapshot.bin as of format version and
+        plants files (each a snapshot's magic and zeros) beside it, starts
+        the node and waits for its first publication, which must say the
+        index was refused. Returns the log line the start began at."""
         state_dir = self.server.state_dir
         self.server.stop_cleanly()
-        index = os.path.join(state_dir, "snapshot.bin")
-        with open(index, "r+b") as f:  # the version field, after the magic
-            f.seek(8)
-            f.write(struct.pack("<I", 2))
-        old = [f"org-{self.org_id(slug)}-1.bin" for slug in ("acme", "big-1")]
-        for name in old:
+        with open(os.path.join(state_dir, "snapshot.bin"), "r+b") as f:
+            f.seek(8)  # the version field, after the magic
+            f.write(struct.pack("<I", version))
+        for name in files:
             with open(os.path.join(state_dir, name), "wb") as f:
                 f.write(b"ENSIGNSS" + b"\0" * 300)
         line = len(self.server.stderr().splitlines())
         self.server.start()
         self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 10),
                         self.log_since(line))
-        self.assertRegex(self.log_since(line), r"format version 2, expected 4")
+        self.assertRegex(self.log_since(line), rf"format version {version}, expected 4")
+        return line
+
+    def test_3_an_older_state_dir_is_rebuilt_and_its_files_removed(self):
+        """snapshot.bin of format version 2 and org-<id>-<generation>.bin
+        files: the index is refused, the first build reads everything from
+        the database, and the old files are deleted within two
+        publications."""
+        state_dir = self.server.state_dir
+        line = self.restart_with_older_state(
+            2, [f"org-{self.org_id(slug)}-1.bin" for slug in ("acme", "big-1")])
         self.assertRegex(self.log_since(line), r"published \([0-9]+ flag configurations in 2 of 2")
         self.assertEqual(self.evaluate("steady").json.get("variant"), "on")
         self.toggle_big()  # the second publication (deletes a moment after it is served)
@@ -195,19 +203,8 @@ class PackLifecycleTest(OfrepTestCase):
         index is refused, the first build reads everything from the
         database, and its sweep deletes the chunk files at once."""
         state_dir = self.server.state_dir
-        self.server.stop_cleanly()
-        with open(os.path.join(state_dir, "snapshot.bin"), "r+b") as f:
-            f.seek(8)
-            f.write(struct.pack("<I", 3))
-        old = [f"chunk-{self.org_id('acme')}-3-{n}.bin" for n in range(3)]
-        for name in old:
-            with open(os.path.join(state_dir, name), "wb") as f:
-                f.write(b"ENSIGNSS" + b"\0" * 300)
-        line = len(self.server.stderr().splitlines())
-        self.server.start()
-        self.assertTrue(harness.wait_for(lambda: "published" in self.log_since(line), 10),
-                        self.log_since(line))
-        self.assertRegex(self.log_since(line), r"format version 3, expected 4")
+        self.restart_with_older_state(
+            3, [f"chunk-{self.org_id('acme')}-3-{n}.bin" for n in range(3)])
         self.assertEqual(self.evaluate("steady").json.get("variant"), "on")
         self.assertTrue(harness.wait_for(lambda: not [
             n for n in os.listdir(state_dir) if n.startswith("chunk-")], 5),
