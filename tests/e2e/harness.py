@@ -586,17 +586,18 @@ class Server:
 
 class SecondNode:
     """A mixin before a ServerTestCase: a second ensignd, cls.node_b, on the
-    same database with the class's settings (second_node_workers workers,
-    else the class's), for tests of what happens once across nodes. It
+    same database with the class's settings (or second_node_settings) and
+    second_node_workers workers (else the class's), for tests of what happens once across nodes. It
     stops cleanly and is removed before the first node."""
 
     second_node_workers = None
+    second_node_settings = None  # else the class's settings
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        node_b = Server(cls.database.conninfo, cls.second_node_workers or cls.workers,
-                        **cls.settings)
+        settings = cls.settings if cls.second_node_settings is None else cls.second_node_settings
+        node_b = Server(cls.database.conninfo, cls.second_node_workers or cls.workers, **settings)
         try:
             node_b.start()
         except BaseException:

@@ -38,9 +38,10 @@ def node_view(response):
             etag.rsplit("-", 1)[0] if etag.count("-") == 3 else etag)
 
 
-class ChunksTest(OfrepTestCase):
+class ChunksTest(harness.SecondNode, OfrepTestCase):
     settings = {"snapshot_chunk_flags": 3}
-    node_b = None
+    second_node_workers = 1
+    second_node_settings = {"snapshot_chunk_flags": 0}  # node B: every organization whole
 
     @classmethod
     def create_flags(cls):
@@ -55,30 +56,12 @@ class ChunksTest(OfrepTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.node_b = harness.Server(cls.database.conninfo, 1, snapshot_chunk_flags=0)
-        try:
-            cls.node_b.start()
-            # healthz answers before the first build: wait until B serves.
-            headers = {"Authorization": f"Bearer {cls.sdk_key}"}
-            if not harness.wait_for(lambda: cls.node_b.request(
-                    "POST", FLAG_PATH, body={}, headers=headers).status == 200, SERVED_S):
-                raise AssertionError("node B did not serve its first snapshot")
-        except BaseException:
-            cls.node_b.remove()
-            cls.node_b = None
+        # healthz answers before the first build: wait until B serves.
+        headers = {"Authorization": f"Bearer {cls.sdk_key}"}
+        if not harness.wait_for(lambda: cls.node_b.request(
+                "POST", FLAG_PATH, body={}, headers=headers).status == 200, SERVED_S):
             cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        node_b, cls.node_b = cls.node_b, None
-        try:
-            if node_b is not None:
-                node_b.stop_cleanly()
-        finally:
-            if node_b is not None:
-                node_b.remove()
-            super().tearDownClass()
+            raise AssertionError("node B did not serve its first snapshot")
 
     # ---- helpers ----
 
