@@ -12,6 +12,7 @@
  * refresher appends them (doc/choices.md "Chunks stored in packs").
  */
 #include <dirent.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +150,17 @@ static void teardown(struct fixture *f)
     remove_dir();
 }
 
+/* Generation g: org2's header org-2-<g>.bin naming exts at gens, an index
+ * naming it, and g published. */
+static void publish(struct fixture *f, uint64_t g, const struct ext exts[3], const uint64_t gens[3])
+{
+    char header[32];
+    snprintf(header, sizeof header, "org-2-%" PRIu64 ".bin", g);
+    write_header(g, exts, gens, header);
+    write_index(g, header, g);
+    atomic_store(&f->header.snapshot_generation, g);
+}
+
 static const struct snapshot_env *index_env(struct fixture *f, const char *digest)
 {
     const struct snapshot *index = served_snapshot_current(f->view);
@@ -263,9 +275,7 @@ START_TEST(a_new_generation_maps_only_new_chunks)
     /* generation 2: k5 changed, only the middle chunk rewritten */
     const struct ext exts[] = {f.c[0], append_flags(ORG2, ENV2, 3, 6, "k5", 2), f.c[2]};
     const uint64_t gens[] = {1, 2, 1};
-    write_header(2, exts, gens, "org-2-2.bin");
-    write_index(2, "org-2-2.bin", 2);
-    atomic_store(&f.header.snapshot_generation, 2);
+    publish(&f, 2, exts, gens);
     ck_assert_str_eq(served(&f, KEY2, "k5"), "b");
     ck_assert_str_eq(served(&f, KEY2, "k1"), "a");
     c0 = served_snapshot_chunk(f.view, index_env(&f, KEY2), 0, &env);
@@ -290,9 +300,7 @@ START_TEST(a_bad_or_missing_chunk_keeps_the_previous_set_whole)
     fputc('#', fp);
     fclose(fp);
     const uint64_t gens[] = {2, 2, 1};
-    write_header(2, exts, gens, "org-2-2.bin");
-    write_index(2, "org-2-2.bin", 2);
-    atomic_store(&f.header.snapshot_generation, 2);
+    publish(&f, 2, exts, gens);
     /* neither change served: never k1 of generation 2 with k5 of 1 */
     ck_assert_str_eq(served(&f, KEY2, "k1"), "a");
     ck_assert_str_eq(served(&f, KEY2, "k5"), "a");
@@ -302,9 +310,7 @@ START_TEST(a_bad_or_missing_chunk_keeps_the_previous_set_whole)
     /* generation 3 names a chunk in a pack that is not there: the same */
     const struct ext missing[] = {f.c[0], {9, 0, f.c[1].length}, f.c[2]};
     const uint64_t gens3[] = {1, 3, 1};
-    write_header(3, missing, gens3, "org-2-3.bin");
-    write_index(3, "org-2-3.bin", 3);
-    atomic_store(&f.header.snapshot_generation, 3);
+    publish(&f, 3, missing, gens3);
     ck_assert_uint_eq(snapshot_generation(served_snapshot_part(f.view, index_env(&f, KEY2), &env)),
                       1);
     ck_assert_str_eq(served(&f, KEY2, "k5"), "a");
@@ -313,9 +319,7 @@ START_TEST(a_bad_or_missing_chunk_keeps_the_previous_set_whole)
     /* a chunk of another generation than its header names is refused */
     const struct ext wrong[] = {f.c[0], append_flags(ORG2, ENV2, 3, 6, "k5", 4), f.c[2]};
     const uint64_t gens4[] = {1, 5, 1};
-    write_header(4, wrong, gens4, "org-2-4.bin");
-    write_index(4, "org-2-4.bin", 4);
-    atomic_store(&f.header.snapshot_generation, 4);
+    publish(&f, 4, wrong, gens4);
     ck_assert_str_eq(served(&f, KEY2, "k5"), "a");
     /* a chunk extent passing its pack's end is refused, never read */
     struct stat st;
@@ -323,9 +327,7 @@ START_TEST(a_bad_or_missing_chunk_keeps_the_previous_set_whole)
     const struct ext past[] = {
         f.c[0], {1, ((uint64_t)st.st_size + 63) & ~(uint64_t)63, f.c[1].length}, f.c[2]};
     const uint64_t gens5[] = {1, 5, 1};
-    write_header(5, past, gens5, "org-2-5.bin");
-    write_index(5, "org-2-5.bin", 5);
-    atomic_store(&f.header.snapshot_generation, 5);
+    publish(&f, 5, past, gens5);
     ck_assert_uint_eq(snapshot_generation(served_snapshot_part(f.view, index_env(&f, KEY2), &env)),
                       1);
     ck_assert_str_eq(served(&f, KEY2, "k5"), "a");
